@@ -1,0 +1,74 @@
+"""Build of snet: the pure-Python package and the Cython FRONT runtime.
+
+The extensions of ``snet_front`` are compiled from their ``.pyx`` sources by
+Cython, which pyproject.toml lists as a build requirement, so ``pip install
+-e .`` on a fresh machine builds them.  ``SNET_FRONT_DEBUG=1`` in the
+environment compiles them with the debug counters and line tracing.
+"""
+
+import glob
+import os
+import sys
+
+from setuptools import Extension, find_packages, setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def front_extensions():
+    sources = sorted(glob.glob(os.path.join("snet_front", "*.pyx")))
+    if not sources:
+        return []
+    try:
+        from Cython.Build import cythonize
+    except ImportError:  # pragma: no cover - pyproject.toml makes Cython available
+        sys.exit("building snet needs Cython>=3.0 (pip install 'Cython>=3.0,<3.4')")
+    debug = os.environ.get("SNET_FRONT_DEBUG", "") not in ("", "0")
+    macros = [("SNET_FRONT_DEBUG", "1" if debug else "0")]
+    if debug:
+        macros.append(("CYTHON_TRACE_NOGIL", "1"))
+    extensions = [
+        Extension(
+            "snet_front." + os.path.splitext(os.path.basename(src))[0],
+            [src],
+            include_dirs=[os.path.join("snet_front", "includes")],
+            define_macros=macros,
+            extra_compile_args=["-O2"],
+        )
+        for src in sources
+    ]
+    directives = {"language_level": 3, "boundscheck": False, "wraparound": False}
+    if debug:
+        directives["linetrace"] = True
+    return cythonize(extensions, compiler_directives=directives,
+                     annotate=os.environ.get("SNET_FRONT_ANNOTATE") == "1")
+
+
+def read_version():
+    scope = {}
+    with open(os.path.join(HERE, "snet", "_version.py")) as f:
+        exec(f.read(), scope)
+    return scope["__version__"]
+
+
+setup(
+    name="snet",
+    version=read_version(),
+    description="S-Net, the declarative coordination language, with the FRONT work-stealing runtime",
+    long_description=open(os.path.join(HERE, "README.md")).read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.11",
+    packages=find_packages(include=["snet", "snet.*", "snet_front", "boxes"]),
+    package_data={"snet.syntax": ["*.lark"], "snet_front": ["*.pxd", "*.pyi", "py.typed", "includes/*"],
+                  "boxes": ["*.snet", "*.jsonl", "*.xml"]},
+    ext_modules=front_extensions(),
+    install_requires=["lark>=1.2,<2", "cloudpickle>=2.0"],
+    extras_require={
+        "examples": ["numpy>=1.24"],
+        "spark": ["pyspark>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=15"],
+        "test": ["pytest>=8", "pytest-benchmark>=4", "hypothesis>=6", "interegular>=0.3",
+                 "numpy>=1.24", "pyspark>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=15"],
+    },
+    entry_points={"console_scripts": ["snet = snet.cli:main"]},
+    zip_safe=False,
+)

@@ -1,0 +1,207 @@
+"""Tag expressions: their tree, their meaning, and their translation to Python.
+
+The same frozen nodes serve the AST (the parser builds them) and the static
+property graph (engines evaluate them), so nothing has to be converted
+between the two.
+
+Meaning (language.md §8): values are unbounded Python ints; ``/`` truncates
+toward zero and ``%`` takes the sign of the dividend, as in C; comparisons and
+the logical operators yield 1 or 0; ``&&``, ``||`` and ``?:`` evaluate left to
+right and skip what they do not need; reading an absent tag is an error.
+
+Engines do not walk the tree per record: :func:`to_python` turns an expression
+into Python source over a record ``r``, and the filter and pattern compilers
+put that source into one generated function per construct.  Reading an
+absent label then surfaces as ``KeyError(label)``, which the caller turns
+into a positioned run-time error naming the label and the construct.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Union
+
+from snet.source import Span
+
+UNARY_OPS = ("-", "!", "abs")
+BINARY_OPS = ("||", "&&", "==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "min", "max")
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    value: int
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """Reads a tag (``"<t>"``) or binding tag (``"<#b>"``); the label is spelled."""
+
+    label: str
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Unary:
+    op: str
+    operand: "Expr"
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Binary:
+    op: str
+    left: "Expr"
+    right: "Expr"
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Cond:
+    test: "Expr"
+    then: "Expr"
+    otherwise: "Expr"
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+Expr = Union[Const, Ref, Unary, Binary, Cond]
+
+
+class DivisionByZero(ArithmeticError):
+    """Raised by generated code; carries the span of the offending operator."""
+
+    def __init__(self, span: Span | None):
+        super().__init__("division by zero")
+        self.span = span
+
+
+def c_div(a: int, b: int, span: Span | None = None) -> int:
+    """Integer division truncating toward zero, as C does."""
+    if b == 0:
+        raise DivisionByZero(span)
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def c_mod(a: int, b: int, span: Span | None = None) -> int:
+    """Remainder with the sign of the dividend, so a == c_div(a,b)*b + c_mod(a,b)."""
+    if b == 0:
+        raise DivisionByZero(span)
+    r = abs(a) % abs(b)
+    return r if a >= 0 else -r
+
+
+def reads(expr: Expr) -> frozenset[str]:
+    """Every label the expression may read."""
+    if isinstance(expr, Ref):
+        return frozenset((expr.label,))
+    if isinstance(expr, Unary):
+        return reads(expr.operand)
+    if isinstance(expr, Binary):
+        return reads(expr.left) | reads(expr.right)
+    if isinstance(expr, Cond):
+        return reads(expr.test) | reads(expr.then) | reads(expr.otherwise)
+    return frozenset()
+
+
+def evaluate(expr: Expr, record: Mapping[str, Any]) -> int:
+    """Evaluate by walking the tree: the executable definition of the semantics.
+
+    Raises:
+        KeyError: with the label, when an absent tag is read.
+        DivisionByZero: on ``/`` or ``%`` by zero.
+    """
+    if isinstance(expr, Const):
+        return expr.value
+    if isinstance(expr, Ref):
+        return record[expr.label]
+    if isinstance(expr, Unary):
+        v = evaluate(expr.operand, record)
+        if expr.op == "-":
+            return -v
+        if expr.op == "!":
+            return 0 if v else 1
+        return abs(v)
+    if isinstance(expr, Cond):
+        return evaluate(expr.then if evaluate(expr.test, record) else expr.otherwise, record)
+    op = expr.op
+    if op == "&&":
+        return 1 if evaluate(expr.left, record) and evaluate(expr.right, record) else 0
+    if op == "||":
+        return 1 if evaluate(expr.left, record) or evaluate(expr.right, record) else 0
+    a = evaluate(expr.left, record)
+    b = evaluate(expr.right, record)
+    return _BINARY[op](a, b, expr.span)
+
+
+_BINARY = {
+    "==": lambda a, b, s: 1 if a == b else 0,
+    "!=": lambda a, b, s: 1 if a != b else 0,
+    "<": lambda a, b, s: 1 if a < b else 0,
+    "<=": lambda a, b, s: 1 if a <= b else 0,
+    ">": lambda a, b, s: 1 if a > b else 0,
+    ">=": lambda a, b, s: 1 if a >= b else 0,
+    "+": lambda a, b, s: a + b,
+    "-": lambda a, b, s: a - b,
+    "*": lambda a, b, s: a * b,
+    "/": c_div,
+    "%": c_mod,
+    "min": lambda a, b, s: min(a, b),
+    "max": lambda a, b, s: max(a, b),
+}
+
+_PY_COMPARE = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+def to_python(expr: Expr, spans: list[Span | None], record: str = "r") -> str:
+    """Python source computing `expr` over the record variable `record`.
+
+    Args:
+        expr: the expression.
+        spans: receives the spans that the generated code refers to as
+            ``_S[i]`` (for division-by-zero messages); pass the same list for
+            every expression of one generated function.
+        record: the name of the record variable in the generated code.
+
+    Returns:
+        A Python expression; it needs ``_c_div``, ``_c_mod`` and ``_S`` in scope.
+    """
+    def go(e: Expr) -> str:
+        if isinstance(e, Const):
+            return repr(e.value)
+        if isinstance(e, Ref):
+            return f"{record}[{e.label!r}]"
+        if isinstance(e, Unary):
+            inner = go(e.operand)
+            if e.op == "-":
+                return f"(-{inner})"
+            if e.op == "!":
+                return f"(0 if {inner} else 1)"
+            return f"abs({inner})"
+        if isinstance(e, Cond):
+            return f"({go(e.then)} if {go(e.test)} else {go(e.otherwise)})"
+        op = e.op
+        left, right = go(e.left), go(e.right)
+        if op == "&&":
+            return f"(1 if ({left} and {right}) else 0)"
+        if op == "||":
+            return f"(1 if ({left} or {right}) else 0)"
+        if op in _PY_COMPARE:
+            return f"(1 if {left} {_PY_COMPARE[op]} {right} else 0)"
+        if op in ("+", "-", "*"):
+            return f"({left} {op} {right})"
+        if op in ("/", "%"):
+            spans.append(e.span)
+            fn = "_c_div" if op == "/" else "_c_mod"
+            return f"{fn}({left}, {right}, _S[{len(spans) - 1}])"
+        if op in ("min", "max"):
+            return f"{op}({left}, {right})"
+        raise ValueError(f"unknown operator {op!r}")
+
+    return go(expr)
+
+
+def generated_globals(spans: list[Span | None]) -> dict[str, Any]:
+    """The globals a function generated from :func:`to_python` source needs."""
+    return {"_c_div": c_div, "_c_mod": c_mod, "_S": tuple(spans), "__builtins__": {
+        "abs": abs, "min": min, "max": max, "KeyError": KeyError}}
