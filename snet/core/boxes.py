@@ -1,0 +1,244 @@
+"""Binding declared boxes to Python functions, and calling them.
+
+Binding (interfaces.md §2) happens once, before any record is read: every
+box the file declares must be found in the box modules, and each must accept
+as many positional arguments as its input tuple has labels.  All problems
+are collected and reported together (exit 2).
+
+Calling is the hottest path of every engine, so :class:`BoxCaller` does the
+whole of language.md §6.3 in one method with no helper calls on the common
+path: take the input labels, call, validate each result against the output
+variants (one ``frozenset`` lookup), check tag values, add inherited labels.
+
+Records are never modified after they are made (see :mod:`snet.records`), so
+a result dict may be passed on as the output record itself when nothing is
+inherited, and inherited values are shared, not copied.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+import traceback
+from types import ModuleType
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from snet.errors import SNetBindingError, SNetBoxError, SNetError
+from snet.records import describe, format_labels
+from snet.spg.nodes import BoxDeclaration, BoxNode, PropertyGraph
+
+Record = dict
+BoxSpec = Any  # a module, a dotted name, a path to a .py file, a mapping name -> callable, or a list of these
+
+
+def load_module_from_path(path: str) -> ModuleType:
+    """Import a ``.py`` file as a module; its folder goes on ``sys.path`` so it can import siblings."""
+    path = os.path.abspath(path)
+    if not os.path.isfile(path):
+        raise SNetBindingError(f"box module file not found: {path}")
+    folder = os.path.dirname(path)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    name = f"snet_boxes_{stem}_{abs(hash(path)) & 0xFFFFFF:06x}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise SNetBindingError(f"cannot load box module {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SNetError:
+        raise
+    except Exception as e:
+        del sys.modules[name]
+        detail = "".join(traceback.format_exception(e))
+        raise SNetBindingError(f"box module {path} failed to import: {type(e).__name__}: {e}\n{detail}") from e
+    return module
+
+
+def resolve_box_sources(specs: BoxSpec | None, net_path: str | None = None) -> list[Any]:
+    """Turn box specifications into a list of namespaces (modules or mappings).
+
+    Args:
+        specs: what the user gave (``--boxes`` values or the ``boxes=`` argument).
+        net_path: the ``.snet`` file; without specs, ``NET.py`` beside it is used if present.
+    """
+    if specs is None or (isinstance(specs, (list, tuple)) and not specs):
+        if net_path is not None:
+            candidate = os.path.splitext(net_path)[0] + ".py"
+            if os.path.isfile(candidate):
+                return [load_module_from_path(candidate)]
+        return []
+    if isinstance(specs, (str, ModuleType, Mapping)) or not isinstance(specs, Iterable):
+        specs = [specs]
+    namespaces: list[Any] = []
+    for spec in specs:
+        if isinstance(spec, str):
+            if spec.endswith(".py") or os.sep in spec:
+                namespaces.append(load_module_from_path(spec))
+            else:
+                try:
+                    namespaces.append(importlib.import_module(spec))
+                except ImportError as e:
+                    raise SNetBindingError(f"cannot import box module '{spec}': {e}") from e
+        else:
+            namespaces.append(spec)
+    return namespaces
+
+
+def _lookup(namespace: Any, name: str) -> Any:
+    if isinstance(namespace, Mapping):
+        return namespace.get(name)
+    return getattr(namespace, name, None)
+
+
+def _arity_problem(function: Callable, count: int) -> str | None:
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return None  # builtins without a signature: trust them
+    try:
+        signature.bind(*range(count))
+    except TypeError as e:
+        return str(e)
+    return None
+
+
+def bind_boxes(graph: PropertyGraph, namespaces: Sequence[Any]) -> dict[str, Callable]:
+    """Find every declared box; check it is callable with its input arity.
+
+    Returns:
+        box name -> Python callable.
+
+    Raises:
+        SNetBindingError: naming every missing box and every arity mismatch.
+    """
+    table: dict[str, Callable] = {}
+    missing: list[BoxDeclaration] = []
+    problems: list[str] = []
+    for decl in graph.boxes:
+        if decl.name in table:
+            continue
+        function = None
+        for namespace in namespaces:
+            function = _lookup(namespace, decl.name)
+            if function is not None:
+                break
+        if function is None:
+            missing.append(decl)
+            continue
+        if not callable(function):
+            problems.append(f"{_where(decl)}box '{decl.name}' is bound to a {type(function).__name__}, not a function")
+            continue
+        problem = _arity_problem(function, len(decl.arguments))
+        if problem is not None:
+            problems.append(f"{_where(decl)}box '{decl.name}' cannot be called with its "
+                            f"{len(decl.arguments)} input label(s) {format_labels(decl.arguments)}: {problem}")
+            continue
+        table[decl.name] = function
+    if missing:
+        names = ", ".join(f"'{d.name}'" for d in missing)
+        where = ", ".join(getattr(n, "__name__", type(n).__name__) for n in namespaces) or "no box module"
+        lines = [f"error: declared box{'es' if len(missing) > 1 else ''} {names} not found in {where}"]
+        lines += [f"{_where(d)}error: box '{d.name}' is declared here" for d in missing]
+        problems.insert(0, "\n".join(lines))
+    if problems:
+        raise SNetBindingError("\n".join(problems))
+    return table
+
+
+def _where(decl: BoxDeclaration) -> str:
+    return f"{decl.span.location}: " if decl.span is not None else ""
+
+
+class BoxCaller:
+    """Calls one box and turns its results into output records (language.md §6.3)."""
+
+    __slots__ = ("name", "function", "arguments", "consumed", "variants", "declared", "span", "initialiser")
+
+    def __init__(self, node: BoxNode, function: Callable):
+        self.name = node.name
+        self.function = function
+        self.arguments = tuple(node.arguments)
+        self.consumed = frozenset(node.arguments)
+        # variant label set -> the labels in it whose values must be ints
+        self.variants = {frozenset(v): tuple(l for l in v if l.startswith("<")) for v in node.variants}
+        self.declared = tuple(node.variants)
+        self.span = node.span
+        self.initialiser = node.initialiser
+
+    def __call__(self, record: Record) -> list:
+        """Process one input record; returns its output records in order."""
+        try:
+            args = [record[a] for a in self.arguments]
+        except KeyError as e:
+            raise SNetBoxError(f"box '{self.name}' cannot take record {describe(record)}: it lacks {e.args[0]}",
+                               self.span) from None
+        try:
+            result = self.function(*args)
+            if result is None:
+                return []
+            if type(result) is dict:
+                results = (result,)
+            elif isinstance(result, Mapping):
+                results = (dict(result),)
+            elif isinstance(result, (str, bytes)) or not isinstance(result, Iterable):
+                raise self._not_records(result, record)
+            else:
+                results = list(result)  # inside the try: a generator's exception is the box's
+        except SNetError:
+            raise
+        except Exception as e:
+            raise self._raised(e, record) from e
+        outputs = []
+        inherited = None
+        for res in results:
+            if type(res) is not dict:
+                if not isinstance(res, Mapping):
+                    raise self._not_records(res, record)
+                res = dict(res)
+            tags = self.variants.get(frozenset(res))
+            if tags is None:
+                raise self._bad_variant(res, record)
+            for t in tags:
+                v = res[t]
+                if type(v) is not int and not (isinstance(v, int) and not isinstance(v, bool)):
+                    raise SNetBoxError(
+                        f"box '{self.name}' emitted {t} = {v!r} ({type(v).__name__}), not an int", self.span)
+            if inherited is None:
+                consumed = self.consumed
+                inherited = {k: v for k, v in record.items() if k not in consumed and k[:2] != "<#"}
+            outputs.append({**inherited, **res} if inherited else res)
+        return outputs
+
+    def fire(self) -> list:
+        """Run an initialiser: no arguments, outputs carry only their own labels."""
+        return self({})
+
+    def _raised(self, error: BaseException, record: Record) -> SNetBoxError:
+        tb = error.__traceback__
+        # Skip this module's frame: the user wants the box's own frames.
+        while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+            tb = tb.tb_next
+        detail = "".join(traceback.format_exception(type(error), error, tb))
+        return SNetBoxError(
+            f"box '{self.name}' raised {type(error).__name__}: {error} (input record {describe(record)})",
+            self.span, detail)
+
+    def _bad_variant(self, result: Mapping, record: Record) -> SNetBoxError:
+        keys = "{" + ", ".join(sorted(map(str, result))) + "}"
+        variants = " | ".join(format_labels(v) for v in self.declared) or "none"
+        return SNetBoxError(
+            f"box '{self.name}' emitted a record with labels {keys}, which fits none of its output "
+            f"variants {variants} (input record {describe(record)})", self.span)
+
+    def _not_records(self, result: Any, record: Record) -> SNetBoxError:
+        return SNetBoxError(
+            f"box '{self.name}' returned {type(result).__name__}, not None, a mapping or an iterable of "
+            f"mappings (input record {describe(record)})", self.span)

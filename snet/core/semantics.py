@@ -1,0 +1,133 @@
+"""The semantic core: what every construct means, in one place for all engines.
+
+Engines differ in *scheduling* only.  Each of them builds one
+:class:`Operators` per run from the property graph and the bound box
+functions, and asks it, per node, for the object that applies that node to
+a record:
+
+=============  ================================================================
+node kind      operator
+=============  ================================================================
+box            :class:`~snet.core.boxes.BoxCaller`: ``op(record) -> [records]``
+filter         a compiled function ``op(record) -> [records]``
+sync           :class:`SyncPatterns` (shared); per instance state is a :class:`SyncCell`
+parallel       :class:`~snet.core.compiled.Router`: ``op.route(record) -> branch``
+star           :class:`~snet.core.compiled.PatternMatcher` of the exit patterns
+feedback       :class:`~snet.core.compiled.PatternMatcher` of the back patterns
+split          :class:`~snet.core.compiled.SplitKeys`
+=============  ================================================================
+
+Operators are immutable after construction (apart from the routing cache,
+whose entries are idempotent), so workers share them without locks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from snet.core.boxes import BoxCaller
+from snet.core.compiled import PatternMatcher, Router, SplitKeys, compile_filter, merge_sync
+from snet.source import Span
+from snet.spg.nodes import (BoxNode, FeedbackNode, FilterNode, Node, ParallelNode, Pattern, PropertyGraph,
+                            SplitNode, StarNode, SyncNode)
+
+Record = dict
+
+
+class SyncPatterns:
+    """The static part of a synchro-cell: patterns, guards, the merge rule."""
+
+    __slots__ = ("patterns", "matcher", "span", "count")
+
+    def __init__(self, node: SyncNode):
+        self.patterns: tuple[Pattern, ...] = node.patterns
+        self.matcher = PatternMatcher(node.patterns, "synchro-cell guard", node.span)
+        self.span: Span | None = node.span
+        self.count = len(node.patterns)
+
+    def new_cell(self) -> "SyncCell":
+        return SyncCell(self)
+
+
+class SyncCell:
+    """The state of one synchro-cell instance (language.md §6.12).
+
+    Invariant: ``slots[i]`` is None exactly for the indices in ``empty``,
+    until the cell fires; then ``fired`` is True and ``slots`` is dropped.
+    """
+
+    __slots__ = ("shape", "slots", "empty", "fired")
+
+    def __init__(self, shape: SyncPatterns):
+        self.shape = shape
+        self.slots: list[Record | None] | None = [None] * shape.count
+        self.empty: list[int] = list(range(shape.count))
+        self.fired = False
+
+    def accept(self, record: Record) -> Record | None:
+        """Offer a record; returns what leaves the cell now, or None if it was stored.
+
+        A record that fills no empty slot leaves unchanged; the completing
+        record is replaced by the merged one.
+        """
+        if self.fired:
+            return record
+        hits = self.shape.matcher.matching(record, self.empty)
+        if not hits:
+            return record
+        slots = self.slots
+        for i in hits:
+            slots[i] = record
+        self.empty = [i for i in self.empty if slots[i] is None]
+        if self.empty:
+            return None
+        self.fired = True
+        self.slots = None
+        return merge_sync(slots, self.shape.patterns)
+
+    def filled(self) -> int:
+        """How many slots hold a record (0 once fired)."""
+        return 0 if self.fired else self.shape.count - len(self.empty)
+
+    def stored_records(self) -> int:
+        """How many distinct records the cell holds (a record may fill several slots)."""
+        if self.fired:
+            return 0
+        return len({id(r) for r in self.slots if r is not None})
+
+
+def unfinished_warning(span: Span | None, filled: int, total: int) -> str:
+    """The termination warning for a cell that holds records but never fired (§9)."""
+    where = f"{span.location}: " if span is not None else ""
+    return f"{where}warning: synchro-cell discarded with {filled} of {total} patterns filled"
+
+
+class Operators:
+    """Per-node operators of one program, indexed by node id."""
+
+    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable]):
+        self.graph = graph
+        self.ops: list[Any] = [None] * len(graph.nodes)
+        for node in graph.nodes:
+            self.ops[node.id] = self._build(node, boxes)
+
+    @staticmethod
+    def _build(node: Node, boxes: dict[str, Callable]) -> Any:
+        if isinstance(node, BoxNode):
+            return BoxCaller(node, boxes[node.name])
+        if isinstance(node, FilterNode):
+            return compile_filter(node)
+        if isinstance(node, SyncNode):
+            return SyncPatterns(node)
+        if isinstance(node, ParallelNode):
+            return Router(node.routes, node.span, "deterministic parallel" if node.deterministic else "parallel")
+        if isinstance(node, StarNode):
+            return PatternMatcher(node.exits, "star exit pattern guard", node.span)
+        if isinstance(node, FeedbackNode):
+            return PatternMatcher(node.back, "feedback pattern guard", node.span)
+        if isinstance(node, SplitNode):
+            return SplitKeys(node)
+        return None
+
+    def __getitem__(self, node_id: int) -> Any:
+        return self.ops[node_id]
