@@ -1,0 +1,108 @@
+"""Engines: the interface every engine implements, and the registry.
+
+An engine takes a compiled program (:class:`~snet.spg.nodes.PropertyGraph`),
+the bound box functions and an iterable of input records, and returns an
+:class:`Execution`: an iterator over the output records, streamed as they
+reach the network's output.
+
+Contract of every engine:
+
+* Input is pulled lazily from the iterable; an exception raised by the
+  iterable (a malformed record, say) is re-raised from the execution's
+  iterator *after* every output produced before it has been yielded.
+* A run-time error (:class:`~snet.errors.SNetRuntimeError`) stops the run
+  promptly; the outputs that reached the network's output first are yielded,
+  then the error is raised.
+* When the iterator is exhausted, the network has terminated: termination
+  warnings (unfinished synchro-cells) are in :attr:`Execution.warnings`.
+* :meth:`Execution.close` stops a run early and releases every thread;
+  it is safe to call twice and after an error.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+from snet.errors import SNetUsageError
+from snet.spg.nodes import PropertyGraph
+
+Record = dict
+
+
+@dataclass
+class RunOptions:
+    """What the user may tune about a run (interfaces.md §1 and §4).
+
+    Engines ignore the options that do not apply to them.
+    """
+
+    workers: int | None = None  # FRONT: worker threads (None: number of cores)
+    throttle: tuple[float, float] | None = None  # admit input while inputs < a + b * outputs
+    box_concurrency: int | None = None  # default concurrent calls per box instance (None: engine default)
+    box_concurrency_per_box: dict[str, int] = field(default_factory=dict)
+    steal: bool = True
+    seed: int | None = None
+    stats: bool = False  # collect statistics (cheap counters are always kept)
+    spark_master: str | None = None
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    spark_splits: str | None = None  # "auto", "all", or a comma list of positions / net names
+    spark_batch: int | None = None
+
+
+class Execution:
+    """A running network: iterate it for the outputs.
+
+    Subclasses implement :meth:`__next__`; ``warnings`` collects the
+    termination warnings, ``stats()`` returns what the engine measured.
+    """
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+
+    def __iter__(self) -> Iterator[Record]:
+        return self
+
+    def __next__(self) -> Record:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop the run (if still going) and release its resources."""
+
+    def stats(self) -> dict:
+        """Statistics of the run so far, as nested plain data."""
+        return {}
+
+    def __enter__(self) -> "Execution":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# engine name -> "module:function"; the function has the signature of `start`.
+ENGINES: dict[str, str] = {
+    "reference": "snet.reference:start",
+    "front": "snet.backends.front:start",
+}
+DEFAULT_ENGINE = "reference"  # becomes "front" once the FRONT engine passes conformance
+
+
+def engine_names() -> list[str]:
+    return sorted(ENGINES)
+
+
+def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], records: Iterable[Record],
+          options: RunOptions | None = None) -> Execution:
+    """Start ``graph`` on ``engine`` over ``records``; returns the execution to iterate."""
+    name = engine or DEFAULT_ENGINE
+    target = ENGINES.get(name)
+    if target is None:
+        raise SNetUsageError(f"unknown engine '{name}' (engines: {', '.join(engine_names())})")
+    module_name, function = target.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise SNetUsageError(f"engine '{name}' is not available: {e}") from e
+    return getattr(module, function)(graph, boxes, records, options or RunOptions())
