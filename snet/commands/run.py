@@ -1,0 +1,131 @@
+"""``snet run``: compile, bind, read records, run, write records (interfaces.md §1).
+
+Order of events, which the exit statuses depend on:
+
+1. compile the ``.snet`` file (errors: exit 2, every diagnostic printed);
+2. bind every declared box (missing ones: exit 2), before any record is read;
+3. open input and output (a missing input file: exit 2);
+4. run; outputs are written as they arrive and flushed at least every
+   ``FLUSH_SECONDS`` so that a consumer on a pipe sees them promptly;
+5. on a run-time error, a bad input record or Ctrl-C, the outputs produced
+   so far are written and flushed, then the error is reported (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from snet.backends import RunOptions, start
+from snet.core.boxes import bind_boxes, resolve_box_sources
+from snet.errors import SNetInterrupted, SNetUsageError
+
+FLUSH_SECONDS = 0.05
+
+
+def parse_throttle(text: str | None) -> tuple[float, float] | None:
+    if text is None:
+        return None
+    try:
+        offset, factor = (float(x) for x in text.split(","))
+    except ValueError:
+        raise SNetUsageError(f"--throttle takes OFFSET,FACTOR (two numbers), not '{text}'") from None
+    if offset < 1 or factor < 0:
+        raise SNetUsageError("--throttle needs OFFSET >= 1 and FACTOR >= 0, or no input is ever admitted")
+    return offset, factor
+
+
+def parse_box_concurrency(values: list[str]) -> tuple[int | None, dict[str, int]]:
+    default: int | None = None
+    per_box: dict[str, int] = {}
+    for value in values:
+        name, eq, number = value.rpartition("=")
+        try:
+            n = int(number)
+        except ValueError:
+            raise SNetUsageError(f"--box-concurrency takes N or NAME=N, not '{value}'") from None
+        if n < 1:
+            raise SNetUsageError(f"--box-concurrency must be at least 1, not {n}")
+        if eq:
+            per_box[name] = n
+        else:
+            default = n
+    return default, per_box
+
+
+def parse_spark_conf(values: list[str]) -> dict[str, str]:
+    conf = {}
+    for value in values:
+        key, eq, setting = value.partition("=")
+        if not eq or not key:
+            raise SNetUsageError(f"--spark-conf takes KEY=VALUE, not '{value}'")
+        conf[key] = setting
+    return conf
+
+
+def options_from_args(args: argparse.Namespace) -> RunOptions:
+    if args.workers is not None and args.workers < 1:
+        raise SNetUsageError(f"-w/--workers must be at least 1, not {args.workers}")
+    default, per_box = parse_box_concurrency(args.box_concurrency)
+    return RunOptions(
+        workers=args.workers,
+        throttle=parse_throttle(args.throttle),
+        box_concurrency=default,
+        box_concurrency_per_box=per_box,
+        steal=not args.no_steal,
+        seed=args.seed,
+        stats=args.stats,
+        spark_master=args.spark or os.environ.get("SNET_SPARK_MASTER") or None,
+        spark_conf=parse_spark_conf(args.spark_conf),
+        spark_splits=args.spark_splits,
+        spark_batch=args.spark_batch,
+    )
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from snet.recordio import detect_format, open_writer, read_records
+    from snet.spg.build import compile_file
+
+    if not os.path.isfile(args.net_file):
+        raise SNetUsageError(f"network file not found: {args.net_file}")
+    graph = compile_file(args.net_file, net=args.net)
+    for warning in graph.warnings:
+        print(warning, file=sys.stderr)
+    boxes = bind_boxes(graph, resolve_box_sources(args.boxes, args.net_file))
+    options = options_from_args(args)
+
+    in_format = detect_format(args.input, args.input_format or args.format)
+    out_format = detect_format(args.output, args.output_format or args.format)
+    if args.input not in (None, "-") and not os.path.isfile(args.input):
+        raise SNetUsageError(f"input file not found: {args.input}")
+    records = read_records(args.input, in_format, allow_pickle=args.allow_pickle)
+    writer = open_writer(args.output, out_format)
+    execution = start(args.engine, graph, boxes, records, options)
+    try:
+        last_flush = time.monotonic()
+        for record in execution:
+            writer.write(record)
+            now = time.monotonic()
+            if now - last_flush >= FLUSH_SECONDS:
+                writer.flush()
+                last_flush = now
+    except KeyboardInterrupt:
+        raise SNetInterrupted("interrupted; the outputs produced so far were written") from None
+    finally:
+        try:
+            execution.close()
+        finally:
+            writer.close()
+        if args.stats:
+            print_stats(execution.stats())
+    for warning in execution.warnings:
+        print(warning, file=sys.stderr)
+    return 0
+
+
+def print_stats(stats: dict) -> None:
+    """Statistics on standard error: one JSON object after a ``snet stats:`` prefix, easy to grep and parse."""
+    print("snet stats: " + json.dumps(stats, sort_keys=True, default=str), file=sys.stderr)

@@ -1,0 +1,411 @@
+"""The reference engine: a single-threaded interpreter of the property graph.
+
+This is the executable specification of the language's run-time behaviour
+and the oracle every faster engine is tested against, so it is written to
+be obviously correct rather than fast.  What each construct *means* comes
+from :mod:`snet.core.semantics`; this module only decides the order in which
+records move.
+
+How it runs
+===========
+
+The network is a tree of *instances* built from the property graph.  Serial
+composition, named nets, placement and ``[]`` are pure wiring: building them
+just connects their neighbours, so they cost nothing per record.  The other
+constructs are small objects with one method, ``receive(port, record)``.
+
+Records move through one explicit LIFO work stack of ``(instance, port,
+record)`` items.  The engine reads the next input record only when the stack
+is empty, and an instance pushes its outputs in reverse so that the first
+output is processed next.  That is a depth-first traversal of the causal
+tree of each input record, which gives, with no bookkeeping at all:
+
+* every output caused by input *i* leaves before any output caused by input
+  *i+1* (so ``||``, ``**`` and ``!!`` are exactly ordered, also through
+  nested non-deterministic parts, language.md §7);
+* FIFO streams and per-path FIFO (the first output of a box is finished
+  before its second is looked at);
+* no recursion, so a star with thousands of replicas or a long feedback loop
+  needs no deep Python stack.
+
+Termination (§9) is simply "input exhausted and stack empty": every record
+has then left, been consumed, or been stored in a cell.
+
+Instances are created lazily where the language says so (star and split
+replicas, §6.2) and eagerly otherwise.  Initialisers (§6.4) fire when their
+instance is created, through the same stack and before the record that
+caused the creation, so their outputs precede it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Callable, Iterable, Iterator
+
+from snet.backends import Execution, RunOptions
+from snet.core.semantics import Operators, SyncCell, unfinished_warning
+from snet.errors import SNetUsageError
+from snet.spg.nodes import (BoxNode, FeedbackNode, FilterNode, IdentityNode, NetNode, Node, ParallelNode,
+                            PropertyGraph, SerialNode, SplitNode, StarNode, SyncNode)
+
+Record = dict
+Target = tuple  # (instance, port)
+
+
+class _Instance:
+    """Base of the instances that do something per record."""
+
+    __slots__ = ("node", "out")
+
+    def __init__(self, node: Node, out: Target):
+        self.node = node
+        self.out = out
+
+    def receive(self, engine: "ReferenceEngine", port: int, record: Record) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+
+class _Box(_Instance):
+    __slots__ = ("call",)
+
+    def __init__(self, node: BoxNode, out: Target, call: Callable):
+        super().__init__(node, out)
+        self.call = call
+
+    def receive(self, engine, port, record):
+        started = time.perf_counter()
+        outputs = self.call(record)
+        engine.count_box(self.node.name, time.perf_counter() - started)
+        engine.emit_all(self.out, outputs)
+
+    def fire(self, engine):
+        """Run the initialiser (language.md §6.4)."""
+        started = time.perf_counter()
+        outputs = self.call.fire()
+        engine.count_box(self.node.name, time.perf_counter() - started)
+        engine.emit_all(self.out, outputs)
+
+
+class _InitialiserPassage(_Instance):
+    """An initialiser box as a stage: records that reach it pass unchanged."""
+
+    __slots__ = ()
+
+    def receive(self, engine, port, record):
+        engine.emit(self.out, record)
+
+
+class _Filter(_Instance):
+    __slots__ = ("apply",)
+
+    def __init__(self, node: FilterNode, out: Target, apply: Callable):
+        super().__init__(node, out)
+        self.apply = apply
+
+    def receive(self, engine, port, record):
+        engine.emit_all(self.out, self.apply(record))
+
+
+class _Sync(_Instance):
+    __slots__ = ("cell",)
+
+    def __init__(self, node: SyncNode, out: Target, cell: SyncCell):
+        super().__init__(node, out)
+        self.cell = cell
+
+    def receive(self, engine, port, record):
+        result = self.cell.accept(record)
+        if result is not None:
+            engine.emit(self.out, result)
+
+
+class _Parallel(_Instance):
+    """Routes each record to the best-matching branch; branches write to ``out`` directly."""
+
+    __slots__ = ("router", "branches")
+
+    def __init__(self, node: ParallelNode, out: Target, router):
+        super().__init__(node, out)
+        self.router = router
+        self.branches: list[Target] = []
+
+    def receive(self, engine, port, record):
+        engine.emit(self.branches[self.router.route(record)], record)
+
+
+class _Star(_Instance):
+    """Port *k* is the exit test before replica *k* (0-based); replica *k* writes to port *k+1*."""
+
+    __slots__ = ("matcher", "replicas")
+
+    def __init__(self, node: StarNode, out: Target, matcher):
+        super().__init__(node, out)
+        self.matcher = matcher
+        self.replicas: list[Target] = []
+
+    def receive(self, engine, port, record):
+        if self.matcher.first(record) >= 0:
+            engine.emit(self.out, record)
+            return
+        if port == len(self.replicas):
+            # Create replica `port`; its initialisers fire before the record enters.
+            engine.emit(None, record, lazy=(self, port))
+            return
+        engine.emit(self.replicas[port], record)
+
+    def create(self, engine, port, record):
+        target = engine.build(self.node.operand, (self, port + 1))
+        self.replicas.append(target)
+        engine.emit(target, record)
+        engine.fire_pending()
+
+
+class _Split(_Instance):
+    __slots__ = ("keys", "replicas")
+
+    def __init__(self, node: SplitNode, out: Target, keys):
+        super().__init__(node, out)
+        self.keys = keys
+        self.replicas: dict[int, Target] = {}
+
+    def receive(self, engine, port, record):
+        values = self.keys.values(record)
+        if len(values) == 1:
+            self._enter(engine, values[0], record)
+        elif len(values) > 1:
+            engine.push_range(self, record, iter(values))
+
+    def _enter(self, engine, value, record):
+        target = self.replicas.get(value)
+        if target is None:
+            target = engine.build(self.node.operand, self.out)
+            self.replicas[value] = target
+            engine.emit(target, record)
+            engine.fire_pending()
+        else:
+            engine.emit(target, record)
+
+
+class _Feedback(_Instance):
+    """Port 0: from outside, into the operand; port 1: from the operand, tested against the back patterns."""
+
+    __slots__ = ("matcher", "operand")
+
+    def __init__(self, node: FeedbackNode, out: Target, matcher):
+        super().__init__(node, out)
+        self.matcher = matcher
+        self.operand: Target | None = None
+
+    def receive(self, engine, port, record):
+        if port == 0 or self.matcher.first(record) >= 0:
+            engine.emit(self.operand, record)
+        else:
+            engine.emit(self.out, record)
+
+
+class _Sink(_Instance):
+    __slots__ = ("outbox",)
+
+    def __init__(self):
+        self.node = None
+        self.out = None
+        self.outbox: deque = deque()
+
+    def receive(self, engine, port, record):
+        self.outbox.append(record)
+
+
+_CREATE = object()  # marks a stack item that creates a star replica
+_RANGE = object()  # marks a stack item that continues a range split
+_FIRE = object()  # marks a stack item that fires an initialiser
+
+
+class ReferenceEngine:
+    """Builds the instance tree and runs records through it depth-first."""
+
+    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable]):
+        self.graph = graph
+        self.ops = Operators(graph, boxes)
+        self.stack: list = []
+        self.cells: list[SyncCell] = []
+        self.pending_fire: list[_Box] = []
+        self.sink = _Sink()
+        self.box_calls: dict[str, list] = {}
+        self.records_in = 0
+        self.records_out = 0
+        self.instances = 0
+
+    # -- building ---------------------------------------------------------
+
+    def build(self, node: Node, out: Target) -> Target:
+        """Instantiate ``node`` writing to ``out``; returns the target that feeds it.
+
+        Initialisers found on the way are queued in ``pending_fire``;
+        callers fire them with :meth:`fire_pending` after pushing the record
+        that caused the creation (so they run first).
+        """
+        if isinstance(node, (NetNode,)):
+            return self.build(node.body, out)
+        if isinstance(node, IdentityNode):
+            return out
+        if isinstance(node, SerialNode):
+            target = out
+            for stage in reversed(node.stages):
+                target = self.build(stage, target)
+            return target
+        self.instances += 1
+        op = self.ops[node.id]
+        if isinstance(node, BoxNode):
+            if node.initialiser:
+                box = _Box(node, out, op)
+                self.pending_fire.append(box)
+                return (_InitialiserPassage(node, out), 0)
+            return (_Box(node, out, op), 0)
+        if isinstance(node, FilterNode):
+            return (_Filter(node, out, op), 0)
+        if isinstance(node, SyncNode):
+            cell = op.new_cell()
+            self.cells.append(cell)
+            return (_Sync(node, out, cell), 0)
+        if isinstance(node, ParallelNode):
+            par = _Parallel(node, out, op)
+            par.branches = [self.build(b, out) for b in node.branches]
+            return (par, 0)
+        if isinstance(node, StarNode):
+            return (_Star(node, out, op), 0)
+        if isinstance(node, SplitNode):
+            return (_Split(node, out, op), 0)
+        if isinstance(node, FeedbackNode):
+            fb = _Feedback(node, out, op)
+            fb.operand = self.build(node.operand, (fb, 1))
+            return (fb, 0)
+        raise SNetUsageError(f"the reference engine cannot run a {node.kind} node")
+
+    def fire_pending(self) -> None:
+        """Queue the initialisers of the instances just built, to run before anything else.
+
+        Downstream instances are built first (serial stages are built from
+        the last).  The stack is LIFO, so pushing in reverse build order
+        fires them in build order, downstream first: an initialiser's
+        outputs then pass through downstream initialiser stages only after
+        those have fired, as §6.4 requires.
+        """
+        for box in reversed(self.pending_fire):
+            self.stack.append((_FIRE, box, None))
+        self.pending_fire.clear()
+
+    # -- moving records ---------------------------------------------------
+
+    def emit(self, target: Target | None, record: Record, lazy: tuple | None = None) -> None:
+        if lazy is not None:
+            self.stack.append((_CREATE, lazy, record))
+        else:
+            self.stack.append((target[0], target[1], record))
+
+    def emit_all(self, target: Target, records: list) -> None:
+        inst, port = target
+        for record in reversed(records):
+            self.stack.append((inst, port, record))
+
+    def push_range(self, split: _Split, record: Record, values: Iterator[int]) -> None:
+        self.stack.append((_RANGE, (split, values), record))
+
+    def count_box(self, name: str, seconds: float) -> None:
+        entry = self.box_calls.get(name)
+        if entry is None:
+            self.box_calls[name] = [1, seconds]
+        else:
+            entry[0] += 1
+            entry[1] += seconds
+
+    def drain(self) -> Iterator[Record]:
+        """Process the stack to empty, yielding outputs as they reach the sink."""
+        stack = self.stack
+        outbox = self.sink.outbox
+        while stack:
+            inst, port, record = stack.pop()
+            if inst is _FIRE:
+                port.fire(self)
+            elif inst is _CREATE:
+                star, k = port
+                star.create(self, k, record)
+            elif inst is _RANGE:
+                split, values = port
+                value = next(values, None)
+                if value is not None:
+                    stack.append((_RANGE, port, record))  # the next copy, after this one is done
+                    split._enter(self, value, record)
+            else:
+                inst.receive(self, port, record)
+            while outbox:
+                self.records_out += 1
+                yield outbox.popleft()
+
+    def run(self, records: Iterable[Record]) -> Iterator[Record]:
+        root = self.build(self.graph.root, (self.sink, 0))
+        self.fire_pending()
+        yield from self.drain()
+        inst, port = root
+        for record in records:
+            self.records_in += 1
+            if type(record) is not dict:
+                record = dict(record)
+            self.stack.append((inst, port, record))
+            yield from self.drain()
+
+    def termination_warnings(self) -> list[str]:
+        node_of = {}
+        for node in self.graph.nodes:
+            if isinstance(node, SyncNode):
+                node_of[id(self.ops[node.id])] = node
+        warnings = []
+        for cell in self.cells:
+            if not cell.fired and cell.filled() > 0:
+                node = node_of.get(id(cell.shape))
+                warnings.append(unfinished_warning(node.span if node else None, cell.filled(), cell.shape.count))
+        return warnings
+
+
+class ReferenceExecution(Execution):
+    """An execution of the reference engine: a plain generator underneath."""
+
+    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], records: Iterable[Record]):
+        super().__init__()
+        self.engine = ReferenceEngine(graph, boxes)
+        self._gen = self.engine.run(records)
+        self._started = time.perf_counter()
+        self._finished: float | None = None
+
+    def __next__(self) -> Record:
+        try:
+            return next(self._gen)
+        except StopIteration:
+            if self._finished is None:
+                self._finished = time.perf_counter()
+                self.warnings.extend(self.engine.termination_warnings())
+            raise
+
+    def close(self) -> None:
+        self._gen.close()
+
+    def stats(self) -> dict:
+        e = self.engine
+        end = self._finished if self._finished is not None else time.perf_counter()
+        return {
+            "engine": "reference",
+            "seconds": end - self._started,
+            "records_in": e.records_in,
+            "records_out": e.records_out,
+            "instances": e.instances,
+            "boxes": {name: {"calls": c, "seconds": s} for name, (c, s) in sorted(e.box_calls.items())},
+        }
+
+
+def start(graph: PropertyGraph, boxes: dict[str, Callable], records: Iterable[Record],
+          options: RunOptions | None = None) -> ReferenceExecution:
+    """Run ``graph`` on the reference engine (options that concern scheduling are ignored)."""
+    return ReferenceExecution(graph, boxes, records)
+
+
+__all__ = ["ReferenceEngine", "ReferenceExecution", "start"]
