@@ -1,0 +1,132 @@
+"""The embedding API (interfaces.md §4): load, run, sessions."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import snet
+from snet.errors import SNetBoxError, SNetUsageError
+
+ENGINES = ["reference"]
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_run_is_repeatable(engine):
+    net = snet.load("box inc ((a) -> (a)); net n connect inc;", boxes={"inc": lambda a: {"a": a + 1}})
+    for _ in range(3):
+        assert list(net.run(({"a": i} for i in range(5)), engine=engine)) == [{"a": i + 1} for i in range(5)]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_run_streams_from_an_endless_iterator(engine):
+    net = snet.load("box inc ((a) -> (a)); net n connect inc;", boxes={"inc": lambda a: {"a": a + 1}})
+    pulled = []
+
+    def endless():
+        i = 0
+        while True:
+            pulled.append(i)
+            yield {"a": i}
+            i += 1
+
+    with net.run(endless(), engine=engine) as execution:
+        assert next(execution) == {"a": 1}
+        assert next(execution) == {"a": 2}
+    assert len(pulled) < 1000
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_mappings_in_any_form_are_accepted(engine):
+    from types import MappingProxyType
+    net = snet.load("net n connect [];")
+    assert list(net.run([MappingProxyType({"a": 1})], engine=engine)) == [{"a": 1}]
+
+
+def test_load_errors():
+    with pytest.raises(SNetUsageError, match="network file not found"):
+        snet.load("missing.snet")
+    with pytest.raises(snet.SNetCompileError):
+        snet.load("net n connect f;")
+
+
+def test_signature_and_name():
+    net = snet.load("box f ((a) -> (b)); net n connect f;", boxes={"f": lambda a: {"b": a}})
+    assert net.name == "n"
+    assert "{a}" in net.signature and "{b}" in net.signature
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_session_survives_many_feeds(engine):
+    net = snet.load("box inc ((a) -> (a)); net n connect inc;", boxes={"inc": lambda a: {"a": a + 1}})
+    with net.session(engine=engine) as session:
+        got = []
+        for batch in range(50):
+            for i in range(20):
+                session.feed({"a": batch * 20 + i})
+            deadline = time.monotonic() + 10
+            while len(got) < (batch + 1) * 20 and time.monotonic() < deadline:
+                out = session.get(timeout=1.0)
+                if out is not None:
+                    got.append(out)
+            assert len(got) == (batch + 1) * 20
+        rest = session.close()
+    assert rest == []
+    assert sorted(r["a"] for r in got) == list(range(1, 1001))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_session_keeps_state_between_feeds(engine):
+    net = snet.load("net n connect [| {a}, {b} |] * {a, b};")
+    session = net.session(engine=engine)
+    session.feed({"a": 1})
+    session.feed({"a": 2})
+    time.sleep(0.05)
+    assert session.poll() == []
+    session.feed({"b": 10})
+    first = session.get(timeout=5)
+    assert first == {"a": 1, "b": 10}
+    session.feed({"b": 20})
+    assert session.close() == [{"a": 2, "b": 20}]
+    assert session.warnings == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_session_error_is_raised_to_the_caller(engine):
+    def boom(a):
+        raise RuntimeError("boom")
+
+    net = snet.load("box boom ((a) -> (a)); net n connect boom;", boxes={"boom": boom})
+    session = net.session(engine=engine)
+    session.feed({"a": 1})
+    with pytest.raises(SNetBoxError, match="box 'boom' raised RuntimeError: boom"):
+        session.close(timeout=10)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_session_iteration_ends_after_close(engine):
+    net = snet.load("net n connect [{a} -> {a}; {b=a}];")
+    session = net.session(engine=engine)
+    session.feed_many({"a": i} for i in range(3))
+
+    def closer():
+        time.sleep(0.1)
+        session.close()
+
+    t = threading.Thread(target=closer)
+    t.start()
+    out = list(session)
+    t.join()
+    assert out == [{"a": 0}, {"b": 0}, {"a": 1}, {"b": 1}, {"a": 2}, {"b": 2}]
+    with pytest.raises(SNetUsageError, match="session is closed"):
+        session.feed({"a": 9})
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_session_abort_stops_a_looping_network(engine):
+    net = snet.load("net n connect [];")
+    session = net.session(engine=engine)
+    session.feed({"a": 1})
+    assert session.get(timeout=5) == {"a": 1}
+    session.abort()

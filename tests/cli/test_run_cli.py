@@ -1,0 +1,127 @@
+"""`snet run` as a user runs it: exit statuses, streams, errors, interruption."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SNET = [sys.executable, "-m", "snet"]
+
+
+def snet_run(*args, cwd, stdin=None, timeout=120):
+    return subprocess.run(SNET + ["run", *map(str, args)], cwd=cwd, input=stdin, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture
+def netdir(tmp_path: Path) -> Path:
+    (tmp_path / "net.snet").write_text(
+        "net net {\n  box inc ((a) -> (a));\n  box check ((a) -> (a));\n} connect inc .. check;\n")
+    (tmp_path / "net.py").write_text(
+        "def inc(a):\n    return {'a': a + 1}\n\n"
+        "def check(a):\n    if a == 13:\n        raise ValueError('thirteen')\n    return {'a': a}\n")
+    return tmp_path
+
+
+def read_jsonl(text):
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_pipe_in_pipe_out(netdir):
+    result = snet_run("net.snet", "--engine", "reference", cwd=netdir, stdin='{"a": 1}\n\n{"a": 2}\n')
+    assert result.returncode == 0, result.stderr
+    assert read_jsonl(result.stdout) == [{"a": 2}, {"a": 3}]
+
+
+def test_files_and_formats(netdir):
+    (netdir / "in.jsonl").write_text('{"a": 1, "<t>": 4}\n')
+    result = snet_run("net.snet", "-i", "in.jsonl", "-o", "out.xml", "--engine", "reference", cwd=netdir)
+    assert result.returncode == 0, result.stderr
+    text = (netdir / "out.xml").read_text()
+    assert "(int)2" in text and 'type="terminate"' in text
+    result = snet_run("net.snet", "-i", "out.xml", "--format", "jsonl", "--input-format", "xml",
+                      "--engine", "reference", cwd=netdir)
+    assert result.returncode == 0, result.stderr
+    assert read_jsonl(result.stdout) == [{"a": 3, "<t>": 4}]
+
+
+def test_box_error_exit_1_after_earlier_outputs(netdir):
+    inputs = "".join(json.dumps({"a": a}) + "\n" for a in (1, 2, 12, 5))
+    result = snet_run("net.snet", "-o", "out.jsonl", "--engine", "reference", cwd=netdir, stdin=inputs)
+    assert result.returncode == 1
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("net.snet:3:3: error: box 'check' raised ValueError: thirteen"), result.stderr
+    assert read_jsonl((netdir / "out.jsonl").read_text()) == [{"a": 2}, {"a": 3}]
+
+
+def test_bad_input_record_exit_1_after_earlier_outputs(netdir):
+    result = snet_run("net.snet", "--engine", "reference", cwd=netdir, stdin='{"a": 1}\n{"a": 2\n{"a": 3}\n')
+    assert result.returncode == 1
+    assert read_jsonl(result.stdout) == [{"a": 2}]
+    assert "<stdin>:2:" in result.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["missing.snet"], "network file not found: missing.snet"),
+    (["net.snet", "-i", "nothere.jsonl"], "input file not found: nothere.jsonl"),
+    (["net.snet", "--boxes", "no_such_box_module"], "cannot import box module 'no_such_box_module'"),
+    (["net.snet", "-w", "0"], "-w/--workers must be at least 1"),
+    (["net.snet", "--throttle", "x"], "--throttle takes OFFSET,FACTOR"),
+    (["net.snet", "--engine", "warp"], "unknown engine 'warp'"),
+])
+def test_start_up_errors_exit_2(netdir, args, message):
+    result = snet_run(*args, cwd=netdir, stdin="")
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+
+
+def test_missing_boxes_exit_2_before_reading_input(netdir):
+    (netdir / "net.py").write_text("def inc(a):\n    return {'a': a}\n")
+    result = snet_run("net.snet", "--engine", "reference", cwd=netdir, stdin='{"a": 1}\n')
+    assert result.returncode == 2
+    assert "declared box 'check' not found" in result.stderr
+    assert result.stdout == ""
+
+
+def test_syntax_error_exit_2_with_caret(netdir):
+    (netdir / "bad.snet").write_text("net bad connect [{a} -> {b=a}\n")
+    result = snet_run("bad.snet", cwd=netdir, stdin="")
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("bad.snet:")
+    assert ": error: " in lines[0]
+    assert any(line.strip() == "^" for line in lines)
+
+
+def test_unfinished_cell_warning_and_stats(netdir):
+    (netdir / "sync.snet").write_text("net sync connect [| {a}, {b} |];\n")
+    result = snet_run("sync.snet", "--engine", "reference", "--stats", cwd=netdir, stdin='{"a": 1}\n')
+    assert result.returncode == 0
+    assert "sync.snet:1:18: warning: synchro-cell discarded with 1 of 2 patterns filled" in result.stderr
+    stats_line = next(line for line in result.stderr.splitlines() if line.startswith("snet stats: "))
+    stats = json.loads(stats_line[len("snet stats: "):])
+    assert stats["records_in"] == 1 and stats["records_out"] == 0
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT delivery to a child process")
+def test_ctrl_c_stops_cleanly_with_outputs_written(netdir):
+    (netdir / "slow.snet").write_text("box slow ((a) -> (a)); net slow connect slow;\n")
+    (netdir / "slow.py").write_text("import time\n\ndef slow(a):\n    time.sleep(0.02)\n    return {'a': a}\n")
+    (netdir / "many.jsonl").write_text("".join(json.dumps({"a": i}) + "\n" for i in range(100000)))
+    proc = subprocess.Popen(SNET + ["run", "slow.snet", "-i", "many.jsonl", "-o", "out.jsonl", "--engine",
+                                    "reference"], cwd=netdir, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert "interrupted" in err
+    out = read_jsonl((netdir / "out.jsonl").read_text())
+    assert 0 < len(out) < 100000
+    assert out == [{"a": i} for i in range(len(out))]
