@@ -204,4 +204,4 @@ def to_python(expr: Expr, spans: list[Span | None], record: str = "r") -> str:
 def generated_globals(spans: list[Span | None]) -> dict[str, Any]:
     """The globals a function generated from :func:`to_python` source needs."""
     return {"_c_div": c_div, "_c_mod": c_mod, "_S": tuple(spans), "__builtins__": {
-        "abs": abs, "min": min, "max": max, "KeyError": KeyError}}
+        "abs": abs, "min": min, "max": max, "bool": bool, "KeyError": KeyError}}
