@@ -35,6 +35,23 @@ Instances are created lazily where the language says so (star and split
 replicas, §6.2) and eagerly otherwise.  Initialisers (§6.4) fire when their
 instance is created, through the same stack and before the record that
 caused the creation, so their outputs precede it.
+
+Splits on Spark
+===============
+
+With ``RunOptions.spark_master`` set, the splits that :mod:`snet.spark.splits`
+selects are built as :class:`_SparkSplit` instances: a record entering one
+has its tag checked here, then waits in the run's
+:class:`~snet.spark.splits.SparkSplits` buffer instead of being processed
+depth-first.  A flush runs the buffer on Spark and pushes the outputs on the
+stack per input, in input order, so from there on they move exactly as a
+local split's outputs would.  The engine flushes when the buffer is full,
+at the end of the input (repeatedly, while outputs re-enter Spark splits),
+and before a deterministic combinator that contains a Spark split accepts a
+new input (a :class:`_FlushGate` in front of it), which keeps ``||``, ``**``
+and ``!!`` exactly ordered; snet/spark/splits.py explains why that is
+enough.  Without ``spark_master`` none of this is built and pyspark is never
+imported.
 """
 
 from __future__ import annotations
@@ -45,7 +62,7 @@ from typing import Callable, Iterable, Iterator
 
 from snet.backends import Execution, RunOptions
 from snet.core.semantics import Operators, SyncCell, unfinished_warning
-from snet.errors import SNetUsageError
+from snet.errors import SNetRuntimeError, SNetUsageError
 from snet.spg.nodes import (BoxNode, FeedbackNode, FilterNode, IdentityNode, NetNode, Node, ParallelNode,
                             PropertyGraph, SerialNode, SplitNode, StarNode, SyncNode)
 
@@ -187,6 +204,54 @@ class _Split(_Instance):
             engine.emit(target, record)
 
 
+class _SparkSplit(_Instance):
+    """A split whose replicas run on Spark: records wait in the run's buffer."""
+
+    __slots__ = ("keys", "instance")
+
+    def __init__(self, node: SplitNode, out: Target, keys, instance: int):
+        super().__init__(node, out)
+        self.keys = keys
+        self.instance = instance
+
+    def receive(self, engine, port, record):
+        if len(self.keys.values(record)):  # a missing tag fails here, as locally
+            if engine.spark.add(self.instance, record):
+                engine.flush_spark()
+
+
+class _FlushGate(_Instance):
+    """In front of a deterministic combinator that contains a Spark split.
+
+    Before a new input enters, every buffered record is run (and its
+    outputs moved on) so that outputs caused by earlier inputs leave the
+    combinator first; the input is then looked at again.
+    """
+
+    __slots__ = ()
+
+    def receive(self, engine, port, record):
+        if engine.spark.pending:
+            engine.stack.append((self, port, record))
+            engine.flush_spark()
+        else:
+            engine.emit(self.out, record)
+
+
+class _Raise(_Instance):
+    """A stack item that raises an error once the outputs above it have moved on."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException):
+        self.node = None
+        self.out = None
+        self.error = error
+
+    def receive(self, engine, port, record):
+        raise self.error
+
+
 class _Feedback(_Instance):
     """Port 0: from outside, into the operand; port 1: from the operand, tested against the back patterns."""
 
@@ -224,9 +289,14 @@ _FIRE = object()  # marks a stack item that fires an initialiser
 class ReferenceEngine:
     """Builds the instance tree and runs records through it depth-first."""
 
-    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable]):
+    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], options: RunOptions | None = None):
         self.graph = graph
         self.ops = Operators(graph, boxes)
+        self.spark = None  # snet.spark.splits.SparkSplits when splits run on Spark
+        self.spark_instances: list[_SparkSplit] = []
+        if options is not None and options.spark_master:
+            from snet.spark.splits import SparkSplits
+            self.spark = SparkSplits(graph, boxes, options)
         self.stack: list = []
         self.cells: list[SyncCell] = []
         self.pending_fire: list[_Box] = []
@@ -271,16 +341,37 @@ class ReferenceEngine:
         if isinstance(node, ParallelNode):
             par = _Parallel(node, out, op)
             par.branches = [self.build(b, out) for b in node.branches]
-            return (par, 0)
+            return self._gated(node, (par, 0))
         if isinstance(node, StarNode):
-            return (_Star(node, out, op), 0)
+            return self._gated(node, (_Star(node, out, op), 0))
         if isinstance(node, SplitNode):
-            return (_Split(node, out, op), 0)
+            if self.spark is not None and node.id in self.spark.selected:
+                split = _SparkSplit(node, out, op, self.spark.new_instance(node.id))
+                self.spark_instances.append(split)
+                return (split, 0)
+            return self._gated(node, (_Split(node, out, op), 0))
         if isinstance(node, FeedbackNode):
             fb = _Feedback(node, out, op)
             fb.operand = self.build(node.operand, (fb, 1))
             return (fb, 0)
         raise SNetUsageError(f"the reference engine cannot run a {node.kind} node")
+
+    def _gated(self, node: Node, target: Target) -> Target:
+        if self.spark is not None and node.id in self.spark.guarded:
+            return (_FlushGate(node, target), 0)
+        return target
+
+    def flush_spark(self) -> None:
+        """Run the Spark splits' buffered records; push their outputs, first input on top."""
+        try:
+            results = self.spark.flush()
+        except SNetRuntimeError as e:
+            # Outputs of the inputs before the failing one move on first, then the error.
+            results = getattr(e, "partial", [])
+            self.stack.append((_Raise(e), 0, None))
+        instances = self.spark_instances
+        for instance, _seq, outputs in reversed(results):
+            self.emit_all(instances[instance].out, outputs)
 
     def fire_pending(self) -> None:
         """Queue the initialisers of the instances just built, to run before anything else.
@@ -353,6 +444,10 @@ class ReferenceEngine:
                 record = dict(record)
             self.stack.append((inst, port, record))
             yield from self.drain()
+        if self.spark is not None:
+            while self.spark.pending:
+                self.flush_spark()
+                yield from self.drain()
 
     def termination_warnings(self) -> list[str]:
         node_of = {}
@@ -364,15 +459,18 @@ class ReferenceEngine:
             if not cell.fired and cell.filled() > 0:
                 node = node_of.get(id(cell.shape))
                 warnings.append(unfinished_warning(node.span if node else None, cell.filled(), cell.shape.count))
+        if self.spark is not None:
+            warnings.extend(self.spark.warnings())
         return warnings
 
 
 class ReferenceExecution(Execution):
     """An execution of the reference engine: a plain generator underneath."""
 
-    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], records: Iterable[Record]):
+    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], records: Iterable[Record],
+                 options: RunOptions | None = None):
         super().__init__()
-        self.engine = ReferenceEngine(graph, boxes)
+        self.engine = ReferenceEngine(graph, boxes, options)
         self._gen = self.engine.run(records)
         self._started = time.perf_counter()
         self._finished: float | None = None
@@ -388,6 +486,8 @@ class ReferenceExecution(Execution):
 
     def close(self) -> None:
         self._gen.close()
+        if self.engine.spark is not None:
+            self.engine.spark.close()
 
     def stats(self) -> dict:
         e = self.engine
@@ -399,13 +499,18 @@ class ReferenceExecution(Execution):
             "records_out": e.records_out,
             "instances": e.instances,
             "boxes": {name: {"calls": c, "seconds": s} for name, (c, s) in sorted(e.box_calls.items())},
+            **({"spark": e.spark.stats()} if e.spark is not None else {}),
         }
 
 
 def start(graph: PropertyGraph, boxes: dict[str, Callable], records: Iterable[Record],
           options: RunOptions | None = None) -> ReferenceExecution:
-    """Run ``graph`` on the reference engine (options that concern scheduling are ignored)."""
-    return ReferenceExecution(graph, boxes, records)
+    """Run ``graph`` on the reference engine.
+
+    Options that concern threads are ignored; ``spark_*`` options run the
+    selected splits on Spark (see the module docstring).
+    """
+    return ReferenceExecution(graph, boxes, records, options)
 
 
 __all__ = ["ReferenceEngine", "ReferenceExecution", "start"]

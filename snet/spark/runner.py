@@ -1,0 +1,318 @@
+"""The driver side of one split on Spark: batches in, outputs per input out.
+
+:class:`SparkSplitRunner` is the whole API an engine needs.  The engine
+hands it batches of ``(sequence number, record)`` pairs that entered the
+split; :meth:`SparkSplitRunner.process` returns, for every input, the
+outputs the split's replicas made of it, in input order.  Per-tag order and
+``!!`` order follow: replica *v* sees the records of value *v* in sequence
+order, and outputs come back per input in sequence order.
+
+One batch is one Spark job
+==========================
+
+The records are on the driver already, so the runner does the keyed
+partitioning itself instead of asking Spark to shuffle and sort them: it
+groups the batch by (split instance, tag value), packs the groups into at
+most ``partitions`` tasks (largest first, onto the least loaded task) and
+runs a single-stage job over them.  Each group is one element that carries
+its records in order, so order within a tag is guaranteed by construction
+rather than by sort and shuffle-fetch order, and there is no shuffle at all.
+A stateless operand is not grouped by tag: its batch is cut into equal
+chunks, which balances skewed tags, since any replica of a stateless
+operand gives the same results.
+
+Two job paths, the same tasks:
+
+* **RDD path** (classic Spark, the default): ``parallelize(payloads,
+  len(payloads)).mapPartitions(...)``, the run's context in a broadcast;
+* **DataFrame path** (Spark Connect, which has no RDD API; also selectable
+  with ``snet.path=dataframe``): ``createDataFrame(payload rows)
+  .mapInArrow(...)``, the context in the function's closure.  A local
+  relation of *n* rows is scanned in min(n, default parallelism)
+  partitions, so no repartition is needed either.
+
+State, retries and errors are described in :mod:`snet.spark.replicas`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from typing import Any, Callable
+
+from snet.core.compiled import SplitKeys
+from snet.errors import SNetRuntimeError, SNetUsageError
+from snet.spark.replicas import Group, TaskInput, TaskOutput, dumps, loads
+from snet.spg.nodes import PropertyGraph, SplitNode
+
+log = logging.getLogger("snet.spark")
+
+Record = dict
+DEFAULT_BATCH = 4096
+
+# Settings read by snet itself, not passed to Spark.
+SNET_KEYS = ("snet.path", "snet.partitions")
+
+_SHIPPED: dict[int, set[str]] = {}  # id(SparkContext or session) -> files already added
+_SHIP_LOCK = threading.Lock()
+
+
+class SparkSplitRunner:
+    """Runs the replicas of one split node on Spark.
+
+    Args:
+        graph: the compiled program.
+        split_node_id: the :class:`~snet.spg.nodes.SplitNode` to run.
+        boxes: the bound box table (box name -> function), as engines have it.
+        master: a Spark master URL (see :mod:`snet.spark.session`).
+        conf: Spark settings; ``snet.path`` (``rdd``/``dataframe``) and
+            ``snet.partitions`` (tasks per job) are read by snet.
+        batch_size: the engine's batch size, kept for statistics and engines.
+
+    Several instances of the split node (inside a star, say) share one
+    runner; items name their instance, and state is kept per (instance,
+    tag value).
+    """
+
+    def __init__(self, graph: PropertyGraph, split_node_id: int, boxes: dict[str, Callable], master: str,
+                 conf: dict[str, str] | None = None, batch_size: int | None = None):
+        from snet.spark.session import get_session, is_connect, parallelism
+        from snet.spark.shipping import dump_context, make_context
+
+        node = graph.nodes[split_node_id]
+        if not isinstance(node, SplitNode):
+            raise SNetUsageError(f"node {split_node_id} is a {node.kind}, not a split")
+        conf = dict(conf or {})
+        own = {k: conf.pop(k) for k in SNET_KEYS if k in conf}
+        self.node = node
+        self.where = node.span.location if node.span is not None else f"node {node.id}"
+        self.keys = SplitKeys(node)
+        self.stateful = bool(node.operand.stateful)
+        self.initialisers = bool(node.operand.has_initialisers)
+        self.batch_size = batch_size or DEFAULT_BATCH
+        self.master = master
+        self.session = get_session(master, conf)
+        self.connect = is_connect(master) or not hasattr(self.session, "sparkContext")
+        path = own.get("snet.path", "dataframe" if self.connect else "rdd")
+        if path not in ("rdd", "dataframe") or (self.connect and path == "rdd"):
+            raise SNetUsageError(f"snet.path must be 'rdd' (classic Spark only) or 'dataframe', not '{path}'")
+        self.path = path
+        self.partitions = int(own.get("snet.partitions") or parallelism(self.session))
+        self.run_id = uuid.uuid4().hex
+        self.context = make_context(graph, split_node_id, boxes)
+        self.context_bytes = dump_context(self.context)
+        self._ship()
+        self._broadcast = None
+        if self.path == "rdd":
+            self._broadcast = self.session.sparkContext.broadcast(self.context_bytes)
+        # (instance, value) -> replica bytes (stateful) ; values whose replica exists (initialisers)
+        self.states: dict[tuple[int, int], bytes] = {}
+        self.created: set[tuple[int, int]] = set()
+        self.pending_warnings: dict[tuple[int, int], list[str]] = {}
+        self.box_calls: dict[str, list] = {}
+        self._stats = {"batches": 0, "records": 0, "copies": 0, "tasks": 0, "seconds": 0.0,
+                       "job_seconds": 0.0, "max_batch_seconds": 0.0, "executor_seconds": 0.0,
+                       "bytes_out": 0, "bytes_in": 0}
+        self._closed = False
+
+    # -- shipping ------------------------------------------------------------
+
+    def _ship(self) -> None:
+        from snet.spark.shipping import package_zip
+
+        files = [package_zip()]
+        if self.context.files:
+            folder = tempfile.mkdtemp(prefix="snet-boxes-")
+            for entry in self.context.files.values():
+                copy = os.path.join(folder, entry.shipped_name)
+                shutil.copyfile(entry.path, copy)
+                files.append(copy)
+        with _SHIP_LOCK:
+            owner = self.session.sparkContext if not self.connect else self.session
+            done = _SHIPPED.setdefault(id(owner), set())
+            for path in files:
+                name = os.path.basename(path)
+                if name in done:
+                    continue
+                if self.connect:
+                    self.session.addArtifacts(path, pyfile=True)
+                else:
+                    self.session.sparkContext.addPyFile(path)
+                done.add(name)
+
+    # -- the batch -------------------------------------------------------------
+
+    def process(self, batch: list[tuple[int, Record]], instance: int = 0) -> list[tuple[int, list[Record]]]:
+        """Run one batch of one instance: ``[(seq, record)]`` -> ``[(seq, outputs)]`` in seq order."""
+        return [(seq, outs) for _, seq, outs in self.process_many([(instance, s, r) for s, r in batch])]
+
+    def process_many(self, batch: list[tuple[int, int, Record]]) -> list[tuple[int, int, list[Record]]]:
+        """Run ``[(instance, seq, record)]``; returns ``[(instance, seq, outputs)]`` sorted by (seq, instance).
+
+        Raises:
+            SNetRuntimeError: the first error in (seq, instance, value)
+                order, rebuilt from the executor's report; its ``partial``
+                attribute holds the results of the inputs before it, in
+                the form of the return value.
+        """
+        if self._closed:
+            raise SNetUsageError("the Spark split runner is closed")
+        started = time.perf_counter()
+        groups, copies = self._group(batch)
+        tasks = self._pack(groups)
+        payloads = [dumps(TaskInput(self.run_id, g)) for g in tasks]
+        job_started = time.perf_counter()
+        raw = self._run_job(payloads)
+        job_seconds = time.perf_counter() - job_started
+        keyed: list[tuple[tuple, list[Record]]] = []
+        errors = []
+        for data in raw:
+            out: TaskOutput = loads(data)
+            self._stats["executor_seconds"] += out.seconds
+            for name, (calls, seconds) in out.box_calls.items():
+                entry = self.box_calls.setdefault(name, [0, 0.0])
+                entry[0] += calls
+                entry[1] += seconds
+            for result in out.results:
+                keyed.extend(result.outputs)
+                if result.error is not None:
+                    errors.append(result.error)
+                elif self.stateful:
+                    self.states[(result.instance, result.value)] = result.state
+                    if result.warnings:
+                        self.pending_warnings[(result.instance, result.value)] = result.warnings
+                    else:
+                        self.pending_warnings.pop((result.instance, result.value), None)
+            self._stats["bytes_in"] += len(data)
+        keyed.sort(key=lambda item: item[0])
+        seconds = time.perf_counter() - started
+        s = self._stats
+        s["batches"] += 1
+        s["records"] += len(batch)
+        s["copies"] += copies
+        s["tasks"] += len(payloads)
+        s["seconds"] += seconds
+        s["job_seconds"] += job_seconds
+        s["max_batch_seconds"] = max(s["max_batch_seconds"], seconds)
+        s["bytes_out"] += sum(map(len, payloads))
+        log.info("spark split %s: batch %d, %d records, %d tasks, %.3f s", self.where, s["batches"],
+                 len(batch), len(payloads), seconds)
+        if errors:
+            first = min(errors, key=lambda e: e.key)
+            error = first.rebuild()
+            error.partial = _fold([item for item in keyed if item[0] < first.key])
+            error.seq = first.key[0]
+            raise error
+        return _fold(keyed)
+
+    def _group(self, batch: list[tuple[int, int, Record]]) -> tuple[list[Group], int]:
+        """Items per replica: ``key = (seq, instance, value)``, ``fire`` for a new replica."""
+        copies = 0
+        if self.stateful:
+            groups: dict[tuple[int, int], Group] = {}
+            for instance, seq, record in batch:
+                for value in self.keys.values(record):
+                    copies += 1
+                    group = groups.get((instance, value))
+                    if group is None:
+                        state = self.states.get((instance, value))
+                        group = groups[(instance, value)] = Group(instance, value, state, [])
+                        fire = state is None
+                    else:
+                        fire = False
+                    group.items.append(((seq, instance, value), record, fire))
+            return list(groups.values()), copies
+        items = []
+        created = self.created
+        for instance, seq, record in batch:
+            for value in self.keys.values(record):
+                copies += 1
+                fire = False
+                if self.initialisers and (instance, value) not in created:
+                    created.add((instance, value))
+                    fire = True
+                items.append(((seq, instance, value), record, fire))
+        n = max(1, min(self.partitions, len(items)))
+        size = -(-len(items) // n) if items else 0
+        return [Group(-1, None, None, items[i:i + size]) for i in range(0, len(items), size or 1)], copies
+
+    def _pack(self, groups: list[Group]) -> list[list[Group]]:
+        """At most ``partitions`` tasks, balanced by record count (largest group first)."""
+        n = max(1, min(self.partitions, len(groups)))
+        tasks: list[list[Group]] = [[] for _ in range(n)]
+        loads_ = [0] * n
+        for group in sorted(groups, key=lambda g: len(g.items), reverse=True):
+            i = loads_.index(min(loads_))
+            tasks[i].append(group)
+            loads_[i] += len(group.items)
+        return [t for t in tasks if t]
+
+    def _run_job(self, payloads: list[bytes]) -> list[bytes]:
+        if not payloads:
+            return []
+        description = f"snet split {self.where} batch {self._stats['batches'] + 1}"
+        try:
+            if self.path == "rdd":
+                from snet.spark.replicas import rdd_partition
+
+                sc = self.session.sparkContext
+                sc.setJobDescription(description)
+                rdd = sc.parallelize(payloads, len(payloads))
+                return rdd.mapPartitions(functools.partial(rdd_partition, self.run_id, self._broadcast)).collect()
+            from snet.spark.replicas import arrow_batches
+
+            df = self.session.createDataFrame([(p,) for p in payloads], "payload binary")
+            fn = functools.partial(arrow_batches, self.run_id, self.context_bytes)
+            return [bytes(row[0]) for row in df.mapInArrow(fn, "payload binary").collect()]
+        except Exception as e:
+            text = str(e).strip().splitlines()
+            summary = next((line for line in text if "Error" in line or "Exception" in line), text[0] if text else "")
+            raise SNetRuntimeError(f"Spark job of the split failed: {type(e).__name__}: {summary.strip()[:500]}",
+                                   self.node.span, str(e)[:4000]) from e
+
+    # -- end of run ------------------------------------------------------------
+
+    def warnings(self) -> list[str]:
+        """Termination warnings: synchro-cells in replicas that hold records but never fired."""
+        return [w for key in sorted(self.pending_warnings) for w in self.pending_warnings[key]]
+
+    def stats(self) -> dict:
+        s = dict(self._stats)
+        s["split"] = self.where
+        s["path"] = self.path
+        s["partitions"] = self.partitions
+        s["replicas"] = len(self.states) if self.stateful else len(self.created)
+        s["seconds_per_batch"] = s["seconds"] / s["batches"] if s["batches"] else 0.0
+        s["boxes"] = {name: {"calls": c, "seconds": t} for name, (c, t) in sorted(self.box_calls.items())}
+        return s
+
+    def close(self) -> None:
+        """Release the run's broadcast; the session stays up for later runs."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._broadcast is not None:
+            try:
+                self._broadcast.unpersist()
+            except Exception:  # the session may be gone at interpreter exit
+                pass
+        self.states.clear()
+
+
+def _fold(keyed: list[tuple[tuple, list[Record]]]) -> list[tuple[int, int, list[Record]]]:
+    """``[((seq, instance, value), outputs)]`` sorted -> ``[(instance, seq, outputs)]``, copies joined."""
+    result: list[tuple[int, int, list[Record]]] = []
+    last = None
+    for (seq, instance, _value), outputs in keyed:
+        if last == (seq, instance):
+            result[-1][2].extend(outputs)
+        else:
+            result.append((instance, seq, list(outputs)))
+            last = (seq, instance)
+    return result

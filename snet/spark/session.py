@@ -1,0 +1,104 @@
+"""Getting a Spark session for a master URL.
+
+* ``local``, ``local[N]``, ``local[N,F]`` (F: attempts per task), ``local[*]``:
+  an embedded Spark in this process's JVM;
+* ``spark://HOST:PORT``, ``yarn``, ``k8s://https://HOST:PORT``: passed to
+  the builder unchanged (a real cluster: see docs/spark.md for installing
+  Python, the project and the box modules on the executors);
+* ``sc://HOST:PORT``: Spark Connect (``builder.remote``).  Connect has no RDD
+  API and no SparkContext, so runs over Connect take the DataFrame path of
+  :mod:`snet.spark.runner` and ship files with ``addArtifacts``.
+
+A JVM holds one SparkContext, and starting one costs 5-8 s, so a session is
+reused: when a session is already active in this process (created by an
+earlier run, by a test fixture or by the user's own code), it is used
+whatever master was asked for, and only runtime settings of ``conf`` take
+effect.  Sessions are never stopped by snet; the process's exit does that.
+
+Before the first session starts, the environment is made safe for Python
+workers: ``PYSPARK_PYTHON`` (and ``PYSPARK_DRIVER_PYTHON``) default to this
+interpreter, since workers started from ``PATH`` may lack the project's
+dependencies, and ``PYTHONHASHSEED`` defaults to 0, which PySpark's
+hash partitioner requires.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+
+log = logging.getLogger("snet.spark")
+
+DEFAULT_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+
+_LOCK = threading.Lock()
+
+
+def is_connect(master: str) -> bool:
+    return master.startswith("sc://")
+
+
+def prepare_environment() -> None:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+
+
+def get_session(master: str, conf: dict[str, str] | None = None):
+    """The SparkSession to use for ``master`` (created, or the active one reused)."""
+    from snet.errors import SNetUsageError
+
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as e:  # pragma: no cover - the spark extra is missing
+        raise SNetUsageError(f"--spark needs pyspark (pip install 'snet[spark]'): {e}") from e
+    conf = dict(conf or {})
+    with _LOCK:
+        prepare_environment()
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            _apply_runtime_conf(active, conf)
+            return active
+        builder = SparkSession.builder.appName("snet")
+        if is_connect(master):
+            builder = builder.remote(master)
+        else:
+            builder = builder.master(master)
+            for key, value in DEFAULT_CONF.items():
+                if key not in conf:
+                    builder = builder.config(key, value)
+        for key, value in conf.items():
+            builder = builder.config(key, value)
+        try:
+            session = builder.getOrCreate()
+        except Exception as e:
+            raise SNetUsageError(f"cannot start Spark for master '{master}': {type(e).__name__}: {e}") from e
+        if not is_connect(master):
+            session.sparkContext.setLogLevel("ERROR")
+        return session
+
+
+def _apply_runtime_conf(session, conf: dict[str, str]) -> None:
+    for key, value in conf.items():
+        try:
+            session.conf.set(key, value)
+        except Exception:  # a static setting: only effective at session start
+            log.warning("Spark setting %s=%s ignored: the session is already running", key, value)
+
+
+def parallelism(session, default: int = 2) -> int:
+    """How many tasks a job should have: the cluster's default parallelism."""
+    try:
+        return max(1, int(session.sparkContext.defaultParallelism))
+    except Exception:  # Spark Connect: no SparkContext
+        try:
+            return max(1, int(session.conf.get("spark.default.parallelism")))
+        except Exception:
+            return default
