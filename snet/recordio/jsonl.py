@@ -1,0 +1,216 @@
+"""JSON Lines record files: one JSON object per line (interfaces.md §3).
+
+Reading.  Each line is parsed with the C JSON decoder, then checked: the
+value is an object, every key is a label in S-Net spelling, tags and binding
+tags hold integers (``true`` and ``2.0`` are refused: a bool or a float in a
+tag is a bug in whatever wrote the file, not a number to coerce), and a field
+whose whole value is ``{"$pickle": "<base64>"}`` is unpickled if the caller
+allowed it.  The checks cost one dict lookup per key on the common path:
+labels already seen are remembered in two sets, so ``is_valid_label`` runs
+once per distinct label, not once per record.
+
+Lines are read as bytes and decoded one at a time so that an invalid UTF-8
+byte is reported on its own line.  Blank lines are skipped; Python's decoder
+rules apply otherwise (``NaN``/``Infinity`` are accepted, and of a key given
+twice the last one wins).
+
+Writing.  A record is written with one call of a shared compact encoder when
+every field value is JSON-exact (``values.is_json_exact``), which is checked
+per field with a type test for the usual scalars.  Other values become
+``{"$pickle": ...}``.  Lines are collected and handed to the file in batches
+(``streams.BatchWriter``); nothing is flushed per record.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import IO, Any, Final, Iterator
+
+from snet.errors import SNetRuntimeError
+from snet.records import is_valid_label
+from snet.recordio.streams import BatchWriter, RecordFileError
+from snet.recordio.values import (
+    ALLOW_PICKLE_HINT, ValueFormError, is_json_exact, pickle_text, unpickle_text)
+
+PICKLE_KEY: Final = "$pickle"
+_BOM: Final = "\ufeff"
+
+_decode = json.JSONDecoder().decode
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_encode = _ENCODER.encode
+_ascii_encode = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode
+
+_JSON_TYPE_NAMES: Final = {list: "an array", str: "a string", int: "a number", float: "a number",
+                           bool: "a boolean", type(None): "null"}
+
+
+def _json_text(value: Any, limit: int = 40) -> str:
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------
+# Reading
+
+def read_jsonl(f: IO, name: str, *, allow_pickle: bool = False) -> Iterator[dict]:
+    """Records from the JSON Lines file object `f`, one per non-blank line.
+
+    Raises:
+        RecordFileError: at the first malformed line, after the records before it.
+    """
+    field_labels: set[str] = set()  # labels known valid, split by kind
+    tag_labels: set[str] = set()
+    binary = None
+    for lineno, line in enumerate(f, 1):
+        if binary is None:
+            binary = isinstance(line, bytes)
+        if binary:
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise RecordFileError(name, lineno, f"invalid UTF-8 (byte {exc.start + 1} of the line)") from None
+        if lineno == 1 and line.startswith(_BOM):
+            line = line[1:]
+        try:
+            record = _decode(line)
+        except ValueError as exc:
+            if not line.strip():
+                continue
+            msg = getattr(exc, "msg", None)
+            if msg is None:  # e.g. an integer beyond the interpreter's digit limit
+                raise RecordFileError(name, lineno, f"invalid JSON: {exc}") from None
+            raise RecordFileError(name, lineno, f"invalid JSON: {msg} (column {exc.colno})") from None
+        if type(record) is not dict:
+            kind = _JSON_TYPE_NAMES.get(type(record), type(record).__name__)
+            raise RecordFileError(name, lineno, f"a record must be a JSON object, not {kind}")
+        for label, value in record.items():
+            if label in field_labels:
+                if type(value) is dict and PICKLE_KEY in value:
+                    record[label] = _field_from_json(value, label, name, lineno, allow_pickle)
+            elif label in tag_labels:
+                if type(value) is not int:
+                    raise _bad_tag(name, lineno, label, value)
+            else:
+                _learn_label(label, name, lineno, field_labels, tag_labels)
+                if label in tag_labels:
+                    if type(value) is not int:
+                        raise _bad_tag(name, lineno, label, value)
+                elif type(value) is dict and PICKLE_KEY in value:
+                    record[label] = _field_from_json(value, label, name, lineno, allow_pickle)
+        yield record
+
+
+def _learn_label(label: str, name: str, lineno: int, fields: set, tags: set) -> None:
+    if not is_valid_label(label):
+        raise RecordFileError(
+            name, lineno, f"invalid label {json.dumps(label)}: a label is NAME (field), "
+                          f"<NAME> (tag) or <#NAME> (binding tag), NAME a letter or _ then letters, digits, _")
+    (tags if label.startswith("<") else fields).add(label)
+
+
+def _bad_tag(name: str, lineno: int, label: str, value: Any) -> RecordFileError:
+    kind = "binding tag" if label.startswith("<#") else "tag"
+    return RecordFileError(name, lineno, f"{kind} {label} must hold an integer, not {_json_text(value)}")
+
+
+def _field_from_json(value: dict, label: str, name: str, lineno: int, allow_pickle: bool) -> Any:
+    if len(value) != 1:  # an ordinary object that happens to have a "$pickle" key among others
+        return value
+    if not allow_pickle:
+        raise RecordFileError(name, lineno, f"field '{label}' holds a pickled Python value; {ALLOW_PICKLE_HINT}")
+    try:
+        return unpickle_text(value[PICKLE_KEY])
+    except ValueFormError as exc:
+        raise RecordFileError(name, lineno, f"field '{label}': {exc}") from None
+
+
+# --------------------------------------------------------------------------
+# Writing
+
+def format_record_jsonl(record: dict) -> str:
+    """One record as a compact JSON object (no newline); see the module docstring.
+
+    Raises:
+        SNetRuntimeError: an invalid label, a tag that is not an int, or a
+            field value that can be neither written as JSON nor pickled.
+    """
+    for label, value in record.items():
+        if label not in _KNOWN_LABELS:
+            _check_output_label(label)
+        t = type(value)
+        if label[0] == "<":
+            if t is not int:
+                raise _bad_output_tag(label, value)
+        elif t is int or t is str or t is float or t is bool or value is None:
+            continue
+        elif t is list:
+            if not is_json_exact(value):
+                break
+        elif t is dict:
+            if (PICKLE_KEY in value and len(value) == 1) or not is_json_exact(value):
+                break  # a lone "$pickle" key must be pickled, or it would read back as a pickle
+        else:
+            break
+    else:
+        try:
+            return _encode(record)
+        except ValueError:  # NaN/inf, or an int beyond the interpreter's digit limit
+            pass
+    return _encode(_prepared(record))
+
+
+# Labels already validated for output; bounded so that a long-running service
+# fed ever new labels cannot grow it without limit.
+_KNOWN_LABELS: set = set()
+_KNOWN_LABELS_MAX: Final = 4096
+
+
+def _check_output_label(label: object) -> None:
+    if not isinstance(label, str) or not is_valid_label(label):
+        raise SNetRuntimeError(f"cannot write a record with the label {label!r}: not a label in S-Net spelling")
+    if len(_KNOWN_LABELS) < _KNOWN_LABELS_MAX:
+        _KNOWN_LABELS.add(label)
+
+
+def _bad_output_tag(label: str, value: Any) -> SNetRuntimeError:
+    return SNetRuntimeError(f"cannot write tag {label}: it holds a {type(value).__name__}, not an int")
+
+
+def _prepared(record: dict) -> dict:
+    """A copy of `record` whose fields that JSON cannot hold exactly are pickled."""
+    out = {}
+    for label, value in record.items():
+        if label[0] != "<":
+            exact = is_json_exact(value) and not (type(value) is dict and PICKLE_KEY in value and len(value) == 1)
+            if exact:
+                try:
+                    _encode(value)
+                except ValueError:
+                    exact = False
+            if not exact:
+                try:
+                    value = {PICKLE_KEY: pickle_text(value)}
+                except ValueError as exc:
+                    raise SNetRuntimeError(f"cannot write field '{label}': {exc}") from None
+        out[label] = value
+    return out
+
+
+class JsonlWriter(BatchWriter):
+    """Writes records as JSON Lines, one compact object per line."""
+
+    @staticmethod
+    def format_record(record: dict) -> str:
+        return format_record_jsonl(record) + "\n"
+
+    def _write_unencodable(self, text: str) -> None:
+        # A lone surrogate, or a file object in a narrower encoding than
+        # UTF-8: write the lines that fail with \u escapes.
+        for line in text.splitlines(keepends=True):
+            try:
+                self._f.write(line)
+            except UnicodeEncodeError:
+                self._f.write(_ascii_encode(_decode(line)) + "\n")

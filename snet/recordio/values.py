@@ -1,0 +1,95 @@
+"""Field values that neither format can spell natively: the JSON and pickle rules.
+
+Both record formats hold a closed set of value types natively (JSON values in
+JSON Lines; C4SNet ints, doubles, char arrays and int/double arrays in XML).
+A field may hold any Python object, so each format needs a way out for the
+rest.  The policy lives here so that both formats apply the same test:
+
+* A value is *JSON-exact* when ``json.loads(json.dumps(v)) == v`` holds with
+  the same types all the way down: ``None``, ``bool``, ``int`` (exactly, not a
+  subclass), finite ``float``, ``str``, ``list`` and ``dict`` with ``str``
+  keys, nested arbitrarily.  Tuples, sets, bytes, NaN/inf, int/str/float
+  subclasses (``IntEnum``, ...) and dicts with non-``str`` keys are *not*:
+  ``json`` would silently turn them into something else.
+* Everything that is not JSON-exact is pickled and base64-encoded.  Reading a
+  pickle back executes arbitrary code chosen by whoever wrote the file, so it
+  is refused unless the reader was given ``allow_pickle=True``
+  (``--allow-pickle`` on the command line).
+
+Alternatives rejected: a registry of per-type encoders (tuples, bytes, sets,
+...) would be safer than pickle for those types but is an open-ended design
+that still needs pickle as the last resort; converting lossily (tuple -> list)
+breaks the promise that a record file reads back as the records written.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import pickle
+from typing import Any, Final
+
+# Protocol 4 is read by every Python since 3.4; higher ones gain nothing for
+# the small values that usually end up here.
+PICKLE_PROTOCOL: Final = 4
+
+ALLOW_PICKLE_HINT: Final = (
+    "pass --allow-pickle (allow_pickle=True in Python) to read it, "
+    "and only for files you trust: unpickling can run arbitrary code")
+
+
+class ValueFormError(ValueError):
+    """A value's text form is malformed; the message says how."""
+
+
+_EXACT_SCALARS: Final = frozenset({str, int, bool, type(None)})
+
+
+def is_json_exact(value: Any) -> bool:
+    """True if JSON round-trips `value` with the same types all the way down."""
+    t = type(value)
+    if t in _EXACT_SCALARS:
+        return True
+    if t is float:
+        return math.isfinite(value)
+    if t is list:
+        # One C-level pass over the element types settles the common
+        # homogeneous lists (an image's ints) without a call per element.
+        if _EXACT_SCALARS.issuperset(map(type, value)):
+            return True
+        return all(map(is_json_exact, value))
+    if t is dict:
+        return all(type(k) is str and is_json_exact(v) for k, v in value.items())
+    return False
+
+
+def pickle_text(value: Any) -> str:
+    """The base64 text of `value` pickled.
+
+    Raises:
+        ValueError: the value cannot be pickled (a lambda, a lock, ...).
+    """
+    try:
+        data = pickle.dumps(value, protocol=PICKLE_PROTOCOL)
+    except Exception as exc:  # pickle raises many types: PicklingError, TypeError, AttributeError
+        raise ValueError(f"a {type(value).__name__} can be neither written as JSON nor pickled ({exc})") from None
+    return base64.b64encode(data).decode("ascii")
+
+
+def unpickle_text(text: object) -> Any:
+    """The value whose pickle `text` holds in base64 (the caller checked the permission).
+
+    Raises:
+        ValueFormError: not a string, not base64, or not a pickle.
+    """
+    if not isinstance(text, str):
+        raise ValueFormError(f"a pickled value must be a base64 string, not {type(text).__name__}")
+    try:
+        data = base64.b64decode("".join(text.split()), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueFormError(f"invalid base64 in pickled value: {exc}") from None
+    try:
+        return pickle.loads(data)
+    except Exception as exc:  # unpickling raises almost anything on corrupt input
+        raise ValueFormError(f"cannot unpickle value: {type(exc).__name__}: {exc}") from None
