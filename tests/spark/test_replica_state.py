@@ -1,0 +1,119 @@
+"""Replica state as bytes, split selection and grouping, without Spark.
+
+The executor side (:mod:`snet.spark.replicas`) is plain Python, so its
+state handling is tested here in-process: running a stream of records in
+one group must equal running it cut into many groups, with the state
+carried between them as bytes, whatever the cut.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import handmade  # noqa: E402
+
+from snet.errors import SNetBoxError  # noqa: E402
+from snet.spark.replicas import Group, ReplicaHost, TaskInput, dump_replica, load_replica  # noqa: E402
+from snet.spark.splits import guarded_combinators, select_splits  # noqa: E402
+
+
+def split_id(graph):
+    return next(n.id for n in graph.nodes if n.kind == "split")
+
+
+RECORDS = [{"a": 1, "<k>": 0}, {"a": 2, "<k>": 0}, {"b": 10, "<k>": 0}, {"c": 5, "<k>": 0},
+           {"b": 20, "<k>": 0}, {"a": 3, "<k>": 0}]
+
+
+def run_in_groups(host, records, cut):
+    """Feed ``records`` to one replica in groups of ``cut``, carrying the state between them."""
+    state, outputs, seq = None, [], 0
+    for start in range(0, len(records), cut):
+        items = []
+        for record in records[start:start + cut]:
+            items.append(((seq, 0, 0), record, state is None and not items))
+            seq += 1
+        result = host.run_group(Group(0, 0, state, items))
+        assert result.error is None
+        state = result.state
+        outputs.extend(outs for _, outs in result.outputs)
+    return outputs, state, result.warnings
+
+
+@pytest.mark.parametrize("cut", [1, 2, 3, 4, 6])
+def test_state_across_groups_equals_one_group(cut):
+    graph = handmade.sync_split()
+    host = ReplicaHost(graph, {}, split_id(graph))
+    whole, _, _ = run_in_groups(host, RECORDS, len(RECORDS))
+    pieces, _, _ = run_in_groups(host, RECORDS, cut)
+    assert pieces == whole
+    assert whole == [[], [{"a": 2, "<k>": 0}], [{"a": 1, "b": 10, "<k>": 0}], [{"c": 5, "<k>": 0}],
+                     [{"b": 20, "<k>": 0}], [{"a": 3, "<k>": 0}]]
+
+
+def test_state_holds_only_dynamic_objects():
+    graph = handmade.sync_split()
+    host = ReplicaHost(graph, {}, split_id(graph))
+    _, state, warnings = run_in_groups(host, RECORDS[:1], 1)
+    assert warnings == ["hand.snet:1:19: warning: synchro-cell discarded with 1 of 2 patterns filled"]
+    # The program text, the nodes and the compiled operators stay behind as ids.
+    assert b"net hand connect" not in state
+    assert b"SyncPatterns" not in state and b"SyncNode" not in state
+    assert len(state) < 400
+    # Plain pickle cannot load it: it holds persistent ids that only a host resolves.
+    with pytest.raises(pickle.UnpicklingError):
+        pickle.loads(state)
+    target = load_replica(host, state)
+    again, _ = dump_replica(host, target)
+    assert again == state
+
+
+def test_a_second_host_resumes_the_state():
+    graph = handmade.sync_split()
+    first = ReplicaHost(graph, {}, split_id(graph))
+    second = ReplicaHost(graph, {}, split_id(graph))  # another worker process, say
+    _, state, _ = run_in_groups(first, RECORDS[:2], 2)
+    result = second.run_group(Group(0, 0, state, [((5, 0, 0), {"b": 7, "<k>": 0}, False)]))
+    assert result.outputs == [((5, 0, 0), [{"a": 1, "b": 7, "<k>": 0}])]
+    assert result.warnings == []
+
+
+def test_box_error_is_returned_as_data():
+    graph = handmade.box_split()
+
+    def work(v, k):
+        if v == 2:
+            raise ValueError("two")
+        return {"v": v, "<k>": k}
+
+    host = ReplicaHost(graph, {"work": work}, split_id(graph))
+    items = [((i, 0, 0), {"v": i, "<k>": 0}, False) for i in range(4)]
+    out = host.run_task(TaskInput("run", [Group(-1, None, None, items)]))
+    result = out.results[0]
+    assert [k for k, _ in result.outputs] == [(0, 0, 0), (1, 0, 0)]
+    assert result.error.key == (2, 0, 0)
+    error = result.error.rebuild()
+    assert isinstance(error, SNetBoxError)
+    assert "box 'work' raised ValueError: two (input record {v, <k>})" in error.render()
+    assert "raise ValueError(\"two\")" in error.detail
+    assert out.box_calls["work"][0] == 2  # calls that returned, as the local statistics count them
+
+
+def test_selection_rules():
+    boxed = handmade.box_split()
+    pure = handmade.sync_split()
+    assert select_splits(boxed, "auto") == {split_id(boxed)}
+    assert select_splits(pure, "auto") == frozenset()  # filters and cells only: stays local
+    assert select_splits(pure, "all") == {split_id(pure)}
+    assert select_splits(pure, "hand.snet:1:33") == {split_id(pure)}
+    assert select_splits(pure, "1:33") == {split_id(pure)}
+    assert select_splits(pure, "hand") == {split_id(pure)}  # a net name: its outermost splits
+    from snet.errors import SNetUsageError
+    with pytest.raises(SNetUsageError, match="names no split or net.*hand.snet:1:33"):
+        select_splits(pure, "2:7")
+    assert guarded_combinators(pure, select_splits(pure, "all")) == frozenset()

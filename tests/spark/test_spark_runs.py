@@ -1,0 +1,157 @@
+"""Runs with splits on a real local Spark equal runs without it.
+
+Hand-built graphs (tests/spark/handmade.py) keep these independent of the
+front end; test_spark_conformance.py runs the shared cases from source.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import handmade  # noqa: E402
+
+from snet.backends import RunOptions  # noqa: E402
+from snet.errors import SNetBoxError  # noqa: E402
+from snet.reference import ReferenceExecution  # noqa: E402
+
+pytestmark = pytest.mark.spark
+
+
+def run(graph, boxes, records, **options):
+    execution = ReferenceExecution(graph, boxes, records, RunOptions(**options) if options else None)
+    outputs = list(execution)
+    return outputs, execution
+
+
+def multiset(records):
+    return Counter(json.dumps(r, sort_keys=True) for r in records)
+
+
+def pairing_input(keys=5, per_key=4):
+    """a and b records for every key, interleaved so that cells fill across batches."""
+    records = []
+    for i in range(per_key):
+        records += [{"a": i, "<k>": k} for k in range(keys)]
+        records += [{"b": 100 + i, "<k>": k, "x": i} for k in reversed(range(keys))]
+    records.append({"a": 99, "<k>": keys})  # a cell left unfinished: a termination warning
+    return records
+
+
+@pytest.mark.parametrize("batch", [1, 2, 7])
+def test_synchro_cells_keep_state_across_small_batches(spark_options, batch):
+    graph = handmade.sync_split()
+    records = pairing_input()
+    local, local_run = run(graph, {}, records)
+    out, execution = run(graph, {}, records, **spark_options(spark_batch=batch))
+    assert multiset(out) == multiset(local)
+    assert execution.warnings == local_run.warnings
+    assert len(execution.warnings) == 1
+    stats = execution.stats()["spark"]["splits"]["hand.snet:1:33"]
+    assert stats["batches"] == -(-len(records) // batch)
+    assert stats["records"] == len(records)
+    assert stats["replicas"] == 6
+
+
+def test_range_split_copies_in_ascending_order(spark_options):
+    graph = handmade.sync_split(tag="<lo>", hi_tag="<hi>")
+    records = [{"a": 1, "<lo>": 0, "<hi>": 3}, {"a": 2, "<lo>": 5, "<hi>": 4}, {"b": 7, "<lo>": 2, "<hi>": 2},
+               {"b": 8, "<lo>": 1, "<hi>": 3}, {"a": 3, "<lo>": 3, "<hi>": 3}]
+    local, _ = run(graph, {}, records)
+    for batch in (1, 3, 100):
+        out, _ = run(graph, {}, records, **spark_options(spark_batch=batch))
+        assert out == local  # also in order: copies come back per input, lo..hi
+
+
+def work(v, k):
+    return {"v": v * 10, "<k>": k}
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_box_split_orders_outputs_per_input(spark_options, deterministic):
+    graph = handmade.box_split(deterministic=deterministic)
+    records = [{"v": i, "<k>": (i * 7) % 5} for i in range(40)]
+    local, _ = run(graph, {"work": work}, records)
+    out, execution = run(graph, {"work": work}, records, **spark_options(spark_batch=16))
+    assert out == local
+    stats = execution.stats()["spark"]["splits"]["hand.snet:1:54"]
+    assert stats["batches"] == 3 and stats["boxes"]["work"]["calls"] == 40
+
+
+def test_dataframe_path_gives_the_same_results(spark_options):
+    graph = handmade.box_split(sync_first=True)
+    records = [{"w": 0, "<k>": 0}] + [{"v": i, "<k>": i % 3} for i in range(12)] + [{"w": 1, "<k>": 2}]
+    local, local_run = run(graph, {"work": work}, records)
+    out, execution = run(graph, {"work": work}, records,
+                         **spark_options(spark_batch=5, spark_conf={"snet.path": "dataframe"}))
+    assert multiset(out) == multiset(local)
+    assert sorted(execution.warnings) == sorted(local_run.warnings)
+    assert execution.stats()["spark"]["splits"]["hand.snet:1:54"]["path"] == "dataframe"
+
+
+def test_box_exception_on_an_executor_reads_like_a_local_one(spark_options):
+    graph = handmade.box_split()
+
+    def work(v, k):
+        if v == 13:
+            raise ValueError("thirteen")
+        return {"v": v, "<k>": k}
+
+    records = [{"v": i, "<k>": i % 4} for i in range(20)]
+    with pytest.raises(SNetBoxError) as local_error:
+        list(ReferenceExecution(graph, {"work": work}, records))
+    got = []
+    with pytest.raises(SNetBoxError) as spark_error:
+        for record in ReferenceExecution(graph, {"work": work}, records, RunOptions(**spark_options(spark_batch=8))):
+            got.append(record)
+    assert spark_error.value.render() == local_error.value.render()
+    assert "box 'work' raised ValueError: thirteen (input record {v, <k>})" in spark_error.value.render()
+    assert got == [{"v": i, "<k>": i % 4} for i in range(13)]  # the outputs before the failing input
+
+
+FLAKY = '''
+import os, sys
+
+def work(v, k):
+    marker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "failed-once")
+    if v == 5 and not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(3)  # the Python worker dies: Spark fails the task and retries it
+    return {"v": v, "<k>": k}
+'''
+
+
+def test_a_task_that_fails_once_is_retried_without_duplicates(spark_options, tmp_path):
+    from snet.core.boxes import load_module_from_path
+
+    (tmp_path / "flaky.py").write_text(FLAKY)
+    module = load_module_from_path(str(tmp_path / "flaky.py"))
+    graph = handmade.box_split(sync_first=True)
+    records = [{"w": 0, "<k>": k} for k in range(3)] + [{"v": i, "<k>": i % 3} for i in range(9)]
+    out, execution = run(graph, {"work": module.work}, records, **spark_options(spark_batch=6))
+    assert (tmp_path / "failed-once").exists()  # the failure did happen
+    expected = [{"v": i, "w": 0, "<k>": i} for i in range(3)] + [{"v": i, "<k>": i % 3} for i in range(3, 9)]
+    assert multiset(out) == multiset(expected)
+    assert execution.warnings == []
+
+
+def test_without_a_master_spark_is_never_imported(tmp_path):
+    code = (
+        "import sys; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
+        "import handmade\n"
+        "from snet.backends import RunOptions\n"
+        "from snet.reference import ReferenceExecution\n"
+        "out = list(ReferenceExecution(handmade.sync_split(), {}, [{'a': 1, '<k>': 0}, {'b': 2, '<k>': 0}],"
+        " RunOptions()))\n"
+        "assert out == [{'a': 1, 'b': 2, '<k>': 0}], out\n"
+        "assert not [m for m in sys.modules if m.startswith(('pyspark', 'snet.spark'))]\n"
+    ) % (str(Path(__file__).resolve().parents[2]), str(Path(__file__).parent))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
