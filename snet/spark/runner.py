@@ -82,7 +82,7 @@ class SparkSplitRunner:
 
     def __init__(self, graph: PropertyGraph, split_node_id: int, boxes: dict[str, Callable], master: str,
                  conf: dict[str, str] | None = None, batch_size: int | None = None):
-        from snet.spark.session import get_session, is_connect, parallelism
+        from snet.spark.session import get_session, is_connect_session, parallelism
         from snet.spark.shipping import dump_context, make_context
 
         node = graph.nodes[split_node_id]
@@ -98,7 +98,7 @@ class SparkSplitRunner:
         self.batch_size = batch_size or DEFAULT_BATCH
         self.master = master
         self.session = get_session(master, conf)
-        self.connect = is_connect(master) or not hasattr(self.session, "sparkContext")
+        self.connect = is_connect_session(self.session)
         path = own.get("snet.path", "dataframe" if self.connect else "rdd")
         if path not in ("rdd", "dataframe") or (self.connect and path == "rdd"):
             raise SNetUsageError(f"snet.path must be 'rdd' (classic Spark only) or 'dataframe', not '{path}'")
@@ -262,19 +262,34 @@ class SparkSplitRunner:
                 from snet.spark.replicas import rdd_partition
 
                 sc = self.session.sparkContext
-                sc.setJobDescription(description)
+                sc.setJobGroup(self.run_id, description, interruptOnCancel=True)
                 rdd = sc.parallelize(payloads, len(payloads))
                 return rdd.mapPartitions(functools.partial(rdd_partition, self.run_id, self._broadcast)).collect()
             from snet.spark.replicas import arrow_batches
 
+            if self.connect:
+                self.session.addTag(self.run_id)
             df = self.session.createDataFrame([(p,) for p in payloads], "payload binary")
             fn = functools.partial(arrow_batches, self.run_id, self.context_bytes)
             return [bytes(row[0]) for row in df.mapInArrow(fn, "payload binary").collect()]
+        except KeyboardInterrupt:
+            self._cancel()
+            raise
         except Exception as e:
             text = str(e).strip().splitlines()
             summary = next((line for line in text if "Error" in line or "Exception" in line), text[0] if text else "")
             raise SNetRuntimeError(f"Spark job of the split failed: {type(e).__name__}: {summary.strip()[:500]}",
                                    self.node.span, str(e)[:4000]) from e
+
+    def _cancel(self) -> None:
+        """Stop this run's Spark jobs (Ctrl-C while a batch runs)."""
+        try:
+            if self.connect:
+                self.session.interruptTag(self.run_id)
+            else:
+                self.session.sparkContext.cancelJobGroup(self.run_id)
+        except Exception:  # best effort: the process is stopping anyway
+            pass
 
     # -- end of run ------------------------------------------------------------
 

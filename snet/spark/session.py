@@ -45,6 +45,11 @@ def is_connect(master: str) -> bool:
     return master.startswith("sc://")
 
 
+def is_connect_session(session) -> bool:
+    """True for a Spark Connect session (no SparkContext, no RDD API)."""
+    return type(session).__module__.startswith("pyspark.sql.connect")
+
+
 def prepare_environment() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -80,7 +85,7 @@ def get_session(master: str, conf: dict[str, str] | None = None):
             session = builder.getOrCreate()
         except Exception as e:
             raise SNetUsageError(f"cannot start Spark for master '{master}': {type(e).__name__}: {e}") from e
-        if not is_connect(master):
+        if not is_connect_session(session):
             session.sparkContext.setLogLevel("ERROR")
         return session
 

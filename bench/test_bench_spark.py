@@ -1,0 +1,166 @@
+"""Index splits on Spark: speed-up, overhead over hand-written PySpark, fixed costs.
+
+Run with ``python -m pytest bench/test_bench_spark.py --benchmark-only -s``
+(``-s`` shows the figures).  One ``local[2]`` session serves every
+benchmark; its start (5-8 s) and the first job's Python worker start are
+paid in a warm-up and not measured.  Ratios come from runs alternated in
+the same process (``paired``), since the machine is shared and noisy.
+
+1. ``work ! <k>`` over 64 tag values, a pure-Python box of about 5 ms per
+   record: Spark ``local[2]`` against the same run without Spark (reference
+   engine; and the FRONT engine with 2 workers where it is built).
+2. The same computation written directly in PySpark (parallelize, map the
+   box, collect): snet's overhead over it.
+3. Trivial boxes: the cost per record (one large batch) and per batch
+   (batches of one record).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import time
+
+import pytest
+
+from conftest import paired
+
+pytestmark = pytest.mark.spark
+
+MASTER = "local[2]"
+SOURCE = """
+net cpu {
+  box work ((v, <k>) -> (v, <k>));
+} connect work ! <k>;
+"""
+TAGS = 64
+PER_TAG = 10
+BOX_SECONDS = 0.005
+
+
+def _burn(n: int) -> int:
+    x = 0
+    for i in range(n):
+        x = (x * 31 + i) % 1000003
+    return x
+
+
+def _calibrate(seconds: float) -> int:
+    n = 20000
+    while True:
+        started = time.perf_counter()
+        _burn(n)
+        took = time.perf_counter() - started
+        if took > 0.02:
+            return max(1, int(n * seconds / took))
+        n *= 2
+
+
+LOOPS = None
+
+
+def cpu_work(v, k):
+    _burn(LOOPS)
+    return {"v": v, "<k>": k}
+
+
+def trivial(v, k):
+    return {"v": v, "<k>": k}
+
+
+@pytest.fixture(scope="module")
+def session():
+    if shutil.which("java") is None or importlib.util.find_spec("pyspark") is None:
+        pytest.skip("needs Java and pyspark")
+    from snet.spark.session import get_session
+
+    return get_session(MASTER, {"spark.default.parallelism": "2"})
+
+
+@pytest.fixture(scope="module")
+def nets(session):
+    import snet
+
+    global LOOPS
+    LOOPS = _calibrate(BOX_SECONDS)
+    cpu = snet.load(SOURCE, boxes={"work": cpu_work})
+    light = snet.load(SOURCE, boxes={"work": trivial})
+    records = [{"v": i, "<k>": i % TAGS} for i in range(TAGS * PER_TAG)]
+    # Warm up: Python workers start, the run's context reaches them.
+    list(cpu.run(records[:TAGS], engine="reference", spark_master=MASTER))
+    list(light.run(records[:TAGS], engine="reference", spark_master=MASTER))
+    return cpu, light, records
+
+
+def _spark(net, records, **options):
+    execution = net.run(records, engine="reference", spark_master=MASTER, **options)
+    out = list(execution)
+    return out, execution.stats()
+
+
+def test_spark_split_speedup_over_one_process(benchmark, report, nets):
+    cpu, _, records = nets
+    figures = paired(lambda: _spark(cpu, records), lambda: list(cpu.run(records, engine="reference")), rounds=3)
+    out, stats = benchmark.pedantic(_spark, args=(cpu, records), rounds=1, iterations=1)
+    assert len(out) == len(records)
+    split = next(iter(stats["spark"]["splits"].values()))
+    extra = {}
+    if importlib.util.find_spec("snet_front") is not None:
+        try:
+            front = paired(lambda: _spark(cpu, records), lambda: list(cpu.run(records, engine="front", workers=2)),
+                           rounds=3)
+            extra = {"front2_s": front["baseline_s"], "speedup_vs_front2": 1 / front["ratio"]}
+        except Exception as e:  # the FRONT engine is optional here
+            extra = {"front2": f"unavailable: {type(e).__name__}"}
+    report(records=len(records), tags=TAGS, box_ms=BOX_SECONDS * 1000, spark_s=figures["candidate_s"],
+           reference_s=figures["baseline_s"], speedup=1 / figures["ratio"], tasks=split["tasks"],
+           batches=split["batches"], **extra)
+    assert figures["ratio"] < 1.0  # the target is a speed-up of 1.5 or more on 2 cores
+
+
+def test_overhead_over_hand_written_pyspark(benchmark, report, nets, session):
+    cpu, _, records = nets
+    sc = session.sparkContext
+    loops = LOOPS
+
+    def by_hand():
+        def box(pair):
+            x = 0
+            for i in range(loops):
+                x = (x * 31 + i) % 1000003
+            return {"v": pair[1], "<k>": pair[0]}
+
+        rows = [(r["<k>"], r["v"]) for r in records]
+        return sc.parallelize(rows, 2).map(box).collect()
+
+    by_hand()
+    figures = paired(lambda: _spark(cpu, records), by_hand, rounds=3)
+    benchmark.pedantic(by_hand, rounds=1, iterations=1)
+    report(snet_s=figures["candidate_s"], hand_written_s=figures["baseline_s"], overhead=figures["ratio"])
+    assert figures["ratio"] < 2.0  # the target is 1.3 or less
+
+
+def test_cost_per_record_and_per_batch(benchmark, report, nets):
+    _, light, _ = nets
+    many = [{"v": i, "<k>": i % TAGS} for i in range(20000)]
+    few = many[:2000]
+    single = many[:20]
+
+    def timed(records, batch):
+        started = time.perf_counter()
+        out, stats = _spark(light, records, spark_batch=batch)
+        assert len(out) == len(records)
+        return time.perf_counter() - started, stats
+
+    big, _ = min((timed(many, 20000) for _ in range(3)), key=lambda t: t[0])
+    small, _ = min((timed(few, 20000) for _ in range(3)), key=lambda t: t[0])
+    per_record = (big - small) / (len(many) - len(few))
+    ones, stats = timed(single, 1)
+    per_batch = ones / len(single) - per_record
+    local_started = time.perf_counter()
+    list(light.run(many, engine="reference"))
+    local_per_record = (time.perf_counter() - local_started) / len(many)
+    benchmark.pedantic(timed, args=(few, 20000), rounds=1, iterations=1)
+    report(per_record_us=per_record * 1e6, per_batch_ms=per_batch * 1e3, local_per_record_us=local_per_record * 1e6,
+           batches_of_one=next(iter(stats["spark"]["splits"].values()))["batches"])
+    assert per_record < 200e-6 and per_batch < 2.0
