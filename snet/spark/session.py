@@ -16,10 +16,12 @@ whatever master was asked for, and only runtime settings of ``conf`` take
 effect.  Sessions are never stopped by snet; the process's exit does that.
 
 Before the first session starts, the environment is made safe for Python
-workers: ``PYSPARK_PYTHON`` (and ``PYSPARK_DRIVER_PYTHON``) default to this
-interpreter, since workers started from ``PATH`` may lack the project's
-dependencies, and ``PYTHONHASHSEED`` defaults to 0, which PySpark's
-hash partitioner requires.
+workers: for ``local`` masters, ``PYSPARK_PYTHON`` (and
+``PYSPARK_DRIVER_PYTHON``) default to this interpreter, since workers
+started from ``PATH`` may lack the project's dependencies (on a cluster the
+driver's interpreter path means nothing to the executors: set
+``spark.pyspark.python`` or ``PYSPARK_PYTHON`` for them); ``PYTHONHASHSEED``
+defaults to 0, which PySpark's hash partitioner requires.
 """
 
 from __future__ import annotations
@@ -50,8 +52,9 @@ def is_connect_session(session) -> bool:
     return type(session).__module__.startswith("pyspark.sql.connect")
 
 
-def prepare_environment() -> None:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+def prepare_environment(master: str) -> None:
+    if master.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("PYTHONHASHSEED", "0")
 
@@ -66,7 +69,7 @@ def get_session(master: str, conf: dict[str, str] | None = None):
         raise SNetUsageError(f"--spark needs pyspark (pip install 'snet[spark]'): {e}") from e
     conf = dict(conf or {})
     with _LOCK:
-        prepare_environment()
+        prepare_environment(master)
         active = SparkSession.getActiveSession()
         if active is not None:
             _apply_runtime_conf(active, conf)
