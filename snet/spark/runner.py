@@ -166,7 +166,11 @@ class SparkSplitRunner:
         started = time.perf_counter()
         groups, copies = self._group(batch)
         tasks = self._pack(groups)
-        payloads = [dumps(TaskInput(self.run_id, g)) for g in tasks]
+        try:
+            payloads = [dumps(TaskInput(self.run_id, g)) for g in tasks]
+        except Exception as e:
+            raise SNetRuntimeError(f"a record that entered the split cannot be pickled for Spark: "
+                                   f"{type(e).__name__}: {e}", self.node.span) from e
         job_started = time.perf_counter()
         raw = self._run_job(payloads)
         job_seconds = time.perf_counter() - job_started

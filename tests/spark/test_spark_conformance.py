@@ -205,3 +205,25 @@ def test_box_error_on_an_executor_through_the_command_line(tmp_path):
 
 def read_outputs(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+INIT = """
+net initsplit {
+  box init ( -> (<x>));
+} connect (init | []) !! <k>;
+"""
+
+
+def init():
+    return [{"<x>": 0}, {"<x>": 1}]
+
+
+@pytest.mark.parametrize("batch", [1, 4096])
+def test_initialisers_fire_once_per_replica_before_its_first_record(spark_options, batch):
+    import snet
+
+    net = snet.load(INIT, boxes={"init": init})
+    records = [{"<k>": 1}, {"<k>": 2}, {"<k>": 1}]
+    out = list(net.run(records, engine="reference", **spark_options(spark_batch=batch)))
+    # language.md §6.4's example, in order
+    assert out == [{"<x>": 0}, {"<x>": 1}, {"<k>": 1}, {"<x>": 0}, {"<x>": 1}, {"<k>": 2}, {"<k>": 1}]
