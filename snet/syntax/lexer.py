@@ -1,0 +1,169 @@
+"""The S-Net lexer (language.md §2), written by hand for lark's LALR parser.
+
+Why not lark's own lexers: the language asks for three things they do not
+give together.
+
+* **Longest token, always.**  lark's contextual lexer only tries the
+  terminals the parser can accept next, so it would split ``!!`` into two
+  ``!`` where a double negation fits; the language says ``!!`` is one token
+  everywhere.  One master regular expression, longer operators first, does
+  it here.
+* **Metadata blocks only where a definition may start.**  ``<metadata>`` is
+  also a tag named ``metadata`` inside a record type, so the lexer asks the
+  parser state (which lark passes to a custom lexer) whether a METADATA
+  token is acceptable before taking one.
+* **Lexical errors with a position**: an unterminated ``/*`` at its start,
+  ``08``, a stray character.  They are raised as :class:`LexicalError`, which
+  :mod:`snet.syntax.parser` renders like any syntax error.
+
+Positions are 1-based lines and columns counted in characters.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from lark import Token
+from lark.lexer import Lexer
+
+KEYWORDS = {
+    "net": "_NET", "box": "_BOX", "connect": "_CONNECT", "type": "_TYPE", "typesig": "_TYPESIG",
+    "if": "_IF", "then": "_THEN", "else": "_ELSE", "abs": "ABS", "min": "MIN", "max": "MAX",
+}
+
+# Longest first where one operator is a prefix of another.
+OPERATORS = {
+    "!!@": "BANGBANGAT", "...": "ELLIPSIS",
+    "->": "_ARROW", "..": "DOTDOT", "||": "BARBAR", "**": "STARSTAR", "!!": "BANGBANG", "!@": "BANGAT",
+    "[|": "LSYNC", "|]": "_RSYNC", "==": "EQEQ", "!=": "NE", "<=": "LE", ">=": "GE", "&&": "ANDAND",
+    "(": "_LPAR", ")": "_RPAR", "{": "LBRACE", "}": "_RBRACE", "[": "LBRACK", "]": "RBRACK",
+    "<": "LT", ">": "GT", ",": "_COMMA", ";": "_SEMI", ":": "_COLON", "=": "_EQ", "|": "BAR",
+    "*": "STAR", "!": "BANG", "@": "AT", "\\": "BACKSLASH", "#": "HASH", "?": "_QUESTION",
+    "+": "PLUS", "-": "MINUS", "/": "SLASH", "%": "PERCENT",
+}
+
+# What a terminal looks like in "expected ..." messages.
+DISPLAY = {name: f"'{text}'" for text, name in OPERATORS.items()}
+DISPLAY.update({name: f"'{word}'" for word, name in KEYWORDS.items()})
+DISPLAY.update({"NAME": "name", "INT": "integer", "METADATA": "metadata block", "$END": "end of input"})
+
+_OPERATOR_RE = "|".join(re.escape(op) for op in sorted(OPERATORS, key=len, reverse=True))
+_TOKEN_RE = re.compile(
+    r"(?P<ws>[ \t\r\n\f]+)"
+    r"|(?P<comment>//[^\n]*|/\*.*?\*/)"
+    r"|(?P<open_comment>/\*)"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+    r"|(?P<int>0[xX][0-9a-fA-F]+|[0-9]+)"
+    rf"|(?P<op>{_OPERATOR_RE})",
+    re.DOTALL,
+)
+_METADATA_OPEN = "<metadata>"
+_METADATA_CLOSE = "</metadata>"
+
+
+class LexicalError(Exception):
+    """A lexical error at ``line``:``column`` (1-based)."""
+
+    def __init__(self, message: str, line: int, column: int):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+def int_value(text: str) -> int:
+    """The value of an integer literal already matched by the lexer."""
+    if text[:2] in ("0x", "0X"):
+        return int(text[2:], 16)
+    if len(text) > 1 and text[0] == "0":
+        return int(text[1:], 8)
+    return int(text)
+
+
+class SNetLexer(Lexer):
+    """Tokens for lark's LALR parser; see the module docstring."""
+
+    __future_interface__ = 2  # lex(lexer_state, parser_state): we need the parser state
+
+    def __init__(self, lexer_conf) -> None:  # lark's interface
+        pass
+
+    def lex(self, lexer_state, parser_state) -> Iterator[Token]:
+        slice_ = lexer_state.text
+        text = slice_.text if hasattr(slice_, "text") else slice_
+        return tokenize(text, parser_state)
+
+
+def tokenize(text: str, parser_state=None) -> Iterator[Token]:
+    """Yield the tokens of `text`; with a parser state, metadata is context-sensitive."""
+    pos = 0
+    line = 1
+    line_start = 0  # index of the first character of `line`
+    end = len(text)
+    match = _TOKEN_RE.match
+    keywords = KEYWORDS
+    operators = OPERATORS
+    while pos < end:
+        m = match(text, pos)
+        if m is None:
+            raise LexicalError(f"unexpected character {text[pos]!r}", line, pos - line_start + 1)
+        kind = m.lastgroup
+        value = m.group()
+        stop = m.end()
+        if kind == "ws" or kind == "comment":
+            newlines = value.count("\n")
+            if newlines:
+                line += newlines
+                line_start = text.rfind("\n", pos, stop) + 1
+            pos = stop
+            continue
+        column = pos - line_start + 1
+        if kind == "name":
+            yield Token(keywords.get(value, "NAME"), value, pos, line, column, line, column + len(value), stop)
+        elif kind == "op":
+            if value == "<" and text.startswith(_METADATA_OPEN, pos) and _metadata_allowed(parser_state):
+                close = text.find(_METADATA_CLOSE, pos)
+                if close < 0:
+                    raise LexicalError("unterminated metadata block", line, column)
+                stop = close + len(_METADATA_CLOSE)
+                value = text[pos:stop]
+                yield _token("METADATA", value, pos, line, line_start, text)
+                newlines = value.count("\n")
+                if newlines:
+                    line += newlines
+                    line_start = text.rfind("\n", pos, stop) + 1
+                pos = stop
+                continue
+            yield Token(operators[value], value, pos, line, column, line, column + len(value), stop)
+        elif kind == "int":
+            if len(value) > 1 and value[0] == "0" and value[1] not in "xX" and not _is_octal(value):
+                raise LexicalError(f"invalid octal literal '{value}'", line, column)
+            yield Token("INT", value, pos, line, column, line, column + len(value), stop)
+        else:  # open_comment: a /* with no */ after it
+            raise LexicalError("unterminated comment", line, column)
+        pos = stop
+
+
+def _is_octal(text: str) -> bool:
+    return all(c in "01234567" for c in text)
+
+
+def _metadata_allowed(parser_state) -> bool:
+    if parser_state is None:
+        return True
+    try:
+        return "METADATA" in parser_state.parse_conf.parse_table.states[parser_state.position]
+    except (AttributeError, KeyError, IndexError):  # another lark version: be permissive
+        return True
+
+
+def _token(kind: str, value: str, pos: int, line: int, line_start: int, text: str) -> Token:
+    column = pos - line_start + 1
+    stop = pos + len(value)
+    last_nl = value.rfind("\n")
+    if last_nl < 0:
+        end_line, end_column = line, column + len(value)
+    else:
+        end_line, end_column = line + value.count("\n"), len(value) - last_nl
+    return Token(kind, value, pos, line, column, end_line, end_column, stop)
