@@ -1,0 +1,338 @@
+"""Scopes and name resolution (language.md §4) and the label checks of §3.1.
+
+The file is the outermost scope; every net written with braces opens a
+nested one.  Boxes, nets, types and typesigs share one name space per
+scope.  A name is looked up lexically, innermost scope first:
+
+* the signature and connect expression of net ``N`` start in ``N``'s own
+  scope if it has braces, else in the scope that holds ``N``;
+* the right-hand side of a ``type`` or ``typesig`` starts in the scope that
+  holds the definition, so ``type T = T | {x};`` finds itself (a cycle) even
+  where an outer scope also defines ``T``.
+
+:func:`resolve` checks the whole file, used or not, and returns every
+error it finds; the caller sorts them by position.  Nothing here computes
+types: later passes look names up through :class:`Resolution`, which only
+answers for a program without resolution errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from snet.errors import Diagnostic
+from snet.source import Span
+from snet.syntax import ast
+
+KIND_NAMES = {ast.BoxDecl: "box", ast.NetDef: "net", ast.TypeDef: "type", ast.TypesigDef: "typesig"}
+
+
+def kind_of(definition) -> str:
+    return KIND_NAMES[type(definition)]
+
+
+@dataclass(eq=False)
+class Scope:
+    """One name space: the file, or the braces of one net."""
+
+    parent: "Scope | None"
+    owner: ast.NetDef | None  # None for the file scope
+    depth: int
+    names: dict[str, object] = field(default_factory=dict)
+    metadata: list[ast.Metadata] = field(default_factory=list)
+
+    def lookup(self, name: str):
+        scope: Scope | None = self
+        while scope is not None:
+            found = scope.names.get(name)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+    def chain(self) -> list["Scope"]:
+        """The scopes from the file scope down to this one."""
+        out = []
+        scope: Scope | None = self
+        while scope is not None:
+            out.append(scope)
+            scope = scope.parent
+        return out[::-1]
+
+
+class Resolution:
+    """Where every definition lives and where every net's names are looked up.
+
+    Attributes:
+        file_scope: the outermost scope.
+        errors: every error found, unsorted.
+    """
+
+    def __init__(self, program: ast.Program) -> None:
+        self.program = program
+        self.errors: list[Diagnostic] = []
+        self.file_scope = Scope(None, None, 0)
+        self._home: dict[int, Scope] = {}  # id(definition) -> the scope that holds it
+        self._inner: dict[int, Scope] = {}  # id(net) -> the scope of its names
+        self._keep: list[object] = []  # keeps ids above stable while this object lives
+
+    # ---- queries (valid only when there are no errors)
+
+    def home(self, definition) -> Scope:
+        """The scope that holds `definition`."""
+        return self._home[id(definition)]
+
+    def net_scope(self, net: ast.NetDef) -> Scope:
+        """The scope in which `net`'s signature and connect expression are resolved."""
+        return self._inner[id(net)]
+
+    def definitions(self) -> Iterator[tuple[object, Scope]]:
+        """Every definition in the file with its holding scope, in source order."""
+        def walk(defs, scope):
+            for d in defs:
+                if isinstance(d, ast.Metadata):
+                    continue
+                yield d, scope
+                if isinstance(d, ast.NetDef) and d.definitions is not None:
+                    yield from walk(d.definitions, self._inner[id(d)])
+        yield from walk(self.program.definitions, self.file_scope)
+
+    def nets(self) -> Iterator[tuple[ast.NetDef, int]]:
+        """Every net in source order with its nesting depth (0 = top level)."""
+        for d, scope in self.definitions():
+            if isinstance(d, ast.NetDef):
+                yield d, scope.depth
+
+    def scopes(self) -> Iterator[Scope]:
+        yield self.file_scope
+        for d, _ in self.definitions():
+            if isinstance(d, ast.NetDef) and d.definitions is not None:
+                yield self._inner[id(d)]
+
+    # ---- building
+
+    def error(self, span: Span | None, message: str) -> None:
+        self.errors.append(Diagnostic("error", span, message))
+
+
+def resolve(program: ast.Program) -> Resolution:
+    """Build the scopes and check every name and label of `program`.
+
+    Returns:
+        The resolution; its ``errors`` list is empty for a correct program.
+    """
+    res = Resolution(program)
+    res._keep.append(program)
+    _declare(res, program.definitions, res.file_scope)
+    for definition, scope in list(res.definitions()):
+        _check_definition(res, definition, scope)
+    _check_cycles(res)
+    return res
+
+
+def _declare(res: Resolution, definitions, scope: Scope) -> None:
+    for d in definitions:
+        if isinstance(d, ast.Metadata):
+            scope.metadata.append(d)
+            continue
+        res._home[id(d)] = scope
+        previous = scope.names.get(d.name)
+        if previous is not None:
+            where = previous.span.location if previous.span is not None else "?"
+            res.error(d.span, f"duplicate definition of '{d.name}' (first defined at {where})")
+        else:
+            scope.names[d.name] = d
+        if isinstance(d, ast.NetDef):
+            if d.definitions is not None:
+                inner = Scope(scope, d, scope.depth + 1)
+                res._inner[id(d)] = inner
+                _declare(res, d.definitions, inner)
+            else:
+                res._inner[id(d)] = scope
+
+
+# ---- names and labels of one definition
+
+def _check_definition(res: Resolution, d, scope: Scope) -> None:
+    if isinstance(d, ast.BoxDecl):
+        if d.inputs is not None:
+            _check_labels(res, d.inputs, "box input")
+        for variant in d.outputs:
+            _check_labels(res, variant, "box output")
+    elif isinstance(d, ast.NetDef):
+        inner = res.net_scope(d)
+        if d.signature is not None:
+            _check_signature(res, d.signature, inner)
+        if d.body is not None:
+            _check_expr(res, d.body, inner)
+    elif isinstance(d, ast.TypeDef):
+        _check_type(res, d.type, scope)
+    elif isinstance(d, ast.TypesigDef):
+        _check_signature(res, d.signature, scope)
+
+
+def _check_labels(res: Resolution, labels, what: str) -> None:
+    seen: set[str] = set()
+    for label in labels:
+        if label.text in seen:
+            res.error(label.span, f"duplicate label '{label.text}' in {what}")
+        seen.add(label.text)
+
+
+def _expect(res: Resolution, name: str, span, scope: Scope, kinds: tuple[str, ...], role: str):
+    found = scope.lookup(name)
+    if found is None:
+        res.error(span, f"unknown name '{name}'")
+        return None
+    kind = kind_of(found)
+    if kind not in kinds:
+        res.error(span, f"'{name}' is a {kind}, not a {role}")
+        return None
+    return found
+
+
+def _check_signature(res: Resolution, signature: ast.Signature, scope: Scope) -> None:
+    for item in signature.items:
+        if isinstance(item, ast.TypesigRef):
+            _expect(res, item.name, item.span, scope, ("typesig",), "typesig")
+        else:
+            _check_type(res, item.input, scope)
+            if item.output is not None:
+                _check_type(res, item.output, scope)
+
+
+def _check_type(res: Resolution, type_expr: ast.TypeExpr, scope: Scope) -> None:
+    for atom in type_expr.atoms:
+        if isinstance(atom, ast.TypeRef):
+            _expect(res, atom.name, atom.span, scope, ("type",), "type")
+        else:
+            _check_labels(res, atom.labels, "record type")
+
+
+def _check_patterns(res: Resolution, patterns) -> None:
+    for p in patterns:
+        _check_labels(res, p.pattern.labels, "pattern")
+
+
+def _check_expr(res: Resolution, expr, scope: Scope) -> None:
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ast.NameRef):
+            _expect(res, e.name, e.span, scope, ("box", "net"), "box or net")
+        elif isinstance(e, ast.Filter):
+            _check_labels(res, e.pattern.labels, "pattern")
+            for clause in e.clauses:
+                for record in clause.outputs:
+                    _check_out_record(res, record)
+        elif isinstance(e, ast.SyncCell):
+            _check_patterns(res, e.patterns)
+        elif isinstance(e, ast.Serial):
+            stack.extend(reversed(e.stages))
+        elif isinstance(e, ast.Parallel):
+            stack.extend(reversed(e.branches))
+        elif isinstance(e, (ast.Star, ast.Feedback)):
+            _check_patterns(res, e.patterns)
+            stack.append(e.operand)
+        elif isinstance(e, (ast.Split, ast.Placement)):
+            stack.append(e.operand)
+
+
+def _check_out_record(res: Resolution, record: ast.OutRecord) -> None:
+    seen: set[str] = set()
+    for item in record.items:
+        if item.label in seen:
+            res.error(item.span, f"duplicate label '{item.label}' in output record")
+        seen.add(item.label)
+
+
+# ---- cycles
+
+def net_references(expr) -> Iterator[ast.NameRef]:
+    """Every box or net name in a connect expression, left to right."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ast.NameRef):
+            yield e
+        elif isinstance(e, ast.Serial):
+            stack.extend(reversed(e.stages))
+        elif isinstance(e, ast.Parallel):
+            stack.extend(reversed(e.branches))
+        elif isinstance(e, (ast.Star, ast.Feedback, ast.Split, ast.Placement)):
+            stack.append(e.operand)
+
+
+def _type_references(d) -> Iterator[ast.TypeRef | ast.TypesigRef]:
+    if isinstance(d, ast.TypeDef):
+        yield from (a for a in d.type.atoms if isinstance(a, ast.TypeRef))
+    elif isinstance(d, ast.TypesigDef):
+        for item in d.signature.items:
+            if isinstance(item, ast.TypesigRef):
+                yield item
+            else:
+                yield from (a for a in item.input.atoms if isinstance(a, ast.TypeRef))
+                if item.output is not None:
+                    yield from (a for a in item.output.atoms if isinstance(a, ast.TypeRef))
+
+
+def _check_cycles(res: Resolution) -> None:
+    """Nets that use themselves; types and typesigs defined through themselves."""
+    edges: dict[int, list[tuple[object, object]]] = {}  # id(def) -> [(target def, ref)]
+    nodes: list[object] = []
+    for d, scope in res.definitions():
+        out = []
+        if isinstance(d, ast.NetDef) and d.body is not None:
+            inner = res.net_scope(d)
+            for ref in net_references(d.body):
+                target = inner.lookup(ref.name)
+                if isinstance(target, ast.NetDef):
+                    out.append((target, ref))
+        elif isinstance(d, (ast.TypeDef, ast.TypesigDef)):
+            for ref in _type_references(d):
+                target = scope.lookup(ref.name)
+                if isinstance(target, (ast.TypeDef, ast.TypesigDef)):
+                    out.append((target, ref))
+        else:
+            continue
+        nodes.append(d)
+        edges[id(d)] = out
+
+    WHITE, GREY, BLACK = 0, 1, 2
+    colour = {id(d): WHITE for d in nodes}
+    reported: set[frozenset[int]] = set()
+
+    for root in nodes:
+        if colour[id(root)] != WHITE:
+            continue
+        # Iterative DFS keeping the path, so deep nestings do not hit the recursion limit.
+        path: list[object] = [root]
+        iters = [iter(edges[id(root)])]
+        colour[id(root)] = GREY
+        while iters:
+            step = next(iters[-1], None)
+            if step is None:
+                colour[id(path[-1])] = BLACK
+                path.pop()
+                iters.pop()
+                continue
+            target, ref = step
+            c = colour.get(id(target), BLACK)
+            if c == WHITE:
+                colour[id(target)] = GREY
+                path.append(target)
+                iters.append(iter(edges[id(target)]))
+            elif c == GREY:
+                start = next(i for i, d in enumerate(path) if d is target)
+                cycle = path[start:]
+                key = frozenset(id(d) for d in cycle)
+                if key in reported:
+                    continue
+                reported.add(key)
+                names = " -> ".join([d.name for d in cycle] + [target.name])
+                if isinstance(target, ast.NetDef):
+                    res.error(ref.span, f"net '{target.name}' uses itself: {names}")
+                else:
+                    kind = kind_of(target)
+                    res.error(ref.span, f"{kind} '{target.name}' is defined in terms of itself: {names}")

@@ -1,0 +1,124 @@
+"""The static warnings W1-W5 of language.md §5.3.
+
+They never stop a program.  Each is found once per place in the source
+(not once per use of a net), for every definition of the file:
+
+* **W1** a declared input variant that no variant of the body's In accepts
+  (no v in In(body) with v ⊆ d); skipped for a body with no input variants;
+* **W2** a declared output label that neither Prov(body) nor the same type
+  map's input provides; open outputs and an open Prov skip it;
+* **W3** a filter output that reads a label its pattern does not name (a
+  copied field, or a tag in an expression; a bare ``<t>`` never warns);
+* **W4** a pattern guard (star, feedback, synchro-cell) that reads a tag its
+  pattern does not name;
+* **W5** a metadata ``name="x"`` that names no box or net in scope.
+"""
+
+from __future__ import annotations
+
+from snet.errors import Diagnostic
+from snet.records import format_labels
+from snet.syntax import ast
+from snet.tagexpr import reads
+from snet.typesys.scopes import Resolution
+from snet.typesys.types import EVERY, TypeChecker, format_type
+
+
+def find_warnings(res: Resolution, checker: TypeChecker) -> list[Diagnostic]:
+    """Every warning of the file, unsorted."""
+    out: list[Diagnostic] = []
+    for definition, _scope in res.definitions():
+        if isinstance(definition, ast.NetDef):
+            if definition.signature is not None and definition.body is not None:
+                _signature_warnings(definition, checker, out)
+            if definition.body is not None:
+                _expression_warnings(definition.body, out)
+    for scope in res.scopes():
+        for block in scope.metadata:
+            for element in block.elements:
+                if element.key in ("box", "net"):
+                    name = element.attribute("name")
+                    if name is None:
+                        continue
+                    target = scope.lookup(name)
+                    if not isinstance(target, (ast.BoxDecl, ast.NetDef)):
+                        out.append(Diagnostic("warning", element.span,
+                                              f"metadata names '{name}', which is no box or net in scope"))
+    return out
+
+
+def _signature_warnings(net: ast.NetDef, checker: TypeChecker, out: list[Diagnostic]) -> None:
+    body = checker.body_type(net)
+    for m in checker.declared(net):
+        span = m.span if m.span is not None else net.span
+        if body.in_type:
+            for d in m.inputs:
+                if not any(v <= d for v in body.in_type):
+                    out.append(Diagnostic(
+                        "warning", span,
+                        f"net '{net.name}': declared input {format_labels(d)} is accepted by no input "
+                        f"variant of its body ({format_type(body.in_type)})"))
+        if m.outputs is None or body.prov is EVERY:
+            continue
+        inputs = frozenset().union(*m.inputs)
+        missing: list[str] = []
+        for variant in m.outputs:
+            for label in sorted(variant):
+                if label not in body.prov and label not in inputs and label not in missing:
+                    missing.append(label)
+        for label in missing:
+            out.append(Diagnostic(
+                "warning", span,
+                f"net '{net.name}': declared output label '{label}' is produced by nothing in its body"))
+
+
+def _expression_warnings(expr, out: list[Diagnostic]) -> None:
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ast.Filter):
+            _filter_warnings(e, out)
+        elif isinstance(e, ast.SyncCell):
+            _pattern_warnings(e.patterns, "synchro-cell", out)
+        elif isinstance(e, ast.Serial):
+            stack.extend(e.stages)
+        elif isinstance(e, ast.Parallel):
+            stack.extend(e.branches)
+        elif isinstance(e, ast.Star):
+            _pattern_warnings(e.patterns, "exit", out)
+            stack.append(e.operand)
+        elif isinstance(e, ast.Feedback):
+            _pattern_warnings(e.patterns, "back", out)
+            stack.append(e.operand)
+        elif isinstance(e, (ast.Split, ast.Placement)):
+            stack.append(e.operand)
+
+
+def _filter_warnings(f: ast.Filter, out: list[Diagnostic]) -> None:
+    pattern = f.pattern.label_set()
+    for clause in f.clauses:
+        for record in clause.outputs:
+            for item in record.items:
+                if item.expr is not None:
+                    for label in sorted(reads(item.expr) - pattern):
+                        out.append(Diagnostic(
+                            "warning", item.span,
+                            f"filter output reads {_kind(label)} '{label}', which its pattern does not name"))
+                elif item.source is not None and not item.source.startswith("<") and item.source not in pattern:
+                    out.append(Diagnostic(
+                        "warning", item.span,
+                        f"filter output reads field '{item.source}', which its pattern does not name"))
+
+
+def _pattern_warnings(patterns, what: str, out: list[Diagnostic]) -> None:
+    for p in patterns:
+        if p.guard is None:
+            continue
+        for label in sorted(reads(p.guard) - p.pattern.label_set()):
+            out.append(Diagnostic(
+                "warning", p.guard.span or p.span,
+                f"{what} pattern guard reads {_kind(label)} '{label}', which its pattern does not name"))
+
+
+def _kind(label: str) -> str:
+    return "binding tag" if label.startswith("<#") else "tag"
