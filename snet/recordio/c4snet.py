@@ -116,6 +116,14 @@ def encode_field(value: Any) -> tuple[str, bool]:
 # --------------------------------------------------------------------------
 # XML character data (entities already replaced) -> Python value
 
+# Fast paths for the forms the writer produces for ints, doubles and int
+# arrays: one anchored match, no generic header parsing.  Anything they do not
+# match exactly goes the general way, which also produces the error messages.
+_FAST_INT = re.compile(r"\(int\)([+-]?\d+)\Z")
+_FAST_DOUBLE = re.compile(r"\(double\)([+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|inf|nan))\Z")
+_FAST_INT_ARRAY = re.compile(r"\(int\[(\d+)\]\)([+-]?\d+(?:,[+-]?\d+)*)\Z")
+
+
 def decode_field(text: str, allow_pickle: bool) -> Any:
     """The Python value of a field's text.
 
@@ -123,6 +131,20 @@ def decode_field(text: str, allow_pickle: bool) -> Any:
         ValueFormError: the text is not a value in any known form; the
             message says what is wrong.
     """
+    head = text[:3]
+    if head == "(in":
+        m = _FAST_INT.match(text)
+        if m is not None:
+            return int(m.group(1))
+        m = _FAST_INT_ARRAY.match(text)
+        if m is not None:
+            items = m.group(2).split(",")
+            if len(items) == int(m.group(1)):
+                return list(map(int, items))
+    elif head == "(do":
+        m = _FAST_DOUBLE.match(text)
+        if m is not None:
+            return float(m.group(1))
     m = _HEAD.match(text)
     if m is None:
         shown = text.strip()

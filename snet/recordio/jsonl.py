@@ -209,8 +209,10 @@ class JsonlWriter(BatchWriter):
     def _write_unencodable(self, text: str) -> None:
         # A lone surrogate, or a file object in a narrower encoding than
         # UTF-8: write the lines that fail with \u escapes.
-        for line in text.splitlines(keepends=True):
+        # JSON escapes "\n" inside strings, so it separates records; splitlines()
+        # would also split at U+0085 or U+2028, which JSON leaves raw.
+        for line in text[:-1].split("\n"):
             try:
-                self._f.write(line)
+                self._f.write(line + "\n")
             except UnicodeEncodeError:
                 self._f.write(_ascii_encode(_decode(line)) + "\n")

@@ -123,10 +123,17 @@ class DeclarationFilter:
 # --------------------------------------------------------------------------
 # Reading
 
+# S-Net spelling of an item's label: prefix and suffix around the name.
+_ITEM_AFFIXES: Final = {"field": ("", ""), "tag": ("<", ">"), "btag": ("<#", ">")}
+
+
 class _RecordBuilder:
     """Expat handlers that build records; completed ones wait in ``ready``.
 
     Element depth: 0 is the synthetic root, 1 a record, 2 a field/tag/btag.
+    The handlers run once per element of a file that may hold millions, so
+    the common path of each is a few attribute accesses and dict lookups;
+    the checks that need more live in the ``_start_*`` slow paths.
     """
 
     def __init__(self, parser: Any, name: str, allow_pickle: bool):
@@ -135,13 +142,14 @@ class _RecordBuilder:
         self.allow_pickle = allow_pickle
         self.ready: deque[dict] = deque()
         self.depth = -1
-        self.record: dict | None = None
+        self.record: dict = {}
         self.record_line = 0
-        self.item_kind = ""   # "field", "tag" or "btag" while depth == 2
+        # The item (field/tag/btag) being read, while depth == 2:
+        self.item_kind = ""
         self.item_label = ""
         self.item_name = ""
         self.item_line = 0
-        self.text: list[str] = []
+        self.text = ""  # usually delivered in one piece (buffer_text)
         self.valid_names: set[str] = set()
 
     def error(self, line: int, problem: str) -> RecordFileError:
@@ -149,77 +157,92 @@ class _RecordBuilder:
 
     def start(self, tag: str, attrs: dict) -> None:
         depth = self.depth = self.depth + 1
-        if depth == 0:
-            return
+        if depth == 2:
+            affixes = _ITEM_AFFIXES.get(tag)
+            name = attrs.get("label")
+            if affixes is None or name is None or name not in self.valid_names:
+                affixes, name = self._start_item_slowly(tag, attrs)
+            label = affixes[0] + name + affixes[1]
+            if label in self.record:
+                kind = tag.rpartition(":")[2]
+                raise self.error(self.parser.CurrentLineNumber, f"{kind} '{name}' appears twice in one record")
+            self.item_kind = tag
+            self.item_label = label
+            self.item_name = name
+            self.item_line = self.parser.CurrentLineNumber
+            self.text = ""
+        elif depth == 1:
+            if tag == "record" and attrs.get("type") == "data":
+                self.record = {}
+                self.record_line = self.parser.CurrentLineNumber
+            else:
+                self._start_record_slowly(tag, attrs)
+        elif depth > 2:
+            raise self.error(self.parser.CurrentLineNumber,
+                             f"unexpected element <{tag}> inside <{self.item_kind}>")
+
+    def _start_record_slowly(self, tag: str, attrs: dict) -> None:
+        line = self.parser.CurrentLineNumber
+        if tag.rpartition(":")[2] != "record":
+            raise self.error(line, f"unknown element <{tag}> (expected <record>)")
+        kind = attrs.get("type")
+        if kind == "data":
+            self.record = {}
+            self.record_line = line
+        elif kind == "terminate":
+            raise _Terminated
+        elif kind is None:
+            raise self.error(line, '<record> without a type attribute (expected type="data" or type="terminate")')
+        else:
+            raise self.error(line, f"unknown record type '{kind}' (expected data or terminate)")
+
+    def _start_item_slowly(self, tag: str, attrs: dict) -> tuple[tuple[str, str], str]:
         line = self.parser.CurrentLineNumber
         local = tag.rpartition(":")[2]
-        if depth == 1:
-            if local != "record":
-                raise self.error(line, f"unknown element <{tag}> (expected <record>)")
-            kind = attrs.get("type")
-            if kind == "data":
-                self.record = {}
-                self.record_line = line
-            elif kind == "terminate":
-                raise _Terminated
-            elif kind is None:
-                raise self.error(line, '<record> without a type attribute (expected type="data" or type="terminate")')
-            else:
-                raise self.error(line, f"unknown record type '{kind}' (expected data or terminate)")
-            return
-        if depth == 2:
-            if local == "field":
-                prefix, suffix = "", ""
-            elif local == "tag":
-                prefix, suffix = "<", ">"
-            elif local == "btag":
-                prefix, suffix = "<#", ">"
-            else:
-                raise self.error(line, f"unknown element <{tag}> in a record (expected <field>, <tag> or <btag>)")
-            name = attrs.get("label")
-            if name is None:
-                raise self.error(line, f"<{local}> without a label attribute")
-            if name not in self.valid_names:
-                if not is_valid_label(name) or name.startswith("<"):
-                    raise self.error(line, f"invalid label '{name}' on <{local}>: a label is a letter or _ "
-                                           f"then letters, digits and _")
-                self.valid_names.add(name)
-            label = prefix + name + suffix
-            if label in self.record:
-                raise self.error(line, f"{local} '{name}' appears twice in one record")
-            self.item_kind, self.item_label, self.item_name, self.item_line = local, label, name, line
-            self.text = []
-            return
-        raise self.error(line, f"unexpected element <{tag}> inside <{self.item_kind}>")
+        affixes = _ITEM_AFFIXES.get(local)
+        if affixes is None:
+            raise self.error(line, f"unknown element <{tag}> in a record (expected <field>, <tag> or <btag>)")
+        name = attrs.get("label")
+        if name is None:
+            raise self.error(line, f"<{local}> without a label attribute")
+        if name not in self.valid_names:
+            if not is_valid_label(name) or name.startswith("<"):
+                raise self.error(line, f"invalid label '{name}' on <{local}>: a label is a letter or _ "
+                                       f"then letters, digits and _")
+            self.valid_names.add(name)
+        return affixes, name
 
     def end(self, tag: str) -> None:
         depth = self.depth
         self.depth = depth - 1
         if depth == 2:
-            text = "".join(self.text)
-            kind = self.item_kind
-            if kind == "field":
+            text = self.text
+            if self.item_label[0] != "<":
                 try:
                     value = decode_field(text, self.allow_pickle)
                 except ValueFormError as exc:
                     raise self.error(self.item_line, f"field '{self.item_name}': {exc}") from None
+            elif _INT_TEXT.match(text):
+                value = int(text)
             else:
-                stripped = text.strip()
-                if not stripped:
-                    value = 0
-                elif _INT_TEXT.match(stripped):
-                    value = int(stripped)
-                else:
-                    shown = stripped if len(stripped) <= 40 else stripped[:37] + "..."
-                    raise self.error(self.item_line, f"{kind} '{self.item_name}' must hold an integer, not '{shown}'")
+                value = self._tag_value_slowly(text)
             self.record[self.item_label] = value
         elif depth == 1:
             self.ready.append(self.record)
-            self.record = None
+
+    def _tag_value_slowly(self, text: str) -> int:
+        stripped = text.strip()
+        if not stripped:
+            return 0
+        if _INT_TEXT.match(stripped):
+            return int(stripped)
+        shown = stripped if len(stripped) <= 40 else stripped[:37] + "..."
+        kind = self.item_kind.rpartition(":")[2]
+        raise self.error(self.item_line, f"{kind} '{self.item_name}' must hold an integer, not '{shown}'")
 
     def characters(self, data: str) -> None:
         if self.depth == 2:
-            self.text.append(data)
+            self.text += data
         elif not data.isspace():
             where = "between the elements of a record" if self.depth == 1 else "outside a record"
             text = data.strip()
