@@ -268,3 +268,28 @@ def test_nothing_is_written_before_flush():
     assert out.getvalue() == ""
     writer.flush()
     assert "(int)1" in out.getvalue()
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-8-sig"])
+def test_byte_order_marks_select_the_encoding(codec):
+    text = '<?xml version="1.0" encoding="UTF-16"?>\n<record type="data"><field label="s">(char[2])é,ü</field></record>'
+    if codec == "utf-8-sig":
+        text = text.replace("UTF-16", "UTF-8")
+    assert read_text(text.encode(codec), "xml") == [{"s": "éü"}]
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("(json[2])[1]", "(json) takes no array size"),
+    ("(pickle)not-base64!", "invalid base64 in pickled value"),
+    ("(pickle)AAAA", "cannot unpickle value"),
+    ("(char[0])x", "(char[0]) array holds characters"),
+])
+def test_malformed_python_forms_are_errors_even_with_pickle_allowed(text, problem):
+    _, err = read_error(f'<record type="data">\n<field label="x">{text}</field></record>', "xml",
+                        name="in.xml", allow_pickle=True)
+    assert str(err).startswith(f"in.xml:2: error: field 'x': {problem}"), str(err)
+
+
+def test_text_file_objects_are_read_as_well_as_binary_ones():
+    f = io.StringIO('<?xml version="1.0"?><record type="data"><field label="s">(char[1])é</field></record>')
+    assert list(read_records(f, "xml")) == [{"s": "é"}]
