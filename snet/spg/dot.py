@@ -1,0 +1,184 @@
+"""Graphviz drawing of a property graph, for ``snet graph`` and the docs.
+
+The drawing shows the run-time structure, not the syntax tree:
+
+* a **box** is a rectangle (an initialiser has a double border), a
+  **filter** a trapezium, ``[]`` a small circle, a **synchro-cell** a 3-D box;
+* every **replication or routing combinator** is drawn as a pair: a
+  *dispatcher* node (a triangle pointing into the construct) and its
+  *collector* (an inverted triangle), with the operand or branches between
+  them in a cluster:
+
+  - ``|`` / ``||``: the dispatcher's edges carry each branch's routing
+    variants; an initialiser-only branch gets a dashed "never routed" edge;
+  - ``*`` / ``**``: the dispatcher is the exit test before each replica;
+    its edge to the collector carries the exit patterns, a dashed edge from
+    the replica back to the test stands for "next replica";
+  - ``!`` (all forms): the operand cluster is "one replica per <t>";
+  - ``\\``: the collector tests the back patterns; a dashed edge returns to
+    the dispatcher (the input merge);
+
+* deterministic forms (``||``, ``**``, ``!!``, ``!!@``) are drawn with bold
+  borders and a ``det`` mark; ``@n`` and ``!@`` show the placement;
+* a **named net** occurrence is a labelled cluster; serial composition is
+  simply the edges from one stage to the next.
+
+Node ids in the DOT text are ``n<id>``, ``d<id>`` and ``c<id>`` after the
+property-graph node ids, so a drawing can be matched with messages.
+"""
+
+from __future__ import annotations
+
+from snet.records import format_labels
+from snet.spg.nodes import (BoxNode, FeedbackNode, FilterNode, IdentityNode, NetNode, Node, ParallelNode,
+                            Pattern, PropertyGraph, SerialNode, SplitNode, StarNode, SyncNode)
+from snet.typesys.types import format_type
+
+
+def quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _patterns(patterns: tuple[Pattern, ...]) -> str:
+    return ", ".join(format_labels(p.labels) + (" if <…>" if p.guard is not None else "") for p in patterns)
+
+
+class _Dot:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.indent = 1
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " * self.indent + line)
+
+    def node(self, name: str, label: str, **attrs: str) -> None:
+        extra = "".join(f", {k}={v}" for k, v in attrs.items())
+        self.emit(f"{name} [label={quote(label)}{extra}];")
+
+    def edge(self, a: str, b: str, label: str | None = None, **attrs: str) -> None:
+        parts = [f"label={quote(label)}"] if label else []
+        parts += [f"{k}={v}" for k, v in attrs.items()]
+        self.emit(f"{a} -> {b}" + (f" [{', '.join(parts)}]" if parts else "") + ";")
+
+    def open_cluster(self, name: str, label: str, **attrs: str) -> None:
+        self.emit(f"subgraph cluster_{name} {{")
+        self.indent += 1
+        self.emit(f"label={quote(label)};")
+        for k, v in attrs.items():
+            self.emit(f"{k}={v};")
+
+    def close_cluster(self) -> None:
+        self.indent -= 1
+        self.emit("}")
+
+    # ---- nodes; each returns (entry, exit) DOT node names
+
+    def draw(self, n: Node) -> tuple[str, str]:
+        if isinstance(n, BoxNode):
+            name = f"n{n.id}"
+            args = ", ".join(n.arguments)
+            outs = " | ".join("(" + ", ".join(v) + ")" for v in n.variants)
+            head = f"box {n.name}" + (" (initialiser)" if n.initialiser else "")
+            sig = f"({'' if n.initialiser else '(' + args + ')'} -> {outs})"
+            attrs = {"shape": "box"}
+            if n.initialiser:
+                attrs["peripheries"] = "2"
+            self.node(name, f"{head}\n{sig}", **attrs)
+            return name, name
+        if isinstance(n, IdentityNode):
+            self.node(f"n{n.id}", "[]", shape="circle", width="0.3")
+            return f"n{n.id}", f"n{n.id}"
+        if isinstance(n, FilterNode):
+            outs = " | ".join(format_labels(v) for v in n.out_type) or "nothing"
+            self.node(f"n{n.id}", f"filter {format_labels(n.pattern)}\n-> {outs}", shape="trapezium")
+            return f"n{n.id}", f"n{n.id}"
+        if isinstance(n, SyncNode):
+            self.node(f"n{n.id}", "[| " + _patterns(n.patterns) + " |]", shape="box3d")
+            return f"n{n.id}", f"n{n.id}"
+        if isinstance(n, SerialNode):
+            ends = [self.draw(s) for s in n.stages]
+            for (_, a), (b, _) in zip(ends, ends[1:]):
+                self.edge(a, b)
+            return ends[0][0], ends[-1][1]
+        if isinstance(n, NetNode):
+            label = f"net {n.name}" if not n.name.startswith("@") else "placement"
+            if n.placement is not None:
+                label += f" @ {n.placement}"
+            self.open_cluster(f"n{n.id}", label, style="rounded")
+            ends = self.draw(n.body)
+            self.close_cluster()
+            return ends
+        if isinstance(n, ParallelNode):
+            return self._parallel(n)
+        if isinstance(n, StarNode):
+            return self._star(n)
+        if isinstance(n, SplitNode):
+            return self._split(n)
+        if isinstance(n, FeedbackNode):
+            return self._feedback(n)
+        raise TypeError(f"unknown node {n!r}")
+
+    def _pair(self, n: Node, symbol: str, what: str) -> tuple[str, str]:
+        det = {"style": "bold", "penwidth": "2"} if n.deterministic else {}
+        mark = " (det)" if n.deterministic else ""
+        d, c = f"d{n.id}", f"c{n.id}"
+        self.node(d, f"{symbol}\n{what} dispatcher{mark}", shape="triangle", **det)
+        self.node(c, f"{symbol}\n{what} collector{mark}", shape="invtriangle", **det)
+        return d, c
+
+    def _parallel(self, n: ParallelNode) -> tuple[str, str]:
+        d, c = self._pair(n, "||" if n.deterministic else "|", "parallel")
+        for branch, route in zip(n.branches, n.routes):
+            self.open_cluster(f"b{branch.id}", "branch", style="dotted")
+            entry, exit_ = self.draw(branch)
+            self.close_cluster()
+            if route:
+                self.edge(d, entry, format_type(route))
+            else:
+                self.edge(d, entry, "never routed (initialisers)", style="dashed")
+            self.edge(exit_, c)
+        return d, c
+
+    def _star(self, n: StarNode) -> tuple[str, str]:
+        d, c = self._pair(n, "**" if n.deterministic else "*", "star")
+        self.open_cluster(f"r{n.id}", "replica", style="dashed")
+        entry, exit_ = self.draw(n.operand)
+        self.close_cluster()
+        self.edge(d, entry, "no exit")
+        self.edge(exit_, d, "next replica", style="dashed")
+        self.edge(d, c, "exit " + _patterns(n.exits))
+        return d, c
+
+    def _split(self, n: SplitNode) -> tuple[str, str]:
+        op = ("!!" if n.deterministic else "!") + ("@" if n.placed else "")
+        key = n.tag + (f":{n.hi_tag}" if n.hi_tag else "")
+        d, c = self._pair(n, f"{op} {key}", "split")
+        self.open_cluster(f"r{n.id}", f"one replica per {key}", style="dashed")
+        entry, exit_ = self.draw(n.operand)
+        self.close_cluster()
+        self.edge(d, entry, key)
+        self.edge(exit_, c)
+        return d, c
+
+    def _feedback(self, n: FeedbackNode) -> tuple[str, str]:
+        d, c = self._pair(n, "\\", "feedback")
+        entry, exit_ = self.draw(n.operand)
+        self.edge(d, entry)
+        self.edge(exit_, c)
+        self.edge(c, d, "back " + _patterns(n.back), style="dashed", constraint="false")
+        return d, c
+
+
+def to_dot(graph: PropertyGraph) -> str:
+    """The DOT text of `graph`'s run net."""
+    dot = _Dot()
+    dot.emit("rankdir=LR;")
+    dot.emit('node [fontname="Helvetica", fontsize=10];')
+    dot.emit('edge [fontname="Helvetica", fontsize=9];')
+    dot.emit(f"labelloc=t; label={quote(f'net {graph.net_name}: {graph.signature}')};")
+    dot.node("input", "input", shape="plaintext")
+    dot.node("output", "output", shape="plaintext")
+    entry, exit_ = dot.draw(graph.root)
+    dot.edge("input", entry, format_type(graph.root.in_type))
+    dot.edge(exit_, "output", format_type(graph.root.out_type))
+    return "digraph snet {\n" + "\n".join(dot.lines) + "\n}\n"
