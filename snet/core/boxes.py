@@ -144,13 +144,23 @@ def bind_boxes(graph: PropertyGraph, namespaces: Sequence[Any]) -> dict[str, Cal
         table[decl.name] = function
     if missing:
         names = ", ".join(f"'{d.name}'" for d in missing)
-        where = ", ".join(getattr(n, "__name__", type(n).__name__) for n in namespaces) or "no box module"
+        where = ", ".join(_describe_namespace(n) for n in namespaces) or "no box module (give --boxes, or put NET.py beside NET.snet)"
         lines = [f"error: declared box{'es' if len(missing) > 1 else ''} {names} not found in {where}"]
         lines += [f"{_where(d)}error: box '{d.name}' is declared here" for d in missing]
         problems.insert(0, "\n".join(lines))
     if problems:
         raise SNetBindingError("\n".join(problems))
     return table
+
+
+def _describe_namespace(namespace: Any) -> str:
+    if isinstance(namespace, ModuleType):
+        path = getattr(namespace, "__file__", None)
+        return f"module {path}" if path and namespace.__name__.startswith("snet_boxes_") else \
+            f"module {namespace.__name__}"
+    if isinstance(namespace, Mapping):
+        return "the given mapping"
+    return type(namespace).__name__
 
 
 def _where(decl: BoxDeclaration) -> str:

@@ -23,7 +23,7 @@ def snet_run(*args, cwd, stdin=None, timeout=120):
 @pytest.fixture
 def netdir(tmp_path: Path) -> Path:
     (tmp_path / "net.snet").write_text(
-        "net net {\n  box inc ((a) -> (a));\n  box check ((a) -> (a));\n} connect inc .. check;\n")
+        "net pipeline {\n  box inc ((a) -> (a));\n  box check ((a) -> (a));\n} connect inc .. check;\n")
     (tmp_path / "net.py").write_text(
         "def inc(a):\n    return {'a': a + 1}\n\n"
         "def check(a):\n    if a == 13:\n        raise ValueError('thirteen')\n    return {'a': a}\n")
@@ -57,7 +57,7 @@ def test_box_error_exit_1_after_earlier_outputs(netdir):
     result = snet_run("net.snet", "-o", "out.jsonl", "--engine", "reference", cwd=netdir, stdin=inputs)
     assert result.returncode == 1
     first = result.stderr.splitlines()[0]
-    assert first.startswith("net.snet:3:3: error: box 'check' raised ValueError: thirteen"), result.stderr
+    assert first.startswith("net.snet:4:18: error: box 'check' raised ValueError: thirteen"), result.stderr
     assert read_jsonl((netdir / "out.jsonl").read_text()) == [{"a": 2}, {"a": 3}]
 
 
@@ -112,7 +112,7 @@ def test_unfinished_cell_warning_and_stats(netdir):
 
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT delivery to a child process")
 def test_ctrl_c_stops_cleanly_with_outputs_written(netdir):
-    (netdir / "slow.snet").write_text("box slow ((a) -> (a)); net slow connect slow;\n")
+    (netdir / "slow.snet").write_text("box slow ((a) -> (a)); net slownet connect slow;\n")
     (netdir / "slow.py").write_text("import time\n\ndef slow(a):\n    time.sleep(0.02)\n    return {'a': a}\n")
     (netdir / "many.jsonl").write_text("".join(json.dumps({"a": i}) + "\n" for i in range(100000)))
     proc = subprocess.Popen(SNET + ["run", "slow.snet", "-i", "many.jsonl", "-o", "out.jsonl", "--engine",

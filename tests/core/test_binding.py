@@ -17,7 +17,7 @@ def test_every_missing_box_is_named():
         snet.load(SRC, boxes={})
     text = str(info.value)
     assert "declared boxes 'f', 'g' not found" in text
-    assert "<string>:1:1: error: box 'f' is declared here" in text
+    assert "<string>:1:5: error: box 'f' is declared here" in text
     assert info.value.exit_status == 2
 
 

@@ -148,7 +148,7 @@ def test_initialiser_order_through_serial_stages(run_net):
 
 def test_initialiser_in_star_replica_fires_when_replica_is_created(run_net):
     src = """box init ( -> (<x>));
-             net n connect ((init | []) .. [{<n>} -> {<n=n-1>}]) * {<n>} if <n <= 0>, {<x>};"""
+             net n connect ((init | []) .. ([{<n>} -> {<n=n-1>}] | [])) * {<n>} if <n <= 0>, {<x>};"""
     out, _ = run_net(src, [{"<n>": 2}, {"<n>": 0}], {"init": lambda: {"<x>": 7}})
     # replica 1 created by {<n>=2}: init's {<x>} leaves at the test before replica 2;
     # then {<n>=1} enters replica 2 (init fires again), then {<n>=0} leaves.
@@ -248,10 +248,9 @@ def test_serial_routing_by_inferred_type(run_net):
 
 def test_signed_net_routes_by_declared_input(run_net):
     src = """box f ((a) -> (b));
-             net s ({a, z} -> {b}) connect f;
-             net n connect s | f;"""
+             net n { net s ({a, z} -> {b}) connect [{a} -> {b=a, <s>}]; } connect s | f;"""
     out, _ = run_net(src, [{"a": 1, "z": 0}, {"a": 2}], {"f": lambda a: {"b": a}})
-    assert out == [{"b": 1}, {"b": 2}]
+    assert out == [{"b": 1, "<s>": 0, "z": 0}, {"b": 2}]
 
 
 def test_det_parallel_keeps_input_order(run_net):
@@ -403,8 +402,13 @@ def test_det_star_keeps_cause_order(run_net):
         return [{"<n>": n - 1}, {"<n>": -n, "<done>": 1}]
 
     out, _ = run_net(src, [{"<n>": 2}, {"<n>": 1}], {"f": f})
-    assert out == [{"<n>": -2, "<done>": 1}, {"<n>": -1, "<done>": 1}, {"<n>": 0, "<done>": 1},
-                   {"<n>": -1, "<done>": 1}, {"<n>": 0, "<done>": 1}]
+    # All outputs caused by the first input leave before any of the second;
+    # within one input, records leaving at different replicas take different
+    # paths, so only the grouping is guaranteed.
+    assert len(out) == 5
+    assert multiset(out[:3]) == multiset([{"<n>": -2, "<done>": 1}, {"<n>": -1, "<done>": 1},
+                                          {"<n>": 0, "<done>": 1}])
+    assert multiset(out[3:]) == multiset([{"<n>": -1, "<done>": 1}, {"<n>": 0, "<done>": 1}])
 
 
 def test_streaming_first_output_before_input_is_exhausted():
