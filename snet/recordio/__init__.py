@@ -136,5 +136,5 @@ def open_writer(dest: Any, fmt: str) -> RecordWriter:
     """
     if fmt not in FORMATS:
         raise SNetUsageError(f"unknown record format '{fmt}': use jsonl or xml")
-    f, owned, detach = open_destination(dest)
-    return JsonlWriter(f, owned, detach) if fmt == "jsonl" else XmlWriter(f, owned, detach)
+    f, owned = open_destination(dest)
+    return JsonlWriter(f, owned) if fmt == "jsonl" else XmlWriter(f, owned)

@@ -88,12 +88,33 @@ def is_binary_file(f: Any) -> bool:
     return "b" in getattr(f, "mode", "")
 
 
-def open_destination(dest: Any) -> tuple[IO, bool, bool]:
-    """(text file object, whether we own it, whether to detach instead of close).
+class Utf8Sink:
+    """A text-file face on a byte stream we do not own: ``write(str)`` encodes to UTF-8.
 
-    Paths are opened as UTF-8.  Standard output is written through a UTF-8
-    wrapper of its byte buffer (so the output does not depend on the locale),
-    which is detached, never closed, at the end.
+    Used instead of an ``io.TextIOWrapper`` because a wrapper closes the
+    buffer under it when it is collected, and standard output must outlive
+    a writer that was never closed.
+    """
+
+    encoding = "utf-8"
+
+    def __init__(self, buffer: IO[bytes]):
+        self._buffer = buffer
+
+    def write(self, text: str) -> int:
+        self._buffer.write(text.encode("utf-8"))  # lone surrogates raise UnicodeEncodeError: see the writers
+        return len(text)
+
+    def flush(self) -> None:
+        self._buffer.flush()
+
+
+def open_destination(dest: Any) -> tuple[Any, bool]:
+    """(text file object, whether we opened it) for a path, ``"-"`` or a file object.
+
+    Paths are opened as UTF-8.  Standard output and binary file objects are
+    written as UTF-8 through a ``Utf8Sink``, so the output does not depend on
+    the locale.
 
     Raises:
         SNetUsageError: a path that cannot be opened for writing (exit 2).
@@ -102,19 +123,19 @@ def open_destination(dest: Any) -> tuple[IO, bool, bool]:
         stdout = sys.stdout
         buffer = getattr(stdout, "buffer", None)
         if buffer is None:  # replaced by a caller (a test harness, an IDE): use as is
-            return stdout, False, False
-        stdout.flush()
-        return io.TextIOWrapper(buffer, encoding="utf-8", newline="\n"), False, True
+            return stdout, False
+        stdout.flush()  # whatever was printed before comes first
+        return Utf8Sink(buffer), False
     if isinstance(dest, (str, os.PathLike)):
         try:
-            return open(dest, "w", encoding="utf-8", newline="\n"), True, False
+            return open(dest, "w", encoding="utf-8", newline="\n"), True
         except OSError as exc:
             raise SNetUsageError(f"cannot open output file {os.fspath(dest)}: {exc.strerror or exc}") from None
     if not hasattr(dest, "write"):
         raise TypeError(f"a record destination is a path, '-' or a file object, not {type(dest).__name__}")
     if is_binary_file(dest):
-        return io.TextIOWrapper(dest, encoding="utf-8", newline="\n"), False, True
-    return dest, False, False
+        return Utf8Sink(dest), False
+    return dest, False
 
 
 def read_chunk_function(f: Any, size: int):
@@ -145,10 +166,9 @@ class BatchWriter:
     PROLOGUE = ""
     EPILOGUE = ""
 
-    def __init__(self, f: IO, owned: bool, detach: bool):
+    def __init__(self, f: IO, owned: bool):
         self._f = f
         self._owned = owned  # close _f at the end
-        self._detach = detach  # detach our wrapper from a buffer we do not own
         # Invariant: _pending holds text not yet handed to _f, in order.
         self._pending: list[str] = [self.PROLOGUE] if self.PROLOGUE else []
         self._closed = False
@@ -197,8 +217,6 @@ class BatchWriter:
         finally:
             if self._owned:
                 self._f.close()
-            elif self._detach:
-                self._f.detach()
 
     def __enter__(self):
         return self

@@ -405,11 +405,11 @@ class XmlWriter(BatchWriter):
     EPILOGUE = _TERMINATE
     format_record = staticmethod(format_record_xml)
 
-    def __init__(self, f: IO, owned: bool, detach: bool):
+    def __init__(self, f: IO, owned: bool):
         encoding = getattr(f, "encoding", None)
         declared = f' encoding="{encoding.upper()}"' if isinstance(encoding, str) else ""
         self.PROLOGUE = f'<?xml version="1.0"{declared}?>\n'
-        super().__init__(f, owned, detach)
+        super().__init__(f, owned)
 
     def _write_unencodable(self, text: str) -> None:
         # Character references carry any character in any encoding.

@@ -266,13 +266,26 @@ def test_writer_to_a_path_owns_and_closes_the_file(tmp_path):
 
 
 def test_writer_to_stdout_writes_utf8_and_leaves_stdout_usable(capfdbinary):
+    import gc
+    import sys
+    print("before")
     writer = open_writer("-", "jsonl")
     writer.write({"s": "é"})
     writer.close()
-    import sys
+    forgotten = open_writer("-", "xml")  # never closed: collecting it must not close stdout
+    del forgotten
+    gc.collect()
     print("after", flush=True)
-    out = capfdbinary.readouterr().out
-    assert out == '{"s":"é"}\nafter\n'.encode("utf-8") or out.endswith(b"after\n")
+    assert not sys.stdout.closed
+    assert capfdbinary.readouterr().out == 'before\n{"s":"é"}\nafter\n'.encode("utf-8")
+
+
+def test_writer_to_a_binary_file_object_writes_utf8_and_leaves_it_open():
+    out = io.BytesIO()
+    with open_writer(out, "jsonl") as writer:
+        writer.write({"s": "é", "t": "a\ud800"})
+    assert not out.closed
+    assert out.getvalue() == '{"s":"é","t":"a\\ud800"}\n'.encode("utf-8")
 
 
 def test_lone_surrogates_are_written_escaped_and_read_back(tmp_path):
