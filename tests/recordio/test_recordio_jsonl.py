@@ -283,9 +283,11 @@ def test_writer_to_stdout_writes_utf8_and_leaves_stdout_usable(capfdbinary):
 def test_writer_to_a_binary_file_object_writes_utf8_and_leaves_it_open():
     out = io.BytesIO()
     with open_writer(out, "jsonl") as writer:
-        writer.write({"s": "é", "t": "a\ud800"})
+        writer.write({"s": "é"})
+        writer.write({"t": "é\ud800"})  # UTF-8 cannot hold it: this line is written with escapes
     assert not out.closed
-    assert out.getvalue() == '{"s":"é","t":"a\\ud800"}\n'.encode("utf-8")
+    assert out.getvalue() == '{"s":"é"}\n{"t":"\\u00e9\\ud800"}\n'.encode("utf-8")
+    assert list(read_records(io.BytesIO(out.getvalue()), "jsonl")) == [{"s": "é"}, {"t": "é\ud800"}]
 
 
 def test_lone_surrogates_are_written_escaped_and_read_back(tmp_path):
