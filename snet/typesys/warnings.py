@@ -19,7 +19,7 @@ from __future__ import annotations
 from snet.errors import Diagnostic
 from snet.records import format_labels
 from snet.syntax import ast
-from snet.tagexpr import reads
+from snet.tagexpr import Binary, Cond, reads
 from snet.typesys.scopes import Resolution
 from snet.typesys.types import EVERY, TypeChecker, format_type
 
@@ -116,8 +116,19 @@ def _pattern_warnings(patterns, what: str, out: list[Diagnostic]) -> None:
             continue
         for label in sorted(reads(p.guard) - p.pattern.label_set()):
             out.append(Diagnostic(
-                "warning", p.guard.span or p.span,
+                "warning", _start(p.guard) or p.span,
                 f"{what} pattern guard reads {_kind(label)} '{label}', which its pattern does not name"))
+
+
+def _start(expr):
+    """The span of the leftmost token of a tag expression (binary nodes point at their operator)."""
+    while True:
+        if isinstance(expr, Binary):
+            expr = expr.left
+        elif isinstance(expr, Cond):
+            expr = expr.test
+        else:
+            return expr.span
 
 
 def _kind(label: str) -> str:
