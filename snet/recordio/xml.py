@@ -66,6 +66,7 @@ class _Terminated(Exception):
 _MARKUP = re.compile(r"<(?:\?|!--|!\[CDATA\[)")
 _MARKUP_END: Final = {"<?": "?>", "<!--": "-->", "<![CDATA[": "]]>"}
 _PARTIAL_MARKUP: Final = ("<!--", "<![CDATA[")
+_AFTER_XML: Final = (" ", "\t", "\r", "\n", "?")  # "<?xml-stylesheet" is a PI, not a declaration
 
 
 class DeclarationFilter:
@@ -103,7 +104,7 @@ class DeclarationFilter:
                 self._carry = buf[start:]
                 return "".join(out)
             end += len(close)
-            if token == "<?" and buf.startswith("<?xml", start) and buf[start + 5: start + 6] in (" ", "\t", "\r", "\n", "?"):
+            if token == "<?" and buf.startswith("<?xml", start) and buf[start + 5: start + 6] in _AFTER_XML:
                 out.append(buf[pos:start])
                 out.append("\n" * buf.count("\n", start, end))
             else:
@@ -112,7 +113,7 @@ class DeclarationFilter:
         if not final:
             # A chunk may end inside the opening of a construct ("<!-", "<![CD").
             lt = buf.rfind("<", max(pos, len(buf) - 8))
-            if lt >= 0 and buf[lt:].startswith(("<!", "<")) and any(p.startswith(buf[lt:]) for p in _PARTIAL_MARKUP):
+            if lt >= 0 and any(opening.startswith(buf[lt:]) for opening in _PARTIAL_MARKUP):
                 out.append(buf[pos:lt])
                 self._carry = buf[lt:]
                 return "".join(out)
@@ -286,6 +287,9 @@ def read_xml(f: IO, name: str, *, allow_pickle: bool = False) -> Iterator[dict]:
             decoder = codecs.getincrementaldecoder(encoding)("strict")
         except LookupError:
             raise RecordFileError(name, 1, f"unknown encoding '{encoding}' in the XML declaration") from None
+
+    elif first.startswith("\ufeff"):  # a byte-order mark left in by a text-mode caller
+        first = first[1:]
 
     parser = expat.ParserCreate()
     parser.buffer_text = True

@@ -293,3 +293,8 @@ def test_malformed_python_forms_are_errors_even_with_pickle_allowed(text, proble
 def test_text_file_objects_are_read_as_well_as_binary_ones():
     f = io.StringIO('<?xml version="1.0"?><record type="data"><field label="s">(char[1])é</field></record>')
     assert list(read_records(f, "xml")) == [{"s": "é"}]
+
+
+def test_a_byte_order_mark_left_in_text_is_skipped_and_stylesheet_pis_are_kept():
+    f = io.StringIO('\ufeff<?xml version="1.0"?><?xml-stylesheet href="s.css"?><record type="data"><tag label="t">4</tag></record>')
+    assert list(read_records(f, "xml")) == [{"<t>": 4}]
