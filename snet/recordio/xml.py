@@ -287,7 +287,6 @@ def read_xml(f: IO, name: str, *, allow_pickle: bool = False) -> Iterator[dict]:
             decoder = codecs.getincrementaldecoder(encoding)("strict")
         except LookupError:
             raise RecordFileError(name, 1, f"unknown encoding '{encoding}' in the XML declaration") from None
-
     elif first.startswith("\ufeff"):  # a byte-order mark left in by a text-mode caller
         first = first[1:]
 
