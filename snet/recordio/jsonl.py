@@ -82,7 +82,8 @@ def read_jsonl(f: IO, name: str, *, allow_pickle: bool = False) -> Iterator[dict
             msg = getattr(exc, "msg", None)
             if msg is None:  # e.g. an integer beyond the interpreter's digit limit
                 raise RecordFileError(name, lineno, f"invalid JSON: {exc}") from None
-            raise RecordFileError(name, lineno, f"invalid JSON: {msg} (column {exc.colno})") from None
+            hint = " (is this S-Net XML? give --format xml)" if line.lstrip().startswith("<") else ""
+            raise RecordFileError(name, lineno, f"invalid JSON: {msg} (column {exc.colno}){hint}") from None
         if type(record) is not dict:
             kind = _JSON_TYPE_NAMES.get(type(record), type(record).__name__)
             raise RecordFileError(name, lineno, f"a record must be a JSON object, not {kind}")

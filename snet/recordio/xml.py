@@ -245,10 +245,19 @@ class _RecordBuilder:
         if self.depth == 2:
             self.text += data
         elif not data.isspace():
-            where = "between the elements of a record" if self.depth == 1 else "outside a record"
-            text = data.strip()
-            shown = text if len(text) <= 30 else text[:27] + "..."
-            raise self.error(self.parser.CurrentLineNumber, f"unexpected text {where}: '{shown}'")
+            self._stray_text(data)
+
+    def _stray_text(self, data: str) -> None:
+        where = "between the elements of a record" if self.depth == 1 else "outside a record"
+        text = data.strip()
+        shown = text.split("\n", 1)[0]
+        shown = shown if len(shown) <= 30 and shown == text else shown[:27] + "..."
+        hint = " (is this JSON Lines? give --format jsonl)" if text.startswith("{") else ""
+        # Buffered text arrives when the markup after it is reached: count
+        # back to the line of its first non-blank character.
+        leading = data[: len(data) - len(data.lstrip())]
+        line = self.parser.CurrentLineNumber - data.count("\n") + leading.count("\n")
+        raise self.error(max(line, 1), f"unexpected text {where}: '{shown}'{hint}")
 
 
 _DECL_ENCODING = re.compile(rb"""^<\?xml[^>]*?\sencoding\s*=\s*["']([A-Za-z0-9._:-]+)["']""")

@@ -306,3 +306,8 @@ def test_writer_to_a_narrow_encoding_file_object_escapes_what_it_cannot_hold():
         writer.write({"t": "plain"})
     f.flush()
     assert raw.getvalue() == b'{"s":"\\u00e9"}\n{"t":"plain"}\n'
+
+
+def test_xml_read_as_json_lines_gets_a_hint():
+    _, err = read_error('<?xml version="1.0"?>\n<record type="data"/>\n', "jsonl", name="in.txt")
+    assert str(err) == "in.txt:1: error: invalid JSON: Expecting value (column 1) (is this S-Net XML? give --format xml)"

@@ -298,3 +298,8 @@ def test_text_file_objects_are_read_as_well_as_binary_ones():
 def test_a_byte_order_mark_left_in_text_is_skipped_and_stylesheet_pis_are_kept():
     f = io.StringIO('\ufeff<?xml version="1.0"?><?xml-stylesheet href="s.css"?><record type="data"><tag label="t">4</tag></record>')
     assert list(read_records(f, "xml")) == [{"<t>": 4}]
+
+
+def test_stray_text_is_reported_on_its_first_line_with_a_hint_for_json_lines():
+    _, err = read_error('\n{"a": 1}\n{"a": 2}\n', "xml", name="p.jsonl")
+    assert str(err) == "p.jsonl:2: error: unexpected text outside a record: '{\"a\": 1}...' (is this JSON Lines? give --format jsonl)"
