@@ -1,0 +1,133 @@
+"""``snet check`` and ``snet graph`` as a user runs them."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+import pytest
+
+from frontend_helpers import SHARED, snet_cli
+
+NESTED = """net outer ({a} -> {c}) {
+  box f ((a) -> (b));
+  net mid {
+    net leaf connect [{b} -> {c=b}];
+  } connect leaf;
+} connect f .. mid;
+"""
+
+
+@pytest.fixture
+def nested(tmp_path):
+    (tmp_path / "outer.snet").write_text(NESTED)
+    return tmp_path
+
+
+def test_check_prints_the_signature_of_the_run_net(nested):
+    result = snet_cli("check", "outer.snet", cwd=nested)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "{a} -> {c}\n", "")
+
+
+def test_check_verbose_prints_every_net_indented_by_nesting(nested):
+    result = snet_cli("check", "-v", "outer.snet", cwd=nested)
+    assert result.returncode == 0
+    assert result.stdout == "outer: {a} -> {c}\n  mid: {b} -> {c}\n    leaf: {b} -> {c}\n"
+
+
+def test_check_of_a_shared_example_uses_declared_types():
+    result = snet_cli("check", str(SHARED / "conformance" / "cases" / "typesig_routing" / "net.snet"))
+    assert result.returncode == 0
+    assert result.stdout == "{left, right, <w>} | {left, right} -> {sum}\n"
+
+
+def test_check_prints_warnings_on_stderr_and_succeeds(tmp_path):
+    (tmp_path / "w.snet").write_text("net w connect [{a} -> {b=c}];\n")
+    result = snet_cli("check", "w.snet", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout == "{a} -> {b}\n"
+    assert result.stderr.startswith("w.snet:1:24: warning: filter output reads field 'c'")
+
+
+def test_check_reports_every_error_with_exit_status_2(tmp_path):
+    (tmp_path / "e.snet").write_text("net e connect nope .. [] .. other;\n")
+    result = snet_cli("check", "e.snet", cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == ""
+    lines = [line for line in result.stderr.splitlines() if ": error:" in line]
+    assert lines == ["e.snet:1:15: error: unknown name 'nope'", "e.snet:1:29: error: unknown name 'other'"]
+
+
+def test_check_missing_file_and_net_selection_errors(tmp_path):
+    assert snet_cli("check", "absent.snet", cwd=tmp_path).returncode == 2
+    (tmp_path / "two.snet").write_text("net a connect []; net b connect [];\n")
+    result = snet_cli("check", "two.snet", cwd=tmp_path)
+    assert result.returncode == 2 and "several top-level nets (a, b)" in result.stderr
+    assert snet_cli("check", "two.snet", "--net", "b", cwd=tmp_path).stdout == "{} -> {}\n"
+
+
+def test_check_with_boxes_binds_them(tmp_path):
+    (tmp_path / "b.snet").write_text("net b { box f ((a) -> (a)); box g ((a) -> (a)); } connect f .. g;\n")
+    (tmp_path / "mod.py").write_text("def f(a):\n    return {'a': a}\n")
+    result = snet_cli("check", "b.snet", "--boxes", "mod.py", cwd=tmp_path)
+    assert result.returncode == 2 and "'g'" in result.stderr
+    (tmp_path / "mod.py").write_text("def f(a):\n    return {'a': a}\n\ndef g(a):\n    return {'a': a}\n")
+    assert snet_cli("check", "b.snet", "--boxes", "mod.py", cwd=tmp_path).returncode == 0
+
+
+ALL = """net all {
+  box f ((a) -> (a) | (a, <done>));
+  box init ( -> (a));
+} connect ((f | init || []) .. f ** {<done>} .. (f !! <k>) .. (f ! <lo>:<hi>)) \\ {a, <again>} .. [| {a}, {b} |] @ 2;
+"""
+
+
+def test_graph_draws_dispatcher_and_collector_pairs_for_every_combinator(tmp_path):
+    (tmp_path / "all.snet").write_text(ALL)
+    result = snet_cli("graph", "all.snet", cwd=tmp_path)
+    assert result.returncode == 0
+    dot = result.stdout
+    assert dot.startswith("digraph snet {")
+    for what in ("parallel", "star", "split", "feedback"):
+        dispatchers = re.findall(rf"d\d+ \[label=\"[^\"]*{what} dispatcher", dot)
+        collectors = re.findall(rf"c\d+ \[label=\"[^\"]*{what} collector", dot)
+        assert dispatchers and len(dispatchers) == len(collectors), what
+    assert "star dispatcher (det)" in dot and "split dispatcher (det)" in dot
+    assert "parallel dispatcher (det)" in dot
+    assert "never routed (initialisers)" in dot
+    assert "one replica per <lo>:<hi>" in dot
+    assert "placement @ 2" in dot
+    assert "shape=box3d" in dot  # the synchro-cell
+
+
+def test_graph_writes_dot_files(tmp_path):
+    (tmp_path / "all.snet").write_text(ALL)
+    result = snet_cli("graph", "all.snet", "-o", "all.dot", cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout == ""
+    assert (tmp_path / "all.dot").read_text().startswith("digraph snet {")
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+@pytest.mark.parametrize("ext,magic", [("svg", b"<?xml"), ("png", b"\x89PNG")])
+def test_graph_renders_svg_and_png_with_graphviz(tmp_path, ext, magic):
+    (tmp_path / "all.snet").write_text(ALL)
+    result = snet_cli("graph", "all.snet", "-o", f"all.{ext}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / f"all.{ext}").read_bytes().startswith(magic)
+
+
+def test_graph_without_graphviz_fails_clearly(tmp_path, monkeypatch):
+    (tmp_path / "all.snet").write_text(ALL)
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    result = snet_cli("graph", "all.snet", "-o", "all.svg", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Graphviz's 'dot' program is not installed" in result.stderr
+    assert not os.path.exists(tmp_path / "all.svg")
+
+
+def test_graph_of_a_program_with_errors_exits_2(tmp_path):
+    (tmp_path / "bad.snet").write_text("net bad connect [] ..;\n")
+    result = snet_cli("graph", "bad.snet", cwd=tmp_path)
+    assert result.returncode == 2 and "bad.snet:1:22: error: unexpected ';'" in result.stderr
