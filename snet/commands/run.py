@@ -127,5 +127,39 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def print_stats(stats: dict) -> None:
-    """Statistics on standard error: one JSON object after a ``snet stats:`` prefix, easy to grep and parse."""
+    """Statistics on standard error: a readable summary, then the same data as one JSON line.
+
+    The JSON line starts with ``snet stats: `` so scripts can find and parse it.
+    """
+    print(format_stats(stats), file=sys.stderr)
     print("snet stats: " + json.dumps(stats, sort_keys=True, default=str), file=sys.stderr)
+
+
+def format_stats(stats: dict) -> str:
+    lines = ["-- snet run statistics --"]
+    boxes = stats.get("boxes", {})
+    for key in sorted(stats):
+        value = stats[key]
+        if key == "boxes":
+            continue
+        if isinstance(value, dict):
+            inner = ", ".join(f"{k}={_num(v)}" for k, v in sorted(value.items()) if not isinstance(v, (dict, list)))
+            lines.append(f"{key:>22}: {inner}")
+        elif isinstance(value, list):
+            lines.append(f"{key:>22}: " + ", ".join(_num(v) for v in value))
+        else:
+            lines.append(f"{key:>22}: {_num(value)}")
+    if boxes:
+        lines.append(f"{'box':>22}  {'calls':>10}  {'seconds':>10}  {'us/call':>10}")
+        for name, entry in sorted(boxes.items()):
+            calls = entry.get("calls", 0)
+            seconds = entry.get("seconds", 0.0)
+            per_call = 1e6 * seconds / calls if calls else 0.0
+            lines.append(f"{name:>22}  {calls:>10}  {seconds:>10.4f}  {per_call:>10.1f}")
+    return "\n".join(lines)
+
+
+def _num(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
