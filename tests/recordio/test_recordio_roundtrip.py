@@ -60,7 +60,7 @@ def through_file(records, fmt, **options):
     return list(read_records(io.BytesIO(raw.getvalue()), fmt, **options))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(records_of(JSON_VALUES), max_size=5))
 def test_jsonl_round_trips_json_values_without_pickle(records):
     text = write_text(records, "jsonl")
@@ -69,28 +69,28 @@ def test_jsonl_round_trips_json_values_without_pickle(records):
     assert len(back) == len(records) and all(map(same, records, back))
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(records_of(JSON_VALUES | ODD_VALUES), max_size=4))
 def test_jsonl_round_trips_any_picklable_value_with_pickle_allowed(records):
     back = through_file(records, "jsonl", allow_pickle=True)
     assert len(back) == len(records) and all(map(same, records, back))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(records_of(C4SNET_VALUES), max_size=5))
 def test_xml_round_trips_c4snet_values_without_pickle(records):
     back = through_file(records, "xml")
     assert len(back) == len(records) and all(map(same, records, back))
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(records_of(C4SNET_VALUES | JSON_VALUES | ODD_VALUES), max_size=4))
 def test_xml_round_trips_any_picklable_value_with_pickle_allowed(records):
     back = through_file(records, "xml", allow_pickle=True)
     assert len(back) == len(records) and all(map(same, records, back))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(records_of(C4SNET_VALUES), max_size=5))
 def test_xml_values_of_c4snet_types_use_the_c4snet_form(records):
     text = write_text(records, "xml")
@@ -121,7 +121,7 @@ class ChunkedReader(io.RawIOBase):
     read = read1
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(records_of(C4SNET_VALUES | JSON_VALUES), max_size=4),
        st.lists(st.integers(min_value=1, max_value=40), max_size=200),
        st.sampled_from(["", "<!-- c <?xml version='1.0'?> -->\n", "<?xml version=\"1.0\"?>", "<?pi x?>\r\n"]))
@@ -133,7 +133,7 @@ def test_xml_reading_does_not_depend_on_how_the_input_is_chunked(records, sizes,
     assert len(chunked) == len(records) and all(map(same, records, chunked))
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(records_of(JSON_VALUES), max_size=4))
 def test_judges_of_both_formats_agree(records):
     """A record written as XML and as JSON Lines reads back the same from both."""
