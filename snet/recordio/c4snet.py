@@ -55,10 +55,11 @@ _INT_TYPES: Final = frozenset({
 _FLOAT_TYPES: Final = frozenset({"float", "double", "long double"})
 _CHAR_TYPES: Final = frozenset({"char", "signed char", "unsigned char"})
 
-_HEAD = re.compile(r"\s*\(\s*([A-Za-z_][A-Za-z0-9_ ]*?)\s*(?:\[\s*(\d*)\s*\])?\s*\)")
-_INT = re.compile(r"\s*[+-]?\d+\s*\Z")
+# re.ASCII: "\d" must not match other scripts' digits, which int() would accept.
+_HEAD = re.compile(r"\s*\(\s*([A-Za-z_][A-Za-z0-9_ ]*?)\s*(?:\[\s*(\d*)\s*\])?\s*\)", re.ASCII)
+_INT = re.compile(r"\s*[+-]?\d+\s*\Z", re.ASCII)
 _FLOAT = re.compile(
-    r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)\s*\Z", re.IGNORECASE)
+    r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)\s*\Z", re.IGNORECASE | re.ASCII)
 
 # Characters that need escaping in XML text, and those XML 1.0 cannot hold at all.
 _NEEDS_ESCAPE = re.compile("[&<>\\x00-\\x1f\\ud800-\\udfff\\ufffe\\uffff]")
@@ -119,9 +120,9 @@ def encode_field(value: Any) -> tuple[str, bool]:
 # Fast paths for the forms the writer produces for ints, doubles and int
 # arrays: one anchored match, no generic header parsing.  Anything they do not
 # match exactly goes the general way, which also produces the error messages.
-_FAST_INT = re.compile(r"\(int\)([+-]?\d+)\Z")
-_FAST_DOUBLE = re.compile(r"\(double\)([+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|inf|nan))\Z")
-_FAST_INT_ARRAY = re.compile(r"\(int\[(\d+)\]\)([+-]?\d+(?:,[+-]?\d+)*)\Z")
+_FAST_INT = re.compile(r"\(int\)([+-]?\d+)\Z", re.ASCII)
+_FAST_DOUBLE = re.compile(r"\(double\)([+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|inf|nan))\Z", re.ASCII)
+_FAST_INT_ARRAY = re.compile(r"\(int\[(\d+)\]\)([+-]?\d+(?:,[+-]?\d+)*)\Z", re.ASCII)
 
 
 def decode_field(text: str, allow_pickle: bool) -> Any:

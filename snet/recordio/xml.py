@@ -53,7 +53,7 @@ CHUNK_SIZE: Final = 1 << 16
 
 _ROOT: Final = "snet-records"
 _ROOT_OPEN: Final = f"<{_ROOT}>"
-_INT_TEXT = re.compile(r"[+-]?\d+\Z")
+_INT_TEXT = re.compile(r"[+-]?\d+\Z", re.ASCII)
 
 
 class _Terminated(Exception):

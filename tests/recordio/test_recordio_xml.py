@@ -303,3 +303,10 @@ def test_a_byte_order_mark_left_in_text_is_skipped_and_stylesheet_pis_are_kept()
 def test_stray_text_is_reported_on_its_first_line_with_a_hint_for_json_lines():
     _, err = read_error('\n{"a": 1}\n{"a": 2}\n', "xml", name="p.jsonl")
     assert str(err) == "p.jsonl:2: error: unexpected text outside a record: '{\"a\": 1}...' (is this JSON Lines? give --format jsonl)"
+
+
+def test_digits_of_other_scripts_are_not_numbers():
+    _, err = read_error('<record type="data">\n<field label="x">(int)١٢</field></record>', "xml", name="in.xml")
+    assert str(err) == "in.xml:2: error: field 'x': (int) value is not an integer: '١٢'"
+    _, err = read_error('<record type="data">\n<tag label="t">١</tag></record>', "xml", name="in.xml")
+    assert str(err) == "in.xml:2: error: tag 't' must hold an integer, not '١'"
