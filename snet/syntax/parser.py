@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import threading
 from pathlib import Path
 
 from lark import Lark
@@ -49,6 +50,8 @@ class _Parsers:
         self.builder = AstBuilder(Source("<none>", ""), lambda offset: (1, 1))
         self.lark = Lark(_grammar_text(), parser="lalr", lexer=SNetLexer, transformer=self.builder,
                          maybe_placeholders=True)
+        # The builder holds the source of the parse in progress, so parses take turns.
+        self.lock = threading.Lock()
 
 
 @functools.lru_cache(maxsize=None)
@@ -90,13 +93,11 @@ def parse(text: str, filename: str = "<string>", source: Source | None = None) -
         source = Source(filename, text)
     line_of = line_locator(text)
     parsers = _parsers()
-    builder = parsers.builder
-    # The parser is shared; the builder only needs the source of this parse.
-    # XX: not thread-safe; compile in one thread at a time (the compile step is short).
-    builder.source = source
-    builder.line_of = line_of
     try:
-        return parsers.lark.parse(text)
+        with parsers.lock:
+            parsers.builder.source = source
+            parsers.builder.line_of = line_of
+            return parsers.lark.parse(text)
     except LexicalError as e:
         raise _error(source, e.line, e.column, e.message) from None
     except MetadataError as e:
