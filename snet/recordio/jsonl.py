@@ -164,7 +164,9 @@ def format_record_jsonl(record: dict) -> str:
 
 
 # Labels already validated for output; bounded so that a long-running service
-# fed ever new labels cannot grow it without limit.
+# fed ever new labels cannot grow it without limit.  Shared by every writer:
+# a label's validity never changes, so a racing add only repeats a check
+# (set.add is internally synchronised, also on free-threaded builds).
 _KNOWN_LABELS: set = set()
 _KNOWN_LABELS_MAX: Final = 4096
 

@@ -371,7 +371,7 @@ def read_xml(f: IO, name: str, *, allow_pickle: bool = False) -> Iterator[dict]:
 _RECORD_OPEN: Final = '<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet">'
 _TERMINATE: Final = '<record xmlns="snet-home.org" type="terminate"/>\n'
 
-# Labels already validated for output (bounded, as in ``jsonl``).
+# Labels already validated for output (bounded and shared, as in ``jsonl``).
 _KNOWN_LABELS: set = set()
 _KNOWN_LABELS_MAX: Final = 4096
 
