@@ -311,3 +311,14 @@ def test_writer_to_a_narrow_encoding_file_object_escapes_what_it_cannot_hold():
 def test_xml_read_as_json_lines_gets_a_hint():
     _, err = read_error('<?xml version="1.0"?>\n<record type="data"/>\n', "jsonl", name="in.txt")
     assert str(err) == "in.txt:1: error: invalid JSON: Expecting value (column 1) (is this S-Net XML? give --format xml)"
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "xml"])
+def test_numpy_values_are_pickled_and_keep_their_type(fmt):
+    np = pytest.importorskip("numpy")
+    record = {"f": np.float64(2.5), "i": np.int64(3), "a": np.arange(4)}
+    text = write_text([record], fmt)
+    assert text.count("$pickle" if fmt == "jsonl" else "(pickle)") == 3
+    (back,) = read_text(text, fmt, allow_pickle=True)
+    assert type(back["f"]) is np.float64 and type(back["i"]) is np.int64
+    assert back["a"].tolist() == [0, 1, 2, 3]
