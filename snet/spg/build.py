@@ -154,8 +154,13 @@ def compile_source(text: str, filename: str = "<string>", net: str | None = None
         SNetCompileError: syntax (first), name, label, cycle errors (all).
         SNetUsageError: no net, or an ambiguous or unknown ``net``.
     """
-    analysis, run = analyse(text, filename, net)
-    return build_graph(analysis, run)
+    try:
+        analysis, run = analyse(text, filename, net)
+        return build_graph(analysis, run)
+    except RecursionError:
+        # The passes after the parser recurse over the expression tree.
+        raise SNetCompileError([Diagnostic("error", None, f"{filename}: the program is nested too deeply "
+                                                          f"to compile")]) from None
 
 
 def compile_file(path: str, net: str | None = None) -> PropertyGraph:
