@@ -3,8 +3,8 @@
 Output (standard output): the signature of the net to run, as
 :meth:`snet.typesys.types.TypeChecker.signature_text` writes it, e.g.
 ``{a, c} -> {d}``.  With ``-v``, every net of the file instead, one per line
-as ``name: signature`` in source order, nested nets indented by two spaces
-per level.  Warnings go to standard error.  With ``--boxes``, the declared
+as ``name: signature`` in source order (nested nets included, after the net
+that holds them).  Warnings go to standard error.  With ``--boxes``, the declared
 boxes are also bound, so that missing boxes are reported as ``snet run``
 would report them.
 
@@ -40,8 +40,8 @@ def check_command(args: argparse.Namespace) -> int:
         from snet.core.boxes import bind_boxes, resolve_box_sources
         bind_boxes(graph, resolve_box_sources(args.boxes, path))
     if getattr(args, "verbose", False):
-        for name, depth, signature in analysis.net_signatures():
-            print(f"{'  ' * depth}{name}: {signature}")
+        for name, _depth, signature in analysis.net_signatures():
+            print(f"{name}: {signature}")
     else:
         print(graph.signature)
     return 0

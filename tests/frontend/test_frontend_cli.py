@@ -30,10 +30,10 @@ def test_check_prints_the_signature_of_the_run_net(nested):
     assert (result.returncode, result.stdout, result.stderr) == (0, "{a} -> {c}\n", "")
 
 
-def test_check_verbose_prints_every_net_indented_by_nesting(nested):
+def test_check_verbose_prints_every_net_in_source_order(nested):
     result = snet_cli("check", "-v", "outer.snet", cwd=nested)
     assert result.returncode == 0
-    assert result.stdout == "outer: {a} -> {c}\n  mid: {b} -> {c}\n    leaf: {b} -> {c}\n"
+    assert result.stdout == "outer: {a} -> {c}\nmid: {b} -> {c}\nleaf: {b} -> {c}\n"
 
 
 def test_check_of_a_shared_example_uses_declared_types():

@@ -17,7 +17,7 @@ CASES = sorted(p.stem for p in GOLDEN.glob("*.snet"))
 
 def test_there_is_a_golden_case_for_every_message_family():
     families = {name.split("_")[0] for name in CASES}
-    assert {"syntax", "lex", "metadata", "name", "cycle", "label", "decl", "several", "warnings"} <= families
+    assert {"syntax", "lex", "metadata", "name", "cycle", "label", "decl", "several", "warnings", "usage"} <= families
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -28,4 +28,4 @@ def test_snet_check_output_matches_golden_file(name):
     result = snet_cli("check", f"{name}.snet", cwd=GOLDEN)
     assert result.stderr == expected_err
     assert result.stdout == expected_out
-    assert result.returncode == (2 if ": error:" in expected_err else 0)
+    assert result.returncode == (2 if "error: " in expected_err else 0)
