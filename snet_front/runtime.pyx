@@ -405,37 +405,115 @@ cdef class SyncEntity(Entity):
 cdef class SyncStarEntity(Entity):
     """``[| ... |] * P`` run as one entity (the zipper of the C runtime).
 
-    ``cells`` holds the unfired cells of the replicas in replica order;
-    fired cells are identities, and the exit test of an unchanged record
-    gives the same answer at every replica, so a record only needs to visit
-    the unfired ones.  One entity handles every record in arrival order,
-    which is also the order ``**`` asks for.
+    ``cells`` holds ``(replica, cell)`` for the unfired cells in replica
+    order; fired cells are identities, and the exit test of an unchanged
+    record gives the same answer at every replica, so a record only needs
+    the unfired ones.  ``waiting[i]`` lists, in replica order, the unfired
+    cells whose slot *i* is empty.  A record matching the patterns M goes to
+    the first cell with an empty slot in M, which is the earliest head of
+    ``waiting[i]`` for i in M: no walk along the replicas (the C zipper's
+    mask grouping, taken further).  A merged record continues after its
+    cell.  One entity handles every record in arrival order, which is also
+    the order ``**`` asks for.
     """
     cdef object matcher
     cdef object shape
     cdef int sync_node
     cdef list cells
+    cdef list waiting
+    cdef object all_patterns
+    cdef long replicas
 
     cdef int invoke(self, Worker w, object item) except -1:
         cdef object rec
         cdef GStack st = None
-        cdef Py_ssize_t i = 0
-        cdef bint fresh
+        cdef long after = -1  # the replica the record has passed (-1: none yet)
+        cdef long best, k
         if type(item) is Tagged:
             rec = (<Tagged>item).rec
             st = (<Tagged>item).stack
         else:
             rec = item
+        if self.waiting is None:
+            self.waiting = [deque() for _ in range(self.shape.count)]
+            self.all_patterns = range(self.shape.count)
+        while True:
+            if self.matcher.first(rec) >= 0:
+                w.write(self.resolve_out(), make_item(rec, st), True)
+                return 0
+            try:
+                hits = self.shape.matcher.matching(rec, self.all_patterns)
+            except SNetRuntimeError:
+                return self.walk(w, rec, st, after)  # let the guards fail where the reference's do
+            if not hits:
+                raise SNetRuntimeError(
+                    "record matches neither an exit pattern nor a synchro-cell pattern of the star, "
+                    "so it would pass through replicas for ever", self.rt.span_of(self.node))
+            entry = None
+            best = -1
+            for i in hits:
+                for cand in <object>self.waiting[i]:
+                    k = cand[0]
+                    if k > after:
+                        if best < 0 or k < best:
+                            best = k
+                            entry = cand
+                        break
+            if entry is None:
+                entry = (self.replicas, self.shape.new_cell())
+                self.replicas += 1
+                self.cells.append(entry)
+                for q in self.waiting:
+                    q.append(entry)
+            cell = entry[1]
+            before = tuple(cell.empty)
+            res = cell.accept(rec)
+            self.unlist(entry, before)
+            if res is None:
+                if st is not None:
+                    w.drop(st)
+                self.rt.note_partial(cell, self.sync_node, False)
+                return 0
+            # It fired (a record that fills a slot is stored or completes the cell).
+            self.cells.remove(entry)
+            self.rt.note_partial(cell, self.sync_node, True)
+            after = entry[0]
+            rec = res
+
+    cdef int unlist(self, object entry, tuple before) except -1:
+        """Take ``entry`` off the waiting lists of the slots it just filled (it is usually their head)."""
+        cell = entry[1]
+        for j in before:
+            if cell.fired or j not in cell.empty:
+                q = self.waiting[j]
+                if q[0] is entry:
+                    q.popleft()
+                else:
+                    q.remove(entry)
+        return 0
+
+    cdef int walk(self, Worker w, object rec, GStack st, long after) except -1:
+        """The plain walk along the unfired cells after replica ``after``, as the reference does it."""
+        cdef Py_ssize_t i = 0
         cells = self.cells
+        while i < len(cells) and cells[i][0] <= after:
+            i += 1
         while True:
             if self.matcher.first(rec) >= 0:
                 w.write(self.resolve_out(), make_item(rec, st), True)
                 return 0
             fresh = i == len(cells)
             if fresh:
-                cells.append(self.shape.new_cell())
-            cell = cells[i]
+                entry = (self.replicas, self.shape.new_cell())
+                self.replicas += 1
+                cells.append(entry)
+                for q in self.waiting:
+                    q.append(entry)
+            entry = cells[i]
+            cell = entry[1]
+            before = tuple(cell.empty)
             res = cell.accept(rec)
+            self.unlist(entry, before)
             if res is None:
                 if st is not None:
                     w.drop(st)
@@ -443,11 +521,8 @@ cdef class SyncStarEntity(Entity):
                 return 0
             if cell.fired:
                 del cells[i]
-                if not fresh:
-                    self.rt.note_partial(cell, self.sync_node, True)
+                self.rt.note_partial(cell, self.sync_node, True)
             elif fresh:
-                # It filled no slot of an empty cell, so it fills none of the
-                # endless replicas after it: the star would never end.
                 raise SNetRuntimeError(
                     "record matches neither an exit pattern nor a synchro-cell pattern of the star, "
                     "so it would pass through replicas for ever", self.rt.span_of(self.node))
