@@ -107,6 +107,7 @@ def parallelism(session, default: int = 2) -> int:
         return max(1, int(session.sparkContext.defaultParallelism))
     except Exception:  # Spark Connect: no SparkContext
         try:
-            return max(1, int(session.conf.get("spark.default.parallelism")))
+            value = session.conf.get("spark.default.parallelism", None)
+            return max(1, int(value)) if value else default
         except Exception:
             return default

@@ -155,3 +155,44 @@ def test_without_a_master_spark_is_never_imported(tmp_path):
     ) % (str(Path(__file__).resolve().parents[2]), str(Path(__file__).parent))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
+
+
+CONNECT = '''
+import os, sys
+sys.path.insert(0, {root!r}); sys.path.insert(0, {here!r})
+from pyspark.sql import SparkSession
+# A local Spark Connect server in this process; snet connects to it as a client.
+SparkSession.builder.remote("local[2]").getOrCreate()
+import handmade
+from snet.backends import RunOptions
+from snet.reference import ReferenceExecution
+
+def work(v, k):
+    return {{"v": v * 10, "<k>": k}}
+
+graph = handmade.box_split(sync_first=True)
+records = [{{"w": 0, "<k>": 0}}] + [{{"v": i, "<k>": i % 3}} for i in range(12)] + [{{"w": 1, "<k>": 2}}]
+local_run = ReferenceExecution(graph, {{"work": work}}, records)
+local = list(local_run)
+run = ReferenceExecution(graph, {{"work": work}}, records,
+                         RunOptions(spark_master="sc://localhost:15002", spark_batch=5))
+out = list(run)
+key = lambda r: sorted(r.items())
+assert sorted(out, key=key) == sorted(local, key=key), (out, local)
+assert sorted(run.warnings) == sorted(local_run.warnings) and run.warnings, run.warnings
+split = run.stats()["spark"]["splits"]["hand.snet:1:54"]
+assert split["path"] == "dataframe" and split["batches"] == 3, split
+print("CONNECT OK")
+'''
+
+
+def test_spark_connect_takes_the_dataframe_path(tmp_path):
+    pytest.importorskip("grpc", reason="Spark Connect needs the connect client packages (grpcio, ...)")
+    pytest.importorskip("zstandard", reason="Spark Connect needs the connect client packages")
+    if not __import__("shutil").which("java"):
+        pytest.skip("needs Java")
+    code = CONNECT.format(root=str(Path(__file__).resolve().parents[2]), here=str(Path(__file__).parent))
+    # A separate process: this one's JVM already holds the classic session.
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    assert "CONNECT OK" in result.stdout, result.stdout[-2000:] + result.stderr[-4000:]
