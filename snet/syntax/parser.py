@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import bisect
 import functools
+import os
 import threading
 from pathlib import Path
 
+import lark
 from lark import Lark
 from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
 
@@ -43,13 +45,35 @@ def build_lark(strict: bool = False) -> Lark:
     return Lark(_grammar_text(), parser="lalr", lexer=SNetLexer, strict=strict, maybe_placeholders=True)
 
 
+def _cache_file() -> str | bool:
+    """Where lark keeps the compiled parse tables between processes (False: nowhere).
+
+    Building the LALR tables takes about half a second, which every ``snet``
+    command would otherwise pay at start-up.  lark checks the grammar's hash
+    stored in the file, so a changed grammar is rebuilt.  The file lives in
+    the user's own cache folder rather than the shared temporary folder,
+    because lark reads it with pickle.
+    """
+    if os.environ.get("SNET_NO_GRAMMAR_CACHE"):
+        return False
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "snet")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return False
+    if not os.access(folder, os.W_OK):
+        return False
+    return os.path.join(folder, f"grammar-lark-{lark.__version__}.cache")
+
+
 class _Parsers:
     """One lark parser per process, with a transformer whose source is swapped per parse."""
 
     def __init__(self) -> None:
         self.builder = AstBuilder(Source("<none>", ""), lambda offset: (1, 1))
         self.lark = Lark(_grammar_text(), parser="lalr", lexer=SNetLexer, transformer=self.builder,
-                         maybe_placeholders=True)
+                         maybe_placeholders=True, cache=_cache_file())
         # The builder holds the source of the parse in progress, so parses take turns.
         self.lock = threading.Lock()
 
