@@ -655,8 +655,8 @@ cdef class SplitEntity(Entity):
         else:
             rec = item
         values = self.keys.values(rec)
-        if rt.det[self.node]:
-            st = push(self.coll.new_group(), st)
+        cdef bint det = rt.det[self.node]
+        cdef GStack cst = st
         n = len(values)
         if n == 0:
             if st is not None:
@@ -664,13 +664,20 @@ cdef class SplitEntity(Entity):
             return 0
         if n > 1 and st is not None:
             spawn(st, n - 1)
-        item = make_item(rec, st)
+        if not det:
+            item = make_item(rec, st)
         for i in range(n):
             v = values[i]
+            if det:
+                # Each copy gets its own group, in ascending order: all outputs
+                # of one input still leave together, and the copies' outputs
+                # in the order the copies were made (as the reference engine).
+                cst = push(self.coll.new_group(), st)
+                item = make_item(rec, cst)
             dest = self.replicas.get(v)
             if dest is None:
                 c = new_ctx(self, Instance.__new__(Instance), self.ctx)
-                rt.fire(w, rt.children[self.node][0], c, st)
+                rt.fire(w, rt.children[self.node][0], c, cst)
                 dest = rt.enter(rt.children[self.node][0], c)
             if dest.identity:
                 dest = bypass(dest)

@@ -152,12 +152,20 @@ def key(record):
 
 
 @settings(max_examples=int(os.environ.get("SNET_FRONT_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(spec=network(), n=st.integers(0, 12), with_b=st.booleans(), entrance_sync=st.booleans(),
-       steal=st.booleans(), seed=st.integers(0, 3))
-def test_random_networks_match_the_reference(spec, n, with_b, entrance_sync, steal, seed):
-    whole = serial(sync(pat("<a>", "<b>"), pat("<k>")), spec) if entrance_sync else spec
-    g = graph(whole)
+@given(spec=network(), n=st.integers(0, 12), with_b=st.booleans(),
+       entrance=st.sampled_from(["none", "sync", "syncstar", "syncstardet"]), steal=st.booleans(),
+       seed=st.integers(0, 3))
+def test_random_networks_match_the_reference(spec, n, with_b, entrance, steal, seed):
+    whole = spec
     recs = inputs(n, with_b)
+    if entrance == "sync":
+        whole = serial(sync(pat("<a>", "<b>"), pat("<k>")), spec)
+    elif entrance.startswith("syncstar"):
+        # Pair the k-th {<a>} with the k-th {<z>} in replica k (language.md §6.9).
+        cells = star(sync(pat("<a>"), pat("<z>")), pat("<a>", "<z>"), det=entrance == "syncstardet")
+        whole = serial(cells, spec)
+        recs = [r for i, r in enumerate(recs) for r in ([r, {"<z>": i}] if i % 3 else [r])]
+    g = graph(whole)
     expected, expected_warnings = run(reference, g, recs)
     if expected == "error":
         for workers in (1, 2):
