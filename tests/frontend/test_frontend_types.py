@@ -327,3 +327,15 @@ def test_each_warning_kind(src, fragment):
 ])
 def test_no_warning_where_the_rules_say_none(src):
     assert compile_source(src, "w.snet", net="n").warnings == ()
+
+
+# ---- the graph drives routing in the reference engine
+
+
+def test_inferred_types_route_records_as_the_language_example_says():
+    import snet
+
+    src = "box f ((a) -> (b)); box g ((b, c) -> (d)); net n connect (f .. g) | f;"
+    net = snet.load(src, boxes={"f": lambda a: {"b": a}, "g": lambda b, c: {"d": b + c}})
+    out = list(net.run([{"a": 1, "c": 2}, {"a": 5}], engine="reference"))
+    assert sorted(map(sorted, (r.items() for r in out))) == [[("b", 5)], [("d", 3)]]
