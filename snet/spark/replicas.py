@@ -26,10 +26,12 @@ replica between tasks.  So a retried task starts again from the same input
 state and its outputs replace the failed attempt's: nothing is duplicated or
 lost, whatever the batch boundaries.
 
-Stateless operands (``not node.stateful``) ship no state: one instance tree
-serves every record, since boxes are stateless and filters and routing are
-pure.  The only thing that distinguishes a new replica there is its
-initialisers, which the driver asks for with a per-record flag.
+Operands without synchro-cells and without initialisers ship no state: one
+instance tree serves every record, since boxes are stateless and filters
+and routing are pure (:func:`keeps_state`).  An operand with initialisers
+keeps state even without cells: which of its nested replicas (star
+replicas, nested split replicas) exist decides where initialisers still
+fire, so each replica needs its own tree.
 
 Wire format
 ===========
@@ -234,6 +236,11 @@ def pending_warnings(cells: list[SyncCell]) -> list[str]:
             for c in cells if not c.fired and c.filled() > 0]
 
 
+def keeps_state(operand: Node) -> bool:
+    """True if replicas of ``operand`` differ from one another (see the module docstring)."""
+    return bool(operand.stateful or operand.has_initialisers)
+
+
 # -- the host ----------------------------------------------------------------
 
 class ReplicaHost:
@@ -249,7 +256,7 @@ class ReplicaHost:
         self.graph = graph
         self.split = graph.nodes[split_node_id]
         self.operand = self.split.operand
-        self.stateful = bool(self.operand.stateful)
+        self.stateful = keeps_state(self.operand)
         self.engine = ReferenceEngine(graph, boxes)
         self.op_ids = {id(op): i for i, op in enumerate(self.engine.ops.ops) if op is not None}
         self._shared: tuple | None = None  # the one instance tree of a stateless operand
@@ -265,7 +272,7 @@ class ReplicaHost:
     def _shared_target(self) -> tuple:
         if self._shared is None:
             self._shared = self._build()
-            self.engine.pending_fire.clear()  # fired per replica, on request
+            self.engine.pending_fire.clear()  # none: the operand has no initialisers
         return self._shared
 
     # running
@@ -288,13 +295,10 @@ class ReplicaHost:
             target = load_replica(self, group.state) if group.state is not None else self._build()
         key = None
         try:
+            if not self.stateful:
+                target = self._shared_target()
             for key, record, fire in group.items:
-                if self.stateful:
-                    outputs.append((key, self._feed(target, record, fire)))
-                elif fire:
-                    outputs.append((key, self._feed(self._build(), record, True)))
-                else:
-                    outputs.append((key, self._feed(self._shared_target(), record, False)))
+                outputs.append((key, self._feed(target, record, fire)))
         except SNetRuntimeError as e:
             engine.stack.clear()
             engine.pending_fire.clear()

@@ -17,9 +17,10 @@ most ``partitions`` tasks (largest first, onto the least loaded task) and
 runs a single-stage job over them.  Each group is one element that carries
 its records in order, so order within a tag is guaranteed by construction
 rather than by sort and shuffle-fetch order, and there is no shuffle at all.
-A stateless operand is not grouped by tag: its batch is cut into equal
-chunks, which balances skewed tags, since any replica of a stateless
-operand gives the same results.
+An operand whose replicas are all alike (no synchro-cell, no initialiser:
+:func:`~snet.spark.replicas.keeps_state`) is not grouped by tag: its batch
+is cut into equal chunks, which balances skewed tags, since any replica
+gives the same results.
 
 Two job paths, the same tasks:
 
@@ -48,7 +49,7 @@ from typing import Any, Callable
 
 from snet.core.compiled import SplitKeys
 from snet.errors import SNetRuntimeError, SNetUsageError
-from snet.spark.replicas import Group, TaskInput, TaskOutput, dumps, loads
+from snet.spark.replicas import Group, TaskInput, TaskOutput, dumps, keeps_state, loads
 from snet.spg.nodes import PropertyGraph, SplitNode
 
 log = logging.getLogger("snet.spark")
@@ -93,8 +94,7 @@ class SparkSplitRunner:
         self.node = node
         self.where = node.span.location if node.span is not None else f"node {node.id}"
         self.keys = SplitKeys(node)
-        self.stateful = bool(node.operand.stateful)
-        self.initialisers = bool(node.operand.has_initialisers)
+        self.stateful = keeps_state(node.operand)  # replicas differ: per-replica state bytes
         self.batch_size = batch_size or DEFAULT_BATCH
         self.master = master
         self.session = get_session(master, conf)
@@ -111,9 +111,8 @@ class SparkSplitRunner:
         self._broadcast = None
         if self.path == "rdd":
             self._broadcast = self.session.sparkContext.broadcast(self.context_bytes)
-        # (instance, value) -> replica bytes (stateful) ; values whose replica exists (initialisers)
+        # (instance, value) -> the replica's bytes after its last batch (stateful operands)
         self.states: dict[tuple[int, int], bytes] = {}
-        self.created: set[tuple[int, int]] = set()
         self.pending_warnings: dict[tuple[int, int], list[str]] = {}
         self.box_calls: dict[str, list] = {}
         self._stats = {"batches": 0, "records": 0, "copies": 0, "tasks": 0, "seconds": 0.0,
@@ -233,15 +232,10 @@ class SparkSplitRunner:
                     group.items.append(((seq, instance, value), record, fire))
             return list(groups.values()), copies
         items = []
-        created = self.created
         for instance, seq, record in batch:
             for value in self.keys.values(record):
                 copies += 1
-                fire = False
-                if self.initialisers and (instance, value) not in created:
-                    created.add((instance, value))
-                    fire = True
-                items.append(((seq, instance, value), record, fire))
+                items.append(((seq, instance, value), record, False))
         n = max(1, min(self.partitions, len(items)))
         size = -(-len(items) // n) if items else 0
         return [Group(-1, None, None, items[i:i + size]) for i in range(0, len(items), size or 1)], copies
@@ -306,7 +300,7 @@ class SparkSplitRunner:
         s["split"] = self.where
         s["path"] = self.path
         s["partitions"] = self.partitions
-        s["replicas"] = len(self.states) if self.stateful else len(self.created)
+        s["replicas"] = len(self.states)
         s["seconds_per_batch"] = s["seconds"] / s["batches"] if s["batches"] else 0.0
         s["boxes"] = {name: {"calls": c, "seconds": t} for name, (c, t) in sorted(self.box_calls.items())}
         return s

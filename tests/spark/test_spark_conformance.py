@@ -227,3 +227,23 @@ def test_initialisers_fire_once_per_replica_before_its_first_record(spark_option
     out = list(net.run(records, engine="reference", **spark_options(spark_batch=batch)))
     # language.md §6.4's example, in order
     assert out == [{"<x>": 0}, {"<x>": 1}, {"<k>": 1}, {"<x>": 0}, {"<x>": 1}, {"<k>": 2}, {"<k>": 1}]
+
+
+NESTED_INIT = """
+net nestedinit {
+  box init ( -> (<x>));
+} connect ((init | []) !! <j>) !! <k>;
+"""
+
+
+@pytest.mark.parametrize("batch", [1, 3, 4096])
+def test_nested_replicas_fire_their_initialisers_per_outer_replica(spark_options, batch):
+    import snet
+
+    net = snet.load(NESTED_INIT, boxes={"init": init})
+    records = [{"<k>": k, "<j>": j} for k, j in [(1, 1), (2, 1), (1, 1), (1, 2), (2, 2), (2, 1)]]
+    local = list(net.run(records, engine="reference"))
+    execution = net.run(records, engine="reference", **spark_options(spark_batch=batch))
+    assert list(execution) == local
+    assert sum(1 for r in local if "<x>" in r) == 2 * 4  # one init per (k, j) replica, two records each
+    assert next(iter(execution.stats()["spark"]["splits"].values()))["replicas"] == 2
