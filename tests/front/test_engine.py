@@ -1,0 +1,186 @@
+"""Behaviour of the FRONT engine that the conformance cases do not pin down.
+
+Errors and early stops (every worker joined), input exceptions, box
+concurrency keeping order, GIL-releasing boxes overlapping, initialisers on
+empty input, termination warnings, statistics and the input throttle.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+
+import snet
+from snet.errors import SNetBoxError, SNetRuntimeError
+
+
+def front_threads() -> int:
+    return sum(1 for t in threading.enumerate() if t.name.startswith("snet-front-worker"))
+
+
+def run(source, records, boxes=None, **options):
+    net = snet.load(source, boxes=boxes or {})
+    with net.run(records, engine="front", **options) as execution:
+        outputs = list(execution)
+    return outputs, execution
+
+
+PIPE = """
+net pipe {
+  box slow ((a) -> (a));
+  box fast ((a) -> (a));
+} connect fast .. slow .. fast;
+"""
+
+
+def sleepy_boxes(active=None, peak=None, lock=None):
+    def slow(a):
+        if lock is not None:
+            with lock:
+                active[0] += 1
+                peak[0] = max(peak[0], active[0])
+        time.sleep(random.random() * 0.002)  # releases the GIL
+        if lock is not None:
+            with lock:
+                active[0] -= 1
+        return {"a": a * 10}
+
+    def fast(a):
+        return {"a": a + 1}
+
+    return {"slow": slow, "fast": fast}
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_concurrent_box_calls_keep_stream_order(workers):
+    records = [{"a": i} for i in range(300)]
+    outputs, _ = run(PIPE, records, sleepy_boxes(), workers=workers, box_concurrency=4)
+    assert [r["a"] for r in outputs] == [(i + 1) * 10 + 1 for i in range(300)]
+
+
+def test_gil_releasing_box_calls_overlap_on_two_workers():
+    active, peak, lock = [0], [0], threading.Lock()
+    records = [{"a": i} for i in range(200)]
+    outputs, _ = run(PIPE, records, sleepy_boxes(active, peak, lock), workers=2)
+    assert len(outputs) == 200
+    assert peak[0] >= 2  # two calls of the same box instance were in flight at once
+
+
+def test_box_concurrency_one_never_overlaps():
+    active, peak, lock = [0], [0], threading.Lock()
+    records = [{"a": i} for i in range(100)]
+    run(PIPE, records, sleepy_boxes(active, peak, lock), workers=4, box_concurrency={"slow": 1})
+    assert peak[0] == 1
+
+
+def test_box_error_stops_the_run_and_joins_every_worker():
+    source = """
+    net fails { box boom ((a) -> (a)); } connect [{a} -> {a}] .. boom;
+    """
+
+    def boom(a):
+        if a == 50:
+            raise ValueError("fifty")
+        return {"a": a}
+
+    net = snet.load(source, boxes={"boom": boom})
+    seen = []
+    with pytest.raises(SNetBoxError, match="fifty"):
+        with net.run(({"a": i} for i in range(10**9)), engine="front", workers=3) as execution:
+            for record in execution:
+                seen.append(record["a"])
+    assert 49 in seen or len(seen) <= 50  # outputs that reached the output came first
+    assert all(a != 50 for a in seen)
+    assert front_threads() == 0
+
+
+def test_routing_error_is_a_runtime_error():
+    with pytest.raises(SNetRuntimeError, match="cannot route"):
+        run("net r { box f ((a) -> (a)); } connect f | [{b} -> {b}];", [{"c": 1}], {"f": lambda a: {"a": a}},
+            workers=2)
+    assert front_threads() == 0
+
+
+def test_input_exception_is_raised_after_earlier_outputs():
+    def records():
+        for i in range(20):
+            yield {"a": i}
+        raise ValueError("bad input record")
+
+    net = snet.load("net p { box f ((a) -> (a)); } connect f;", boxes={"f": lambda a: {"a": a}})
+    seen = []
+    with pytest.raises(ValueError, match="bad input record"):
+        with net.run(records(), engine="front", workers=2) as execution:
+            for record in execution:
+                seen.append(record["a"])
+    assert sorted(seen) == list(range(20))
+    assert front_threads() == 0
+
+
+def test_close_stops_an_endless_run():
+    net = snet.load("net p { box f ((a) -> (a)); } connect f;", boxes={"f": lambda a: {"a": a}})
+    execution = net.run(({"a": i} for i in range(10**12)), engine="front", workers=2)
+    for n, _ in enumerate(execution):
+        if n == 1000:
+            break
+    execution.close()
+    execution.close()
+    assert front_threads() == 0
+
+
+def test_top_level_initialiser_fires_on_empty_input():
+    source = "net s { box init ( -> (x)); } connect init | [];"
+    outputs, _ = run(source, [], {"init": lambda: [{"x": 1}, {"x": 2}]}, workers=2)
+    assert outputs == [{"x": 1}, {"x": 2}]
+
+
+def test_initialiser_outputs_come_first_in_every_replica():
+    source = "net s { box init ( -> (<x>)); } connect (init | []) !! <k>;"
+    records = [{"<k>": 1}, {"<k>": 2}, {"<k>": 1}]
+    for workers in (1, 2, 4):
+        outputs, _ = run(source, records, {"init": lambda: [{"<x>": 0}, {"<x>": 1}]}, workers=workers)
+        assert outputs == [{"<x>": 0}, {"<x>": 1}, {"<k>": 1}, {"<x>": 0}, {"<x>": 1}, {"<k>": 2}, {"<k>": 1}]
+
+
+def test_unfinished_cells_warn_at_termination():
+    outputs, execution = run("net s connect [| {a}, {b} |] * {a, b};", [{"a": 1}, {"a": 2}, {"b": 3}], workers=2)
+    assert outputs == [{"a": 1, "b": 3}]
+    assert len(execution.warnings) == 1
+    assert "synchro-cell discarded with 1 of 2 patterns filled" in execution.warnings[0]
+
+
+def test_statistics_report_what_the_runtime_did():
+    records = [{"a": i} for i in range(500)]
+    _, execution = run(PIPE, records, sleepy_boxes(), workers=2)
+    stats = execution.stats()
+    assert stats["engine"] == "front"
+    assert stats["records_in"] == 500 and stats["records_out"] == 500
+    assert stats["boxes"]["slow"]["calls"] == 500 and stats["boxes"]["fast"]["calls"] == 1000
+    assert stats["entities"]["created"] >= 3 and stats["entities"]["peak"] >= stats["entities"]["alive"]
+    assert len(stats["workers"]) == 2
+    assert all("busy_seconds" in w for w in stats["workers"])
+    assert {"continuations", "licences_stolen", "steals", "invocations"} <= set(stats)
+
+
+def test_throttle_bounds_records_in_flight():
+    net = snet.load("net p { box f ((a) -> (a)); } connect f;", boxes={"f": lambda a: {"a": a}})
+    execution = net.run(({"a": i} for i in range(10**12)), engine="front", workers=2, throttle=(8, 1))
+    with execution:
+        for n, _ in enumerate(execution):
+            stats = execution.stats()
+            assert stats["records_in"] < 8 + stats["records_out"] + 1
+            if n == 2000:
+                break
+    assert front_threads() == 0
+
+
+def test_steal_off_and_seeds_give_the_same_results():
+    records = [{"a": i} for i in range(200)]
+    expected = [(i + 1) * 10 + 1 for i in range(200)]
+    for steal in (True, False):
+        for seed in (0, 1, 2):
+            outputs, _ = run(PIPE, records, sleepy_boxes(), workers=3, steal=steal, seed=seed)
+            assert [r["a"] for r in outputs] == expected
