@@ -42,6 +42,11 @@ from snet.typesys.scopes import Resolution, Scope, net_references, resolve
 from snet.typesys.types import TypeChecker, TypeInfo, box_type
 from snet.typesys.warnings import find_warnings
 
+# Every use of a net is expanded into its own subtree, so nets that use each
+# other twice per level grow exponentially; stop with a clear error instead
+# of exhausting memory.
+MAX_NODES = 2_000_000
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Analysis:
@@ -175,7 +180,12 @@ def compile_file(path: str, net: str | None = None) -> PropertyGraph:
 def build_graph(analysis: Analysis, run: ast.NetDef) -> PropertyGraph:
     """The property graph of net `run` (a top-level net of the analysed program)."""
     builder = _GraphBuilder(analysis.resolution, analysis.checker)
-    root = builder.net_occurrence(run, run.span, None)
+    try:
+        root = builder.net_occurrence(run, run.span, None)
+    except _TooLarge:
+        raise SNetCompileError([Diagnostic(
+            "error", run.span, f"net '{run.name}' expands to more than {MAX_NODES} constructs (every use of a "
+                               f"net is a separate instance); use *, ! or \\ for repeated structure")]) from None
     boxes = tuple(
         BoxDeclaration(d.name, () if d.inputs is None else tuple(label.text for label in d.inputs),
                        tuple(tuple(label.text for label in v) for v in d.outputs), d.inputs is None, d.span)
@@ -184,6 +194,10 @@ def build_graph(analysis: Analysis, run: ast.NetDef) -> PropertyGraph:
         root=root, nodes=tuple(builder.nodes), net_name=run.name,
         signature=analysis.checker.signature_text(run), boxes=boxes, source=analysis.source,
         warnings=tuple(w.render() for w in analysis.warnings))
+
+
+class _TooLarge(Exception):
+    pass
 
 
 def _flags(children) -> dict:
@@ -208,6 +222,8 @@ class _GraphBuilder:
         self._metadata: dict[tuple[int, int], dict[str, str]] = {}
 
     def _new_id(self) -> int:
+        if len(self.nodes) >= MAX_NODES:
+            raise _TooLarge()
         self.nodes.append(None)
         return len(self.nodes) - 1
 

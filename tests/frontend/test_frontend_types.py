@@ -339,3 +339,12 @@ def test_inferred_types_route_records_as_the_language_example_says():
     net = snet.load(src, boxes={"f": lambda a: {"b": a}, "g": lambda b, c: {"d": b + c}})
     out = list(net.run([{"a": 1, "c": 2}, {"a": 5}], engine="reference"))
     assert sorted(map(sorted, (r.items() for r in out))) == [[("b", 5)], [("d", 3)]]
+
+
+def test_an_exponentially_large_expansion_is_a_clear_error(monkeypatch):
+    import snet.spg.build as build
+
+    monkeypatch.setattr(build, "MAX_NODES", 1000)
+    levels = "".join(f"net n{i} connect n{i + 1} .. n{i + 1};\n" for i in range(12))
+    with pytest.raises(SNetCompileError, match=r"net 'n0' expands to more than 1000 constructs"):
+        compile_source(levels + "net n12 connect [];", "n0.snet")
