@@ -56,9 +56,10 @@ from snet.spg.nodes import NetNode, Node, ParallelNode, PropertyGraph, SplitNode
 Record = dict
 
 
-def _outermost(graph: PropertyGraph, wanted: Callable[[Node], bool]) -> list[SplitNode]:
+def _outermost(root: Node, wanted: Callable[[Node], bool]) -> list[SplitNode]:
+    """The splits under ``root`` that ``wanted`` accepts and that no accepted split encloses."""
     found = []
-    stack = [graph.root]
+    stack = [root]
     while stack:
         node = stack.pop()
         if isinstance(node, SplitNode) and wanted(node):
@@ -76,9 +77,9 @@ def select_splits(graph: PropertyGraph, rule: str | None) -> frozenset[int]:
     """The ids of the split nodes that run on Spark under ``rule`` (see the module docstring)."""
     rule = (rule or "auto").strip()
     if rule == "auto":
-        return frozenset(n.id for n in _outermost(graph, lambda n: n.operand.has_boxes))
+        return frozenset(n.id for n in _outermost(graph.root, lambda n: n.operand.has_boxes))
     if rule == "all":
-        return frozenset(n.id for n in _outermost(graph, lambda n: True))
+        return frozenset(n.id for n in _outermost(graph.root, lambda n: True))
     chosen: set[int] = set()
     for token in (t.strip() for t in rule.split(",")):
         if not token:
@@ -88,7 +89,7 @@ def select_splits(graph: PropertyGraph, rule: str | None) -> frozenset[int]:
             where = ", ".join(split_positions(graph)) or "none"
             raise SNetUsageError(f"--spark-splits: '{token}' names no split or net (splits at: {where})")
         chosen.update(hits)
-    return frozenset(n.id for n in _outermost(graph, lambda n: n.id in chosen))
+    return frozenset(n.id for n in _outermost(graph.root, lambda n: n.id in chosen))
 
 
 def _match(graph: PropertyGraph, token: str) -> set[int]:
@@ -104,8 +105,7 @@ def _match(graph: PropertyGraph, token: str) -> set[int]:
     hits = set()
     for node in graph.nodes:
         if isinstance(node, NetNode) and node.name == token:
-            inner = PropertyGraph(node, graph.nodes, graph.net_name, graph.signature, graph.boxes, graph.source)
-            hits.update(n.id for n in _outermost(inner, lambda n: True))
+            hits.update(n.id for n in _outermost(node, lambda n: True))
     return hits
 
 

@@ -117,3 +117,20 @@ def test_selection_rules():
     with pytest.raises(SNetUsageError, match="names no split or net.*hand.snet:1:33"):
         select_splits(pure, "2:7")
     assert guarded_combinators(pure, select_splits(pure, "all")) == frozenset()
+
+
+def test_selection_on_a_compiled_program_with_nested_splits():
+    from snet.spg.build import compile_file
+
+    path = Path(__file__).resolve().parents[2] / ".." / "shared" / "conformance" / "cases" / "fibonacci" / "net.snet"
+    graph = compile_file(str(path.resolve()))
+    splits = {n.id: n for n in graph.nodes if n.kind == "split"}
+    outer = [i for i, n in splits.items() if n.tag == "<id>"]
+    inner = [i for i, n in splits.items() if n.tag == "<m>"]
+    assert len(outer) == 1 and len(inner) == 1
+    assert select_splits(graph, "auto") == frozenset()  # filters and cells only
+    assert select_splits(graph, "all") == set(outer)  # the nested split runs inside the outer replicas
+    assert select_splits(graph, "join") == set(inner)  # a net name
+    position = splits[inner[0]].span
+    assert select_splits(graph, f"{position.line}:{position.column}") == set(inner)
+    assert select_splits(graph, f"join,{splits[outer[0]].span.location}") == set(outer)  # outermost kept
