@@ -99,7 +99,7 @@ cdef class Worker:
     cdef Entity cont_e
     cdef object cont_item
     cdef int victim
-    cdef long n_cont, n_steals, n_stolen, n_invocations, n_inputs
+    cdef long n_cont, n_steals, n_stolen, n_invocations, n_inputs, n_moved, scans
     cdef double busy
     cdef double *box_time
     cdef long *box_calls
@@ -109,6 +109,7 @@ cdef class Worker:
     cdef int drop(self, GStack st) except -1
     cdef int process(self, Entity e, object item) except -1
     cdef bint work_own(self) except -1
+    cdef void sweep(self)
     cdef bint try_input(self) except -1
     cdef bint try_steal(self) except -1
 

@@ -120,6 +120,7 @@ cdef enum:
     IDLE_STEP_US = 20
     IDLE_MAX_US = 400
     SPINS_BEFORE_YIELD = 64
+    SWEEP_EVERY = 256  # work_own scans between sweeps of lapsed licences
     NOTIFY_BATCH = 64
 
 cdef object _WAKE = object()  # a wake-up item for a collector
@@ -165,21 +166,40 @@ cdef inline GStack push(Group g, GStack st):
 
 
 cdef Entity bypass(Entity d):
-    """Follow identity entities whose inbox is empty: later records skip them.
+    """Follow identity entities: later records skip them.
 
-    Safe because an identity forwards unchanged, and with its lock held and
-    its inbox empty every record written to it earlier has already been
-    forwarded to its out: skipping it cannot reorder a stream.
+    Safe because an identity forwards unchanged.  With its lock held no
+    record is being forwarded by it; the records still queued in its inbox
+    are moved, in order, to the end of its out's inbox before anything
+    newer can be written there, so no stream is reordered.  Licences for
+    the moved records go to the current worker; licences others still hold
+    for the identity find its inbox empty and lapse (`Worker.work_own`).
+    This is what keeps the entity graph of long stateful runs bounded.
     """
     cdef Entity nxt
+    cdef Worker w
+    cdef Py_ssize_t moved
     while d.identity and snet_try_lock(&d.lock):
-        if len(d.inbox):
-            snet_unlock(&d.lock)
-            break
         nxt = d.resolve_out()
+        inbox = d.inbox
+        moved = len(inbox)
+        if moved:
+            w = <Worker>getattr(_current, "worker", None)
+            if w is None or nxt is d.rt.sink:
+                snet_unlock(&d.lock)
+                break
+            target = nxt.inbox
+            while len(inbox):
+                target.append(inbox.popleft())
+            w.add_licences(nxt, moved)
+            w.n_moved += moved
         snet_unlock(&d.lock)
         d = nxt
     return d
+
+
+_current = threading.local()  # .worker: the Worker of this thread (None outside workers)
+_current.worker = None
 
 
 @cython.final
@@ -574,12 +594,24 @@ cdef class StarShared:
     cdef object matcher
     cdef bint det
     cdef Collector coll
-    cdef Entity junction  # an entity whose junction_out is the star's out
+    cdef Entity out  # the star's out, shared by the exits of every incarnation
+    cdef int jlock  # guards `out`
 
     cdef Entity exit_target(self):
+        cdef Entity d
         if self.coll is not None:
             return self.coll
-        return self.junction.junction_out()
+        spin_lock(&self.jlock)
+        try:
+            d = self.out
+            if d is None:
+                d = self.rt.exit_target(self.node, self.ctx)
+            if d.identity:
+                d = bypass(d)
+            self.out = d
+        finally:
+            snet_unlock(&self.jlock)
+        return d
 
 
 @cython.final
@@ -887,6 +919,9 @@ cdef class Worker:
         refs = self.refs
         spin_lock(&self.list_lock)
         try:
+            self.scans += 1
+            if self.scans % SWEEP_EVERY == 0:
+                self.sweep()
             while i < len(refs):
                 ref = <Licence>refs[i]
                 if ref.count <= 0:
@@ -895,7 +930,7 @@ cdef class Worker:
                     continue
                 e = ref.entity
                 if snet_try_lock(&e.lock):
-                    if not len(e.inbox):  # cannot happen while licences <= records; be safe
+                    if not len(e.inbox):  # its records were moved past it (bypass): the licence lapses
                         snet_unlock(&e.lock)
                         ref.count = 0
                         continue
@@ -913,6 +948,25 @@ cdef class Worker:
         finally:
             self.cur = -1
         return True
+
+    cdef void sweep(self):
+        """Drop the licences of empty streams (list lock held).
+
+        A licence only says "some record is waiting"; when the inbox is
+        empty every licence for it is surplus (records written later bring
+        their own).  Licences for identities whose records were moved on
+        would otherwise sit at the tail of the list and keep dissolved
+        entities alive.
+        """
+        cdef Licence ref
+        cdef list keep = []
+        for r in self.refs:
+            ref = <Licence>r
+            if ref.count > 0 and len(ref.entity.inbox):
+                keep.append(ref)
+            else:
+                del self.index[ref.entity]
+        self.refs[:] = keep
 
     cdef bint try_input(self) except -1:
         """Admit one input record (one worker at a time)."""
@@ -997,6 +1051,7 @@ cdef class Worker:
         cdef int idle = 0
         cdef double t0
         cdef unsigned int nap
+        _current.worker = self
         try:
             while not rt.stop and not rt.done:
                 t0 = snet_now()
@@ -1175,8 +1230,6 @@ cdef class Runtime:
             st.k = 0
             if sh.det:
                 sh.coll = self.new_collector(n, ctx)
-            else:
-                sh.junction = st  # incarnation 0 holds the shared out
             return st
         if k == K_SYNCSTAR:
             z = SyncStarEntity.__new__(SyncStarEntity)
@@ -1302,10 +1355,14 @@ cdef class Runtime:
     def start(self):
         """Fire the top-level initialisers, then start the worker threads."""
         self.started = snet_now()
+        previous = getattr(_current, "worker", None)
+        _current.worker = self.workers[0]
         try:
             self.fire(<Worker>self.workers[0], 0, self.root_ctx, None)
         except BaseException as e:
             self.fail(e)
+        finally:
+            _current.worker = previous
         for w in self.workers:
             t = threading.Thread(target=w.run, name=f"snet-front-worker-{(<Worker>w).wid}", daemon=True)
             self.threads.append(t)
@@ -1371,6 +1428,7 @@ cdef class Runtime:
             "continuations": sum((<Worker>w).n_cont for w in self.workers),
             "steals": sum((<Worker>w).n_steals for w in self.workers),
             "licences_stolen": sum((<Worker>w).n_stolen for w in self.workers),
+            "records_moved_past_identities": sum((<Worker>w).n_moved for w in self.workers),
             "workers": [{"busy_seconds": (<Worker>w).busy, "invocations": (<Worker>w).n_invocations,
                          "continuations": (<Worker>w).n_cont, "inputs": (<Worker>w).n_inputs,
                          "licences_stolen": (<Worker>w).n_stolen} for w in self.workers],
