@@ -65,9 +65,10 @@ setup(
     install_requires=["lark>=1.2,<2", "cloudpickle>=2.0"],
     extras_require={
         "examples": ["numpy>=1.24"],
-        "spark": ["pyspark>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=15"],
+        # pyspark[connect] brings the Spark Connect client (grpcio, zstandard, ...) for sc:// masters.
+        "spark": ["pyspark[connect]>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=18"],
         "test": ["pytest>=8", "pytest-benchmark>=4", "hypothesis>=6", "interegular>=0.3",
-                 "numpy>=1.24", "pyspark>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=15"],
+                 "numpy>=1.24", "pyspark[connect]>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=18"],
     },
     entry_points={"console_scripts": ["snet = snet.cli:main"]},
     zip_safe=False,
