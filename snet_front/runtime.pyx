@@ -458,7 +458,7 @@ cdef class SyncStarEntity(Entity):
             self.waiting = [deque() for _ in range(self.shape.count)]
             self.all_patterns = range(self.shape.count)
         while True:
-            if self.matcher.first(rec) >= 0:
+            if self.matcher(rec) >= 0:
                 w.write(self.resolve_out(), make_item(rec, st), True)
                 return 0
             try:
@@ -519,7 +519,7 @@ cdef class SyncStarEntity(Entity):
         while i < len(cells) and cells[i][0] <= after:
             i += 1
         while True:
-            if self.matcher.first(rec) >= 0:
+            if self.matcher(rec) >= 0:
                 w.write(self.resolve_out(), make_item(rec, st), True)
                 return 0
             fresh = i == len(cells)
@@ -566,7 +566,7 @@ cdef class ParallelEntity(Entity):
             st = (<Tagged>item).stack
         else:
             rec = item
-        cdef int b = self.router.route(rec)
+        cdef int b = self.router(rec)
         if self.rt.det[self.node]:
             st = push(self.coll.new_group(), st)
             item = make_item(rec, st)
@@ -639,7 +639,7 @@ cdef class StarEntity(Entity):
         if leader:
             st = push(sh.coll.new_group(), st)
             item = make_item(rec, st)
-        if sh.matcher.first(rec) >= 0:
+        if sh.matcher(rec) >= 0:
             w.write(sh.exit_target(), item, True)
             return 0
         dest = self.op_entry
@@ -746,7 +746,7 @@ cdef class FeedbackReturn(Entity):
 
     cdef int invoke(self, Worker w, object item) except -1:
         cdef object rec = (<Tagged>item).rec if type(item) is Tagged else item
-        if self.matcher.first(rec) >= 0:
+        if self.matcher(rec) >= 0:
             w.write(self.entry(), item, True)
         else:
             w.write(self.resolve_out(), item, True)
@@ -1193,7 +1193,7 @@ cdef class Runtime:
         if k == K_BOX:
             b = BoxEntity.__new__(BoxEntity)
             b.setup(self, n, ctx)
-            b.op = op
+            b.op = op.__call__  # the bound method: one lookup per entity, not per call
             b.limit = self.conc[n]
             b.done = {}
             return b
@@ -1210,7 +1210,7 @@ cdef class Runtime:
         if k == K_PAR:
             p = ParallelEntity.__new__(ParallelEntity)
             p.setup(self, n, ctx)
-            p.router = op
+            p.router = op.route
             p.branches = [None] * len(self.children[n])
             if self.det[n] or self.inst_init[n]:
                 c = self.new_collector(n, ctx)
@@ -1222,7 +1222,7 @@ cdef class Runtime:
             sh.rt = self
             sh.node = n
             sh.ctx = ctx
-            sh.matcher = op
+            sh.matcher = op.first
             sh.det = self.det[n]
             st = StarEntity.__new__(StarEntity)
             st.setup(self, n, ctx)
@@ -1234,7 +1234,7 @@ cdef class Runtime:
         if k == K_SYNCSTAR:
             z = SyncStarEntity.__new__(SyncStarEntity)
             z.setup(self, n, ctx)
-            z.matcher = op[0]
+            z.matcher = op[0].first
             z.shape = op[1]
             z.sync_node = op[2]
             z.cells = []
@@ -1250,7 +1250,7 @@ cdef class Runtime:
         if k == K_FEEDBACK:
             fb = FeedbackReturn.__new__(FeedbackReturn)
             fb.setup(self, n, ctx)
-            fb.matcher = op
+            fb.matcher = op.first
             fb.ctx_op = new_ctx(fb, ctx.inst, ctx)
             return fb.entry()
         raise SNetRuntimeError(f"internal error: no entity for node kind {k}")
@@ -1298,7 +1298,7 @@ cdef class Runtime:
         if k == K_FEEDBACK:
             fb = FeedbackReturn.__new__(FeedbackReturn)
             fb.setup(self, n, ctx)
-            fb.matcher = self.ops[n]
+            fb.matcher = self.ops[n].first
             fb.ctx_op = new_ctx(fb, ctx.inst, ctx)
             ctx.inst.eager[n] = fb
             self.fire(w, self.child0[n], fb.ctx_op, st)
