@@ -231,8 +231,17 @@ class FrontExecution(Execution):
 
 def start(graph: PropertyGraph, boxes: dict[str, Callable], records: Iterable[Record],
           options: RunOptions | None = None) -> FrontExecution:
-    """Run ``graph`` on the FRONT engine (see :mod:`snet.backends` for the contract)."""
-    return FrontExecution(graph, boxes, records, options or RunOptions())
+    """Run ``graph`` on the FRONT engine (see :mod:`snet.backends` for the contract).
+
+    Splits on Spark (``options.spark_master``) are driven by the reference
+    engine's hook; such runs are handed to it.  XX: run the local part on
+    FRONT and only the selected splits on Spark.
+    """
+    options = options or RunOptions()
+    if options.spark_master:
+        from snet import reference
+        return reference.start(graph, boxes, records, options)
+    return FrontExecution(graph, boxes, records, options)
 
 
 __all__ = ["FrontExecution", "Program", "build_program", "start", "DEFAULT_BOX_CONCURRENCY"]
