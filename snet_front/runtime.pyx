@@ -979,6 +979,17 @@ cdef class Worker:
                 return False
             if rt.throttled and rt.records_in >= rt.thr_off + rt.thr_fac * rt.records_out:
                 return False
+            dest = rt.root_entry
+            if dest is None:
+                dest = rt.enter(0, rt.root_ctx)
+            if dest.identity:
+                dest = bypass(dest)
+            rt.root_entry = dest
+            if dest.identity and snet_is_locked(&dest.lock):
+                # The entry dissolved but another worker is moving records
+                # through it: wait rather than queue behind it, so the walker
+                # can cut the chain of identities (docs/runtime.md).
+                return False
             try:
                 rec = next(rt.input_iter)
             except StopIteration:
@@ -992,12 +1003,6 @@ cdef class Worker:
                 rec = dict(rec)
             rt.records_in += 1
             self.n_inputs += 1
-            dest = rt.root_entry
-            if dest is None:
-                dest = rt.enter(0, rt.root_ctx)
-            if dest.identity:
-                dest = bypass(dest)
-            rt.root_entry = dest
             self.write(dest, rec, True)
         finally:
             snet_unlock(&rt.input_lock)
