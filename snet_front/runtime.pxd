@@ -59,6 +59,8 @@ cdef class Entity:
     cdef int lock
     cdef int jlock  # guards the lazily resolved shared out target of junctions
     cdef bint identity  # forwards everything unchanged from now on: writers may bypass it
+    cdef int cap  # concurrent boxes: at most `cap` calls in flight (0: not a concurrent box)
+    cdef long running  # calls in flight (concurrent boxes)
     cdef int node
     cdef object inbox  # collections.deque: thread-safe appends/pops
     cdef Runtime rt

@@ -118,7 +118,7 @@ cdef enum:
 # workers do not take the GIL from busy ones more than every few hundred µs.
 cdef enum:
     IDLE_STEP_US = 20
-    IDLE_MAX_US = 400
+    IDLE_MAX_US = 200
     SPINS_BEFORE_YIELD = 64
     SWEEP_EVERY = 256  # work_own scans between sweeps of lapsed licences
     NOTIFY_BATCH = 64
@@ -140,6 +140,11 @@ cdef inline void spin_lock(int *p):
             n = 0
             with nogil:  # touches no Python object; lets the holder run
                 sched_yield()
+
+
+cdef inline bint saturated(Entity e):
+    """A concurrent box already running as many calls as it may: take nothing from it now."""
+    return e.cap != 0 and snet_atomic_load(&e.running) >= e.cap
 
 
 cdef inline object make_item(object rec, GStack st):
@@ -325,7 +330,6 @@ cdef class BoxEntity(Entity):
     """A box instance; up to ``limit`` concurrent calls, outputs kept in input order."""
     cdef object op
     cdef int limit
-    cdef long running
     cdef long next_seq
     cdef long emit_seq
     cdef dict done
@@ -351,11 +355,13 @@ cdef class BoxEntity(Entity):
             return 0
         # Concurrent invocation: number the record while we hold the lock,
         # let other workers start on the next records, reorder at the end.
+        # Workers only take a record from this inbox while fewer than `cap`
+        # calls run (`saturated`), so the lock can always be dropped here.
         seq = self.next_seq
         self.next_seq += 1
-        if snet_atomic_add(&self.running, 1) < self.limit:
-            early = 1
-            snet_unlock(&self.lock)
+        snet_atomic_add(&self.running, 1)
+        early = 1
+        snet_unlock(&self.lock)
         try:
             t0 = snet_now()
             outs = self.op(rec)
@@ -851,6 +857,11 @@ cdef class Worker:
             return 0
         snet_atomic_add(&rt.pending, 1)
         if last and self.cont_e is None and snet_try_lock(&dest.lock):
+            if saturated(dest):
+                snet_unlock(&dest.lock)
+                dest.inbox.append(item)
+                self.add_licences(dest, 1)
+                return 0
             inbox = dest.inbox
             if len(inbox):  # older records first: keep the stream FIFO
                 inbox.append(item)
@@ -930,6 +941,10 @@ cdef class Worker:
                     continue
                 e = ref.entity
                 if snet_try_lock(&e.lock):
+                    if saturated(e):
+                        snet_unlock(&e.lock)
+                        i += 1
+                        continue
                     if not len(e.inbox):  # its records were moved past it (bypass): the licence lapses
                         snet_unlock(&e.lock)
                         ref.count = 0
@@ -1034,7 +1049,7 @@ cdef class Worker:
             try:
                 for r in v.refs:
                     ref = <Licence>r
-                    if ref.count > 0 and not snet_is_locked(&ref.entity.lock):
+                    if ref.count > 0 and not snet_is_locked(&ref.entity.lock) and not saturated(ref.entity):
                         take = (ref.count + 1) // 2
                         ref.count -= take
                         found = ref.entity
@@ -1200,6 +1215,7 @@ cdef class Runtime:
             b.setup(self, n, ctx)
             b.op = op.__call__  # the bound method: one lookup per entity, not per call
             b.limit = self.conc[n]
+            b.cap = b.limit if b.limit > 1 else 0
             b.done = {}
             return b
         if k == K_FILTER:
