@@ -224,6 +224,13 @@ class FrontExecution(Execution):
             self._closed = True
             self.runtime.close()
 
+    def __del__(self) -> None:
+        # An execution dropped unfinished must not leave workers reading its input.
+        try:
+            self.close()
+        except Exception:
+            pass
+
     def stats(self) -> dict:
         stats = self.runtime.statistics()
         return {"engine": "front", "workers": self.workers, **stats}

@@ -184,3 +184,14 @@ def test_steal_off_and_seeds_give_the_same_results():
         for seed in (0, 1, 2):
             outputs, _ = run(PIPE, records, sleepy_boxes(), workers=3, steal=steal, seed=seed)
             assert [r["a"] for r in outputs] == expected
+
+
+def test_a_dropped_execution_stops_its_workers():
+    import gc
+
+    net = snet.load("net p { box f ((a) -> (a)); } connect f;", boxes={"f": lambda a: {"a": a}})
+    execution = net.run(({"a": i} for i in range(10**12)), engine="front", workers=2)
+    assert next(execution) == {"a": 0}
+    del execution
+    gc.collect()
+    assert front_threads() == 0
