@@ -662,9 +662,15 @@ cdef class StarEntity(Entity):
         if dest.identity:
             dest = bypass(dest)
         self.op_entry = dest
-        if dest is self.nxt and not leader:
-            # The operand dissolved completely: this incarnation tests exactly
-            # what the next one tests, so it becomes an identity writers skip.
+        if not leader and not self.identity and (
+                (type(dest) is StarEntity and (<StarEntity>dest).sh is sh)
+                or (dest.identity and dest.out is self.nxt)):
+            # The operand dissolved completely (its entry is a later
+            # incarnation, or an identity leading straight to the next, which
+            # another worker may hold right now): this incarnation tests
+            # exactly what the next one tests, so it becomes an identity
+            # forwarding to its operand entry, and writers skip it.  (`out`
+            # of an identity is only compared here, never followed.)
             self.out = dest
             self.identity = True
         w.write(dest, item, True)
@@ -672,6 +678,11 @@ cdef class StarEntity(Entity):
 
     cdef Entity branch_exit(self):
         return self
+
+    def debug_state(self):
+        """(replica, dissolved, kind of operand entry, entry is the next replica): for tests."""
+        return (self.k, bool(self.identity), type(self.op_entry).__name__, self.op_entry is self.nxt,
+                len(self.inbox), bool(snet_is_locked(&self.lock)))
 
 
 @cython.final
@@ -1419,6 +1430,10 @@ cdef class Runtime:
             t.join()
         if self.finished == 0:
             self.finished = snet_now()
+
+    def debug_root_entry(self):
+        """The entity records from the input enter now (for tests)."""
+        return self.root_entry
 
     def termination_warnings(self):
         """(node id, filled, total) for every unfired cell that holds records, in creation order."""
