@@ -7,8 +7,12 @@ are collected and reported together (exit 2).
 
 Calling is the hottest path of every engine, so :class:`BoxCaller` does the
 whole of language.md §6.3 in one method with no helper calls on the common
-path: take the input labels, call, validate each result against the output
-variants (one ``frozenset`` lookup), check tag values, add inherited labels.
+path: take the input labels (one ``itemgetter``), call, validate each result
+against the output variants, check tag values, add inherited labels.  What
+depends only on a record's or a result's labels (which variant it fits,
+which labels are not inherited) is remembered per shape, the labels in
+order as a tuple, so the common case builds no set and runs no
+comprehension.
 
 Records are never modified after they are made (see :mod:`snet.records`), so
 a result dict may be passed on as the output record itself when nothing is
@@ -20,6 +24,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import operator
 import os
 import sys
 import traceback
@@ -170,23 +175,40 @@ def _where(decl: BoxDeclaration) -> str:
 class BoxCaller:
     """Calls one box and turns its results into output records (language.md §6.3)."""
 
-    __slots__ = ("name", "function", "arguments", "consumed", "variants", "declared", "span", "initialiser")
+    __slots__ = ("name", "function", "arguments", "consumed", "variants", "declared", "span", "initialiser",
+                 "take", "arity", "results", "dropped")
+
+    #: at most this many record shapes (label sequences) are remembered per box
+    SHAPES = 256
 
     def __init__(self, node: BoxNode, function: Callable):
         self.name = node.name
         self.function = function
         self.arguments = tuple(node.arguments)
+        self.arity = len(self.arguments)
+        # the argument values of a record: one value for one label, a tuple for several
+        self.take = operator.itemgetter(*self.arguments) if self.arguments else None
         self.consumed = frozenset(node.arguments)
         # variant label set -> the labels in it whose values must be ints
         self.variants = {frozenset(v): tuple(l for l in v if l.startswith("<")) for v in node.variants}
+        # result shape (its labels in order) -> the tag labels to check: a result's variant is
+        # found with one tuple, not a set, once its shape has been seen
+        self.results: dict = {}
         self.declared = tuple(node.variants)
         self.span = node.span
         self.initialiser = node.initialiser
+        # record shape (its labels in order) -> the labels its outputs do not inherit
+        self.dropped: dict = {}
 
     def __call__(self, record: Record) -> list:
         """Process one input record; returns its output records in order."""
         try:
-            args = [record[a] for a in self.arguments]
+            if self.arity == 1:
+                args = (self.take(record),)
+            elif self.arity:
+                args = self.take(record)
+            else:
+                args = ()
         except KeyError as e:
             raise SNetBoxError(f"box '{self.name}' cannot take record {describe(record)}: it lacks {e.args[0]}",
                                self.span) from None
@@ -207,25 +229,51 @@ class BoxCaller:
         except Exception as e:
             raise self._raised(e, record) from e
         outputs = []
-        inherited = None
+        dropped = None
         for res in results:
             if type(res) is not dict:
                 if not isinstance(res, Mapping):
                     raise self._not_records(res, record)
                 res = dict(res)
-            tags = self.variants.get(frozenset(res))
+            tags = self.results.get(tuple(res))
             if tags is None:
-                raise self._bad_variant(res, record)
+                tags = self._variant_tags(res, record)
             for t in tags:
                 v = res[t]
                 if type(v) is not int and not (isinstance(v, int) and not isinstance(v, bool)):
                     raise SNetBoxError(
                         f"box '{self.name}' emitted {t} = {v!r} ({type(v).__name__}), not an int", self.span)
-            if inherited is None:
-                consumed = self.consumed
-                inherited = {k: v for k, v in record.items() if k not in consumed and k[:2] != "<#"}
-            outputs.append({**inherited, **res} if inherited else res)
+            if dropped is None:
+                dropped = self._dropped(record)
+            if len(record) == len(dropped):
+                outputs.append(res)  # nothing to inherit: the result is the record
+            else:
+                out = record.copy()
+                for label in dropped:
+                    del out[label]
+                out.update(res)
+                outputs.append(out)
         return outputs
+
+    def _variant_tags(self, result: dict, record: Record) -> tuple:
+        """The tag labels of the output variant `result` fits (and remember its shape), or raise."""
+        tags = self.variants.get(frozenset(result))
+        if tags is None:
+            raise self._bad_variant(result, record)
+        if len(self.results) < self.SHAPES:
+            self.results[tuple(result)] = tags
+        return tags
+
+    def _dropped(self, record: Record) -> tuple:
+        """The labels of `record` its outputs do not inherit: the consumed ones and binding tags."""
+        shape = tuple(record)
+        dropped = self.dropped.get(shape)
+        if dropped is None:
+            consumed = self.consumed
+            dropped = tuple(k for k in shape if k in consumed or k[:2] == "<#")
+            if len(self.dropped) < self.SHAPES:
+                self.dropped[shape] = dropped
+        return dropped
 
     def fire(self) -> list:
         """Run an initialiser: no arguments, outputs carry only their own labels."""

@@ -67,6 +67,32 @@ def test_explicit_output_label_wins_over_inherited(run_net):
     assert out == [{"b": "new"}]
 
 
+def test_box_inheritance_and_variants_across_many_record_shapes(run_net):
+    """Shapes are remembered per box; more shapes than it remembers, and results whose keys
+    come in either order, give the same records as the rule of §6.3."""
+    src = "box f ((a) -> (a, <t>) | (b)); net n connect f;"
+    records = []
+    for i in range(600):
+        rec = {f"x{i % 300}": i, "a": i, "<#b>": 1} if i % 2 else {"a": i, f"y{i}": 0}
+        records.append(rec)
+
+    def f(a):
+        if a % 3 == 0:
+            return {"b": a}
+        return {"a": a, "<t>": a} if a % 3 == 1 else {"<t>": a, "a": a}
+
+    out, _ = run_net(src, records, {"f": f})
+    expected = []
+    for rec in records:
+        a = rec["a"]
+        res = {"b": a} if a % 3 == 0 else {"a": a, "<t>": a}
+        inherited = {k: v for k, v in rec.items() if k != "a" and not k.startswith("<#")}
+        expected.append({**inherited, **res})
+    assert out == expected
+    with pytest.raises(SNetBoxError, match="fits none of its output variants"):
+        run_net(src, [{"a": 1}, {"a": 2}], {"f": lambda a: {"a": a, "<t>": 1} if a == 1 else {"a": a}})
+
+
 def test_box_raising_names_box_labels_and_traceback(run_net):
     src = "box risky ((a) -> (a)); net n connect risky;"
 
