@@ -1,9 +1,11 @@
-"""Build of snet: the pure-Python package and the Cython FRONT runtime.
+"""Build of snet: the pure-Python package and its compiled parts.
 
-The extensions of ``snet_front`` are compiled from their ``.pyx`` sources by
-Cython, which pyproject.toml lists as a build requirement, so ``pip install
--e .`` on a fresh machine builds them.  ``SNET_FRONT_DEBUG=1`` in the
-environment compiles them with the debug counters and line tracing.
+Cython, which pyproject.toml lists as a build requirement, compiles the
+extensions of ``snet_front`` from their ``.pyx`` sources and the box caller
+``snet/core/boxes.py`` (the hottest path of every engine: plain Python source
+with an augmenting ``.pxd``), so ``pip install -e .`` on a fresh machine
+builds them.  ``SNET_FRONT_DEBUG=1`` in the environment compiles them with
+the debug counters and line tracing.
 """
 
 import glob
@@ -15,8 +17,13 @@ from setuptools import Extension, find_packages, setup
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+# Pure-Python modules of the package that are also compiled (an augmenting .pxd
+# beside each declares its extension types); uncompiled they still run as Python.
+COMPILED_PY = [os.path.join("snet", "core", "boxes.py")]
+
+
 def front_extensions():
-    sources = sorted(glob.glob(os.path.join("snet_front", "*.pyx")))
+    sources = sorted(glob.glob(os.path.join("snet_front", "*.pyx"))) + COMPILED_PY
     if not sources:
         return []
     try:
@@ -29,7 +36,7 @@ def front_extensions():
         macros.append(("CYTHON_TRACE_NOGIL", "1"))
     extensions = [
         Extension(
-            "snet_front." + os.path.splitext(os.path.basename(src))[0],
+            os.path.splitext(src)[0].replace(os.sep, "."),
             [src],
             include_dirs=[os.path.join("snet_front", "includes")],
             define_macros=macros,
@@ -37,7 +44,10 @@ def front_extensions():
         )
         for src in sources
     ]
-    directives = {"language_level": 3, "boundscheck": False, "wraparound": False}
+    # annotation_typing off: the annotations of the pure-Python modules are documentation,
+    # their C types come from the .pxd files.
+    directives = {"language_level": 3, "boundscheck": False, "wraparound": False,
+                  "annotation_typing": False}
     if debug:
         directives["linetrace"] = True
     return cythonize(extensions, compiler_directives=directives,
@@ -59,7 +69,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
     packages=find_packages(include=["snet", "snet.*", "snet_front", "boxes"]),
-    package_data={"snet.syntax": ["*.lark"], "snet_front": ["*.pxd", "*.pyi", "py.typed", "includes/*"],
+    package_data={"snet.syntax": ["*.lark"], "snet.core": ["*.pxd"], "snet_front": ["*.pxd", "*.pyi", "py.typed", "includes/*"],
                   "boxes": ["*.snet", "*.jsonl", "*.xml"]},
     ext_modules=front_extensions(),
     install_requires=["lark>=1.2,<2", "cloudpickle>=2.0"],

@@ -175,8 +175,7 @@ def _where(decl: BoxDeclaration) -> str:
 class BoxCaller:
     """Calls one box and turns its results into output records (language.md §6.3)."""
 
-    __slots__ = ("name", "function", "arguments", "consumed", "variants", "declared", "span", "initialiser",
-                 "take", "arity", "results", "dropped")
+    # Compiled by Cython as an extension type: snet/core/boxes.pxd declares its attributes.
 
     #: at most this many record shapes (label sequences) are remembered per box
     SHAPES = 256
@@ -281,8 +280,9 @@ class BoxCaller:
 
     def _raised(self, error: BaseException, record: Record) -> SNetBoxError:
         tb = error.__traceback__
-        # Skip this module's frame: the user wants the box's own frames.
-        while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        # Skip this module's frame: the user wants the box's own frames.  (Compiled, the frame
+        # names the .py source, not __file__, so the module is told by its globals.)
+        while tb is not None and tb.tb_frame.f_globals.get("__name__") == __name__:
             tb = tb.tb_next
         detail = "".join(traceback.format_exception(type(error), error, tb))
         return SNetBoxError(

@@ -1,0 +1,102 @@
+"""The box caller as built (compiled by Cython) and as plain Python source.
+
+``snet/core/boxes.py`` is compiled at install time; the same file also runs
+uncompiled.  Both must give the same outputs and the same errors, so every
+case here runs on the compiled module and on the source loaded as Python.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import inspect
+
+import pytest
+
+import snet
+import snet.core.boxes as compiled_boxes
+from snet.errors import SNetBoxError
+
+
+def _source_module():
+    path = inspect.getsourcefile(compiled_boxes) or compiled_boxes.__file__
+    path = path[: path.rindex("boxes")] + "boxes.py"
+    loader = importlib.machinery.SourceFileLoader("snet_core_boxes_source", path)
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+SOURCE = _source_module()
+
+
+def test_the_installed_box_caller_is_compiled():
+    assert compiled_boxes.__file__.endswith((".so", ".pyd")), compiled_boxes.__file__
+    assert SOURCE.__file__.endswith(".py")
+
+
+def _caller(module, text, name, function):
+    graph = snet.load(text, boxes={name: function}).graph
+    node = next(n for n in graph.nodes if n.kind == "box" and n.name == name)
+    return module.BoxCaller(node, function)
+
+
+BOTH = pytest.mark.parametrize("module", [compiled_boxes, SOURCE], ids=["compiled", "source"])
+
+
+@BOTH
+def test_arguments_inheritance_and_variants(module):
+    def f(a, k):
+        if a < 0:
+            return None
+        if a == 0:
+            return [{"b": 0}, {"<t>": k, "a": 1}]
+        return {"a": a + k, "<t>": 1}
+
+    call = _caller(module, "box f ((a, <k>) -> (a, <t>) | (b)); net n connect f;", "f", f)
+    assert call({"a": 2, "<k>": 3, "x": "keep", "<#b>": 9}) == [{"x": "keep", "a": 5, "<t>": 1}]
+    assert call({"a": 0, "<k>": 4}) == [{"b": 0}, {"<t>": 4, "a": 1}]
+    assert call({"<#b>": 1, "a": -1, "<k>": 0}) == []
+    # the same shapes again, now remembered
+    assert call({"a": 2, "<k>": 3, "x": "keep", "<#b>": 9}) == [{"x": "keep", "a": 5, "<t>": 1}]
+    assert call({"a": 0, "<k>": 4, "y": 1}) == [{"y": 1, "b": 0}, {"y": 1, "<t>": 4, "a": 1}]
+
+
+@BOTH
+def test_zero_and_several_arguments(module):
+    tick = _caller(module, "box tick (() -> (<t>)); net n connect tick;", "tick", lambda: {"<t>": 7})
+    assert tick({"a": 1}) == [{"a": 1, "<t>": 7}]
+    assert tick.fire() == [{"<t>": 7}]
+    seen = []
+    three = _caller(module, "box g ((<n>, s, <#k>) -> (r)); net n connect g;", "g",
+                    lambda n, s, k: seen.append((n, s, k)) or {"r": 1})
+    assert three({"s": "x", "<#k>": 7, "<n>": 3}) == [{"r": 1}]
+    assert seen == [(3, "x", 7)]
+
+
+@BOTH
+def test_errors_name_the_box_and_keep_the_users_frames(module):
+    def helper(a):
+        return 1 // a
+
+    def f(a):
+        return {"a": helper(a)}
+
+    call = _caller(module, "box f ((a) -> (a)); net n connect f;", "f", f)
+    assert call({"a": 1}) == [{"a": 1}]
+    with pytest.raises(SNetBoxError) as info:
+        call({"a": 0, "z": 1})
+    assert "box 'f' raised ZeroDivisionError" in str(info.value) and "{a, z}" in str(info.value)
+    detail = info.value.detail
+    assert "in helper" in detail and "in f" in detail and "boxes.py" not in detail
+
+    wrong = _caller(module, "box f ((a) -> (a)); net n connect f;", "f", lambda a: {"a": a, "extra": 1})
+    with pytest.raises(SNetBoxError, match="fits none of its output variants"):
+        wrong({"a": 1})
+    with pytest.raises(SNetBoxError, match="lacks a"):
+        call({"b": 1})
+    tagged = _caller(module, "box f ((a) -> (<t>)); net n connect f;", "f", lambda a: {"<t>": a})
+    assert tagged({"a": 3}) == [{"<t>": 3}]
+    with pytest.raises(SNetBoxError, match="not an int"):
+        tagged({"a": True})
