@@ -159,6 +159,14 @@ cdef class Runtime:
     cdef bint consumer_waiting
     cdef long exited
     cdef double started, finished
+    # Splits on Spark (snet.spark.splits.SparkSplits; None without them)
+    cdef object spark
+    cdef object spark_lock  # guards the batch buffer and `spark_waiting`
+    cdef dict spark_waiting  # batch sequence number -> (SparkSplitEntity, group stack)
+    cdef long spark_buffered  # records in the batch or in a running batch, not yet emitted
+    cdef int spark_flushing  # one batch at a time
+    cdef double spark_linger  # seconds the input may wait in its iterator before a quiet network flushes
+    cdef double input_since  # when the input reader entered the iterator (0: not in it)
 
     cdef Entity enter(self, int n, Ctx ctx)
     cdef Entity exit_target(self, int n, Ctx ctx)
@@ -168,3 +176,5 @@ cdef class Runtime:
     cdef int output(self, object item) except -1
     cdef void notify(self)
     cdef void note_partial(self, object cell, int node, bint fired)
+    cdef bint spark_due(self)
+    cdef bint flush_spark(self, Worker w) except -1

@@ -105,6 +105,7 @@ cdef enum:
     K_SYNCSTAR = 9
     K_SPLIT = 10
     K_FEEDBACK = 11
+    K_SPARKSPLIT = 12
 
 # Where records leaving a node go.
 cdef enum:
@@ -741,6 +742,52 @@ cdef class SplitEntity(Entity):
 
 
 @cython.final
+cdef class SparkSplitEntity(Entity):
+    """A split whose replicas run on Spark (docs/spark.md).
+
+    A record is checked here (a missing tag fails locally, as without
+    Spark; an empty range drops it) and then waits in the run's batch with
+    its group stack.  It stays in ``pending`` until its outputs are emitted,
+    so the run cannot end while it waits.  Whichever worker fills the batch,
+    or finds the rest of the network quiet (`Runtime.spark_due`), runs it
+    (`Runtime.flush_spark`) and writes each input's outputs, in input order,
+    to this split's out: so ``!!`` needs no collector here, and determinism
+    around the split comes from the group stacks as everywhere else.
+    """
+    cdef object keys
+    cdef long inst
+
+    cdef int invoke(self, Worker w, object item) except -1:
+        cdef object rec
+        cdef GStack st = None
+        cdef Runtime rt = self.rt
+        cdef bint full
+        if type(item) is Tagged:
+            rec = (<Tagged>item).rec
+            st = (<Tagged>item).stack
+        else:
+            rec = item
+        if not len(self.keys.values(rec)):
+            if st is not None:
+                w.drop(st)
+            return 0
+        snet_atomic_add(&rt.pending, 1)  # released when its outputs are emitted
+        with rt.spark_lock:
+            rt.spark_waiting[rt.spark.seq] = (self, st)
+            full = rt.spark.add(self.inst, rec)
+            snet_atomic_add(&rt.spark_buffered, 1)
+        if full:
+            rt.flush_spark(w)
+        return 0
+
+    cdef Entity resolve_out(self):
+        return self.junction_out()  # the worker running a batch writes for every split instance
+
+    cdef Entity branch_exit(self):
+        raise SNetRuntimeError("internal error: the operand of a Spark split runs on Spark")
+
+
+@cython.final
 cdef class FeedbackReturn(Entity):
     """Where the operand's outputs return: back into the operand or out."""
     cdef object matcher
@@ -1016,6 +1063,7 @@ cdef class Worker:
                 # through it: wait rather than queue behind it, so the walker
                 # can cut the chain of identities (docs/runtime.md).
                 return False
+            rt.input_since = snet_now()
             try:
                 rec = next(rt.input_iter)
             except StopIteration:
@@ -1025,6 +1073,8 @@ cdef class Worker:
                 rt.input_error = e
                 rt.input_done = True
                 return False
+            finally:
+                rt.input_since = 0
             if type(rec) is not dict:
                 rec = dict(rec)
             rt.records_in += 1
@@ -1090,6 +1140,10 @@ cdef class Worker:
                     self.busy += snet_now() - t0
                     idle = 0
                     continue
+                if rt.spark is not None and rt.spark_due() and rt.flush_spark(self):
+                    self.busy += snet_now() - t0
+                    idle = 0
+                    continue
                 if rt.consumer_waiting and len(rt.outputs):
                     rt.notify()
                 if rt.input_done and snet_atomic_load(&rt.pending) == 0:
@@ -1122,7 +1176,8 @@ cdef class Runtime:
         if self.counters == NULL:
             raise MemoryError()
 
-    def __init__(self, program, records, int workers, throttle, bint steal, int seed):
+    def __init__(self, program, records, int workers, throttle, bint steal, int seed,
+                 spark=None, double spark_linger=0.05):
         cdef int n = len(program.kind)
         cdef int i
         self.nnodes = n
@@ -1163,6 +1218,10 @@ cdef class Runtime:
         self.root_ctx = new_ctx(None, Instance.__new__(Instance), None)
         self.workers = [Worker(self, i, (i + seed) % workers) for i in range(workers)]
         self.threads = []
+        self.spark = spark
+        self.spark_lock = threading.Lock()
+        self.spark_waiting = {}
+        self.spark_linger = spark_linger
 
     def __dealloc__(self):
         PyMem_Free(self.kind)
@@ -1220,6 +1279,7 @@ cdef class Runtime:
         cdef SplitEntity sp
         cdef FeedbackReturn fb
         cdef Collector c
+        cdef SparkSplitEntity ss
         op = self.ops[n]
         if k == K_BOX:
             b = BoxEntity.__new__(BoxEntity)
@@ -1285,6 +1345,13 @@ cdef class Runtime:
             fb.matcher = op.first
             fb.ctx_op = new_ctx(fb, ctx.inst, ctx)
             return fb.entry()
+        if k == K_SPARKSPLIT:
+            ss = SparkSplitEntity.__new__(SparkSplitEntity)
+            ss.setup(self, n, ctx)
+            ss.keys = op
+            with self.spark_lock:
+                ss.inst = self.spark.new_instance(n)
+            return ss
         raise SNetRuntimeError(f"internal error: no entity for node kind {k}")
 
     cdef Collector new_collector(self, int n, Ctx ctx):
@@ -1348,6 +1415,73 @@ cdef class Runtime:
             for o in outs:
                 w.write(dest, make_item(o, st), False)
         return 0
+
+    # -- splits on Spark ----------------------------------------------------
+
+    cdef bint spark_due(self):
+        """True when the batch should run although it is not full.
+
+        That is when nothing but the batch is in flight (every pending item
+        is a batched record) and no input can come soon: the input has
+        ended, the throttle holds it, or the input iterator has been waiting
+        for its next record longer than ``spark_linger``.  While input flows
+        the batch fills up instead.
+        """
+        cdef long b = snet_atomic_load(&self.spark_buffered)
+        if b == 0 or snet_atomic_load(&self.pending) != b:
+            return False
+        if self.input_done:
+            return True
+        if self.throttled and self.records_in >= self.thr_off + self.thr_fac * self.records_out:
+            return True
+        cdef double since = self.input_since
+        return since > 0 and snet_now() - since >= self.spark_linger
+
+    cdef bint flush_spark(self, Worker w) except -1:
+        """Run the batch on Spark and write every input's outputs (one batch at a time).
+
+        Records that arrive meanwhile start the next batch; it runs at once
+        if it is full by the time this one is done.  An executor's error is
+        raised after the outputs of the inputs before it have been written.
+        """
+        cdef SparkSplitEntity e
+        cdef GStack st
+        cdef bint ran = False
+        while snet_try_lock(&self.spark_flushing):
+            try:
+                while not self.stop:
+                    with self.spark_lock:
+                        taken = self.spark.take()
+                    if taken is None:
+                        break
+                    ran = True
+                    error = None
+                    try:
+                        results = self.spark.run(taken)
+                    except SNetRuntimeError as exc:
+                        results = getattr(exc, "partial", [])
+                        error = exc
+                    for _instance, seq, outs in results:
+                        with self.spark_lock:
+                            pair = self.spark_waiting.pop(seq)
+                        e = <SparkSplitEntity>pair[0]
+                        st = <GStack>pair[1]
+                        e.emit_list(w, outs, st, False)
+                        snet_atomic_add(&self.spark_buffered, -1)
+                        snet_atomic_add(&self.pending, -1)
+                    if error is not None:
+                        raise error
+                    with self.spark_lock:
+                        if not self.spark.full():
+                            break
+            finally:
+                snet_unlock(&self.spark_flushing)
+            # A worker that filled the batch just before the unlock could not take
+            # the flush: look again, so that a full batch never waits.
+            with self.spark_lock:
+                if self.stop or not self.spark.full():
+                    break
+        return ran
 
     # -- output, failure, termination --------------------------------------
 

@@ -48,10 +48,16 @@ from snet.core.semantics import Operators, unfinished_warning
 from snet.spg.nodes import (BoxNode, FeedbackNode, FilterNode, IdentityNode, NetNode, Node, ParallelNode,
                             PropertyGraph, SerialNode, SplitNode, StarNode, SyncNode)
 
-K_NET, K_SERIAL, K_IDENT, K_INITBOX, K_BOX, K_FILTER, K_SYNC, K_PAR, K_STAR, K_SYNCSTAR, K_SPLIT, K_FEEDBACK = range(12)
+(K_NET, K_SERIAL, K_IDENT, K_INITBOX, K_BOX, K_FILTER, K_SYNC, K_PAR, K_STAR, K_SYNCSTAR, K_SPLIT, K_FEEDBACK,
+ K_SPARKSPLIT) = range(13)
 X_NEXT, X_UP, X_POP, X_SINK = range(4)
 
 DEFAULT_BOX_CONCURRENCY: int | None = None  # None: the number of workers
+
+# Seconds the input may keep a worker waiting in its iterator before a Spark
+# batch that is not full runs anyway (when nothing else is in flight): a
+# slow source still gets its outputs, a fast one fills whole batches.
+SPARK_LINGER = 0.05
 
 Record = dict
 
@@ -91,8 +97,13 @@ def box_limit(node: BoxNode, options: RunOptions, workers: int) -> int:
     return max(1, min(int(limit), workers))
 
 
-def build_program(graph: PropertyGraph, boxes: dict[str, Callable], options: RunOptions, workers: int) -> Program:
-    """Encode ``graph`` for the runtime.  Requires ``graph.root.id == 0`` (parents come first)."""
+def build_program(graph: PropertyGraph, boxes: dict[str, Callable], options: RunOptions, workers: int,
+                  spark_splits: frozenset[int] = frozenset()) -> Program:
+    """Encode ``graph`` for the runtime.  Requires ``graph.root.id == 0`` (parents come first).
+
+    ``spark_splits``: the split nodes whose replicas run on Spark; their
+    operands get no entities here.
+    """
     ops = Operators(graph, boxes)
     n = len(graph.nodes)
     prog = Program(kind=[K_IDENT] * n, child0=[-1] * n, exit_mode=[X_SINK] * n, next_stage=[-1] * n,
@@ -155,7 +166,7 @@ def build_program(graph: PropertyGraph, boxes: dict[str, Callable], options: Run
                 prog.kind[i] = K_STAR
                 prog.ops[i] = op
         elif isinstance(node, SplitNode):
-            prog.kind[i] = K_SPLIT
+            prog.kind[i] = K_SPARKSPLIT if i in spark_splits else K_SPLIT
             prog.children[i] = (node.operand.id,)
             prog.ops[i] = op
             link(node, (node.operand,), True)
@@ -189,12 +200,18 @@ class FrontExecution(Execution):
 
         self.graph = graph
         self.workers = options.workers or os.cpu_count() or 1
-        self.program = build_program(graph, boxes, options, self.workers)
+        self.spark = None  # snet.spark.splits.SparkSplits when splits run on Spark
+        if options.spark_master:
+            from snet.spark.splits import SparkSplits
+            self.spark = SparkSplits(graph, boxes, options)
+        selected = self.spark.selected if self.spark is not None else frozenset()
+        self.program = build_program(graph, boxes, options, self.workers, selected)
         throttle = None
         if options.throttle is not None:
             throttle = (float(options.throttle[0]), float(options.throttle[1]))
         self.runtime = Runtime(self.program, records, self.workers, throttle, bool(options.steal),
-                               int(options.seed or 0))
+                               int(options.seed or 0), spark=self.spark if selected else None,
+                               spark_linger=SPARK_LINGER)
         self._closed = False
         self._ended = False
         self.runtime.start()
@@ -218,11 +235,15 @@ class FrontExecution(Execution):
         self.close()
         for node_id, filled, total in self.runtime.termination_warnings():
             self.warnings.append(unfinished_warning(self.program.span_of(node_id), filled, total))
+        if self.spark is not None:
+            self.warnings.extend(self.spark.warnings())
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
             self.runtime.close()
+            if self.spark is not None:
+                self.spark.close()
 
     def __del__(self) -> None:
         # An execution dropped unfinished must not leave workers reading its input.
@@ -233,6 +254,8 @@ class FrontExecution(Execution):
 
     def stats(self) -> dict:
         stats = self.runtime.statistics()
+        if self.spark is not None:
+            stats["spark"] = self.spark.stats()
         return {"engine": "front", "workers": self.workers, **stats}
 
 
@@ -240,15 +263,10 @@ def start(graph: PropertyGraph, boxes: dict[str, Callable], records: Iterable[Re
           options: RunOptions | None = None) -> FrontExecution:
     """Run ``graph`` on the FRONT engine (see :mod:`snet.backends` for the contract).
 
-    Splits on Spark (``options.spark_master``) are driven by the reference
-    engine's hook; such runs are handed to it.  XX: run the local part on
-    FRONT and only the selected splits on Spark.
+    With ``options.spark_master`` the splits that :mod:`snet.spark.splits`
+    selects run on Spark and the rest of the network here, as without it.
     """
-    options = options or RunOptions()
-    if options.spark_master:
-        from snet import reference
-        return reference.start(graph, boxes, records, options)
-    return FrontExecution(graph, boxes, records, options)
+    return FrontExecution(graph, boxes, records, options or RunOptions())
 
 
 __all__ = ["FrontExecution", "Program", "build_program", "start", "DEFAULT_BOX_CONCURRENCY"]

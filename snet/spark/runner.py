@@ -119,6 +119,7 @@ class SparkSplitRunner:
                        "job_seconds": 0.0, "max_batch_seconds": 0.0, "executor_seconds": 0.0,
                        "bytes_out": 0, "bytes_in": 0}
         self._closed = False
+        self._replicas_at_close = 0
 
     # -- shipping ------------------------------------------------------------
 
@@ -300,7 +301,7 @@ class SparkSplitRunner:
         s["split"] = self.where
         s["path"] = self.path
         s["partitions"] = self.partitions
-        s["replicas"] = len(self.states)
+        s["replicas"] = len(self.states) if not self._closed else self._replicas_at_close
         s["seconds_per_batch"] = s["seconds"] / s["batches"] if s["batches"] else 0.0
         s["boxes"] = {name: {"calls": c, "seconds": t} for name, (c, t) in sorted(self.box_calls.items())}
         return s
@@ -310,6 +311,7 @@ class SparkSplitRunner:
         if self._closed:
             return
         self._closed = True
+        self._replicas_at_close = len(self.states)
         if self._broadcast is not None:
             try:
                 self._broadcast.unpersist()

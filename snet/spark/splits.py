@@ -23,7 +23,7 @@ Batching and ordering (engine-side)
 :class:`SparkSplits` is what an engine's split instance talks to: the
 instance validates the record's tag (so a missing tag fails locally, at the
 same point as without Spark), then :meth:`SparkSplits.add` buffers it with
-a global sequence number.  The engine calls :meth:`SparkSplits.flush`:
+a global sequence number.  The reference engine calls :meth:`SparkSplits.flush`:
 
 1. when the buffer holds ``spark_batch`` records (default 4096);
 2. at the end of the input, repeatedly until nothing is buffered (outputs
@@ -32,6 +32,11 @@ a global sequence number.  The engine calls :meth:`SparkSplits.flush`:
    contains a Spark split accepts a new input record from outside
    (:attr:`SparkSplits.guarded` lists them): all outputs caused by its
    previous input must leave it first (language.md §7).
+
+The FRONT engine needs no rule 3: its deterministic collectors order
+records by their groups however late a batch runs.  Instead of rule 2 it
+runs a batch that is not full whenever nothing else is in flight and no
+input can come soon (docs/spark.md).
 
 Between these points records accumulate across inputs.  That is allowed
 because everything else is non-deterministic: a buffered record's outputs
@@ -129,8 +134,9 @@ class SparkSplits:
 
     Engine-neutral: an engine creates one per run, asks :meth:`new_instance`
     for each split instance it builds from a node in :attr:`selected`,
-    :meth:`add` s records, and calls :meth:`flush` by the rules of the module
-    docstring; results name the instance so the engine can emit them.
+    :meth:`add` s records, and calls :meth:`flush` (or :meth:`take` and
+    :meth:`run`) by the rules of the module docstring; results name the
+    instance so the engine can emit them.
     """
 
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], options: RunOptions):
@@ -177,16 +183,35 @@ class SparkSplits:
             self.runners[node_id] = runner
         return runner
 
-    def flush(self) -> list[tuple[int, int, list[Record]]]:
-        """Run every buffered record; ``[(instance, seq, outputs)]`` in seq order.
+    def full(self) -> bool:
+        return self.pending >= self.batch_size
 
-        A run-time error on an executor is raised with ``partial`` holding
-        the results of the inputs before it (see the runner).
+    def take(self) -> dict | None:
+        """Take the buffered records out of the buffer (``None`` when it is empty).
+
+        An engine that adds records from several threads calls this under
+        its own lock and :meth:`run` outside it, so records keep arriving
+        while a batch runs.
         """
         if not self.pending:
+            return None
+        buffers, self.buffers, self.pending = self.buffers, {}, 0
+        return buffers
+
+    def flush(self) -> list[tuple[int, int, list[Record]]]:
+        """Run every buffered record; ``[(instance, seq, outputs)]`` in seq order."""
+        return self.run(self.take())
+
+    def run(self, buffers: dict | None) -> list[tuple[int, int, list[Record]]]:
+        """Run records taken by :meth:`take`; ``[(instance, seq, outputs)]`` in seq order.
+
+        One batch at a time: a replica's state moves from one batch to the
+        next.  A run-time error on an executor is raised with ``partial``
+        holding the results of the inputs before it (see the runner).
+        """
+        if not buffers:
             return []
         started = time.perf_counter()
-        buffers, self.buffers, self.pending = self.buffers, {}, 0
         results: list[tuple[int, int, list[Record]]] = []
         try:
             for node_id in sorted(buffers):
