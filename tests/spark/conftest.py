@@ -30,11 +30,19 @@ def spark():
     return get_session(MASTER, {"spark.default.parallelism": "2"})
 
 
-@pytest.fixture
-def spark_options(spark):
-    """``spark_options(**overrides)``: RunOptions keyword arguments for a Spark run in this session."""
+# The local engine that runs the rest of the network around the Spark splits.
+ENGINES = {"reference": {"engine": "reference"}, "front": {"engine": "front", "workers": 2}}
+
+
+@pytest.fixture(params=sorted(ENGINES))
+def spark_options(spark, request):
+    """``spark_options(**overrides)``: run keyword arguments for a Spark run in this session.
+
+    Every test that uses it runs twice: with the reference engine and with
+    the FRONT engine (two workers) around the splits.
+    """
     def options(**overrides):
-        base = {"spark_master": MASTER, "spark_splits": "all"}
+        base = {"spark_master": MASTER, "spark_splits": "all", **ENGINES[request.param]}
         base.update(overrides)
         return base
     return options

@@ -18,15 +18,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import handmade  # noqa: E402
 
-from snet.backends import RunOptions  # noqa: E402
+from snet.backends import RunOptions, start  # noqa: E402
 from snet.errors import SNetBoxError  # noqa: E402
 from snet.reference import ReferenceExecution  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
 
-def run(graph, boxes, records, **options):
-    execution = ReferenceExecution(graph, boxes, records, RunOptions(**options) if options else None)
+def run(graph, boxes, records, engine="reference", **options):
+    execution = start(engine, graph, boxes, records, RunOptions(**options))
     outputs = list(execution)
     return outputs, execution
 
@@ -108,8 +108,9 @@ def test_box_exception_on_an_executor_reads_like_a_local_one(spark_options):
     with pytest.raises(SNetBoxError) as local_error:
         list(ReferenceExecution(graph, {"work": work}, records))
     got = []
+    options = spark_options(spark_batch=8)
     with pytest.raises(SNetBoxError) as spark_error:
-        for record in ReferenceExecution(graph, {"work": work}, records, RunOptions(**spark_options(spark_batch=8))):
+        for record in start(options.pop("engine"), graph, {"work": work}, records, RunOptions(**options)):
             got.append(record)
     assert spark_error.value.render() == local_error.value.render()
     assert "box 'work' raised ValueError: thirteen (input record {v, <k>})" in spark_error.value.render()
