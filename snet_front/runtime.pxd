@@ -112,6 +112,7 @@ cdef class Worker:
     cdef int process(self, Entity e, object item) except -1
     cdef bint work_own(self) except -1
     cdef void sweep(self)
+    cdef bint holds_work(self)
     cdef bint try_input(self) except -1
     cdef bint try_steal(self) except -1
 

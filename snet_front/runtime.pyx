@@ -1041,11 +1041,28 @@ cdef class Worker:
                 del self.index[ref.entity]
         self.refs[:] = keep
 
+    cdef bint holds_work(self):
+        """True while a licence of this worker is for a record still waiting (its entity is busy).
+
+        Such a worker is not idle: it waits for a lock, and admitting more
+        input meanwhile would only queue records at the front of the network.
+        """
+        cdef Licence ref
+        spin_lock(&self.list_lock)
+        try:
+            for r in self.refs:
+                ref = <Licence>r
+                if ref.count > 0 and len(ref.entity.inbox):
+                    return True
+            return False
+        finally:
+            snet_unlock(&self.list_lock)
+
     cdef bint try_input(self) except -1:
         """Admit one input record (one worker at a time)."""
         cdef Runtime rt = self.rt
         cdef Entity dest
-        if rt.input_done or not snet_try_lock(&rt.input_lock):
+        if rt.input_done or self.holds_work() or not snet_try_lock(&rt.input_lock):
             return False
         try:
             if rt.input_done:

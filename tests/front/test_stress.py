@@ -160,6 +160,24 @@ def test_stateful_star_stays_small_with_several_workers_on_a_stream():
         assert entities["peak"] < entities["created"] // 10
 
 
+@pytest.mark.parametrize("workers", [2, 4])
+def test_stateful_star_unthrottled_keeps_a_small_peak(workers):
+    """Without a throttle too: a worker waiting for a busy entity admits no input,
+    so records do not pile up at the front of the chain and keep it alive.
+    200,000 pairs create 400,002 entities; at most a few thousand are alive at
+    once (1,000-7,000 measured; 36,000 and 73,000 when waiting workers admitted
+    input)."""
+    net = snet.load("net s connect ([| {a}, {b} |] .. []) * {a, b};")
+    n = 200_000
+    records = (r for i in range(n) for r in ({"a": i}, {"b": i}))
+    with net.run(records, engine="front", workers=workers) as execution:
+        count = sum(1 for _ in execution)
+    assert count == n
+    entities = execution.stats()["entities"]
+    assert entities["created"] == 2 * n + 2
+    assert entities["peak"] < 20_000, entities
+
+
 def test_endless_input_with_throttle_runs_in_constant_memory():
     net = snet.load("net p { box f ((a) -> (a)); } connect f .. [{a} -> {a, <t=1>}];",
                     boxes={"f": lambda a: {"a": a * 2}})
