@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="seed the scheduler's tie-breaks (victim order), for reproducing runs")
     run.add_argument("--stats", action="store_true",
                      help="print run statistics on standard error at the end")
+    run.add_argument("--progress", type=float, nargs="?", const=2.0, default=None, metavar="SECONDS",
+                     help="print a progress line on standard error every SECONDS (default 2): records in "
+                          "and out, rate, and the Spark batches; Spark batches are also logged one by one")
     run.add_argument("--spark", metavar="MASTER",
                      help="run index splits on Spark (local[N], spark://, yarn, k8s://, sc://); "
                           "default: $SNET_SPARK_MASTER, else no Spark")

@@ -110,13 +110,30 @@ def test_unfinished_cell_warning_and_stats(netdir):
     assert stats["records_in"] == 1 and stats["records_out"] == 0
 
 
+def test_progress_lines(netdir):
+    (netdir / "slow.snet").write_text("box slow ((a) -> (a)); net slownet connect slow;\n")
+    (netdir / "slow.py").write_text("import time\n\ndef slow(a):\n    time.sleep(0.01)\n    return {'a': a}\n")
+    (netdir / "in.jsonl").write_text("".join(json.dumps({"a": i}) + "\n" for i in range(60)))
+    for engine in ("front", "reference"):
+        result = snet_run("slow.snet", "-i", "in.jsonl", "-o", "out.jsonl", "--engine", engine, "--progress", "0.1",
+                          cwd=netdir)
+        assert result.returncode == 0, result.stderr
+        lines = [line for line in result.stderr.splitlines() if line.startswith("snet progress: ")]
+        assert len(lines) >= 2, result.stderr  # 60 calls of 10 ms: several intervals of 0.1 s
+        assert lines[-1].startswith("snet progress: done, ") and "in 60, out 60" in lines[-1], lines
+        assert read_jsonl((netdir / "out.jsonl").read_text()) == [{"a": i} for i in range(60)]
+    result = snet_run("slow.snet", "-i", "in.jsonl", "--progress", "0", cwd=netdir)
+    assert result.returncode == 2 and "--progress takes a positive number" in result.stderr
+
+
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT delivery to a child process")
-def test_ctrl_c_stops_cleanly_with_outputs_written(netdir):
+@pytest.mark.parametrize("engine", ["reference", "front"])
+def test_ctrl_c_stops_cleanly_with_outputs_written(netdir, engine):
     (netdir / "slow.snet").write_text("box slow ((a) -> (a)); net slownet connect slow;\n")
     (netdir / "slow.py").write_text("import time\n\ndef slow(a):\n    time.sleep(0.02)\n    return {'a': a}\n")
     (netdir / "many.jsonl").write_text("".join(json.dumps({"a": i}) + "\n" for i in range(100000)))
     proc = subprocess.Popen(SNET + ["run", "slow.snet", "-i", "many.jsonl", "-o", "out.jsonl", "--engine",
-                                    "reference"], cwd=netdir, stderr=subprocess.PIPE, text=True)
+                                    engine], cwd=netdir, stderr=subprocess.PIPE, text=True)
     time.sleep(2.0)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)

@@ -199,8 +199,12 @@ def test_box_error_on_an_executor_through_the_command_line(tmp_path, engine):
                               env=cli_env())
 
     local = snet_run()
-    spark = snet_run("--spark", "local[2]", "--spark-batch", "4")
+    spark = snet_run("--spark", "local[2]", "--spark-batch", "4", "--progress", "30")
     assert local.returncode == spark.returncode == 1
+    # --progress: the Spark batches one by one, and a last line with the Spark part
+    assert "snet progress: spark split net.snet:3:17: batch 1, 4 records" in spark.stderr, spark.stderr
+    last = [line for line in spark.stderr.splitlines() if line.startswith("snet progress: done")][-1]
+    assert "; spark: 1 batches, 4 records" in last, last
     first = [line for line in local.stderr.splitlines() if "error:" in line][0]
     assert "box 'risky' raised ValueError: three is not allowed" in first
     assert first in spark.stderr.splitlines()
