@@ -214,6 +214,11 @@ def format_stats(stats: dict) -> str:
         if isinstance(value, dict):
             inner = ", ".join(f"{k}={_num(v)}" for k, v in sorted(value.items()) if not isinstance(v, (dict, list)))
             lines.append(f"{key:>22}: {inner}")
+            if key == "spark":
+                for where, split in sorted(value.get("splits", {}).items()):
+                    inner = ", ".join(f"{k}={_num(v)}" for k, v in sorted(split.items())
+                                      if not isinstance(v, (dict, list)) and k != "split")
+                    lines.append(f"{'split ' + where:>22}: {inner}")
         elif isinstance(value, list):
             lines.append(f"{key:>22}: " + ", ".join(_num(v) for v in value))
         else:

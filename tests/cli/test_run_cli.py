@@ -142,3 +142,13 @@ def test_ctrl_c_stops_cleanly_with_outputs_written(netdir, engine):
     out = read_jsonl((netdir / "out.jsonl").read_text())
     assert 0 < len(out) < 100000
     assert out == [{"a": i} for i in range(len(out))]
+
+
+def test_stats_summary_lists_each_spark_split():
+    from snet.commands.run import format_stats
+
+    text = format_stats({"records_in": 8, "spark": {"master": "local[2]", "flushes": 2, "splits": {
+        "net.snet:1:35": {"split": "net.snet:1:35", "batches": 2, "records": 8, "seconds": 1.5, "boxes": {}}}}})
+    lines = text.splitlines()
+    assert "spark: flushes=2, master=local[2]" in text
+    assert any(line.strip() == "split net.snet:1:35: batches=2, records=8, seconds=1.5" for line in lines), text
