@@ -1574,6 +1574,10 @@ cdef class Runtime:
                     self.cond.wait(timeout)
                 self.consumer_waiting = False
 
+    def halt(self):
+        """Ask the workers to stop (they finish the invocation they are in); ``close`` joins them."""
+        self.stop = True
+
     def close(self):
         """Stop the workers and join them; safe to call twice."""
         self.stop = True

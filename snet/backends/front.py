@@ -241,6 +241,11 @@ class FrontExecution(Execution):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            if self.spark is not None and not self._ended:
+                # Stopped early (an error, Ctrl-C, the caller): a worker may be waiting
+                # for a Spark job; cancel it so that the worker can be joined now.
+                self.runtime.halt()  # first, so that no new batch starts
+                self.spark.cancel()
             self.runtime.close()
             if self.spark is not None:
                 self.spark.close()

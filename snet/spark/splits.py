@@ -242,6 +242,11 @@ class SparkSplits:
             "splits": {r.where: r.stats() for r in self.runners.values()},
         }
 
+    def cancel(self) -> None:
+        """Stop the Spark jobs of this run that are running now (from any thread)."""
+        for runner in list(self.runners.values()):
+            runner._cancel()
+
     def close(self) -> None:
         for runner in self.runners.values():
             runner.close()

@@ -10,6 +10,7 @@ outputs, so a batch that waited for more input would never finish.
 from __future__ import annotations
 
 import itertools
+import time
 import sys
 import threading
 from pathlib import Path
@@ -85,3 +86,24 @@ def test_full_batches_while_input_flows(spark):
     assert sorted(r["v"] for r in out) == [2 * i for i in range(200)]
     split = next(iter(execution.stats()["spark"]["splits"].values()))
     assert split["records"] == 200 and split["batches"] == 4  # 4 full batches, none cut short
+
+
+def slow(v, k):
+    time.sleep(0.25)
+    return {"v": v, "<k>": k}
+
+
+def test_closing_early_cancels_the_running_batch(spark):
+    """An execution closed while a worker waits for a Spark job (an error elsewhere, Ctrl-C,
+    a caller that stops reading) cancels the job instead of waiting for it."""
+    net = snet.load(NET.replace("double", "slow"), boxes={"slow": slow})
+    records = [{"v": i, "<k>": i % 4} for i in range(64)]  # one batch: 64 x 0.25 s on 2 cores, about 8 s
+    execution = net.run(records, engine="front", workers=2, spark_master=MASTER, spark_splits="all",
+                        spark_batch=64)
+    time.sleep(2.0)  # the batch is running now
+    started = time.monotonic()
+    execution.close()
+    assert time.monotonic() - started < 5.0
+    # the session is still usable afterwards
+    again = net.run(records[:4], engine="front", workers=2, spark_master=MASTER, spark_splits="all")
+    assert sorted(r["v"] for r in again) == [0, 1, 2, 3]
