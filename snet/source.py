@@ -25,7 +25,10 @@ class Source:
     _lines: tuple[str, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_lines", tuple(self.text.splitlines()))
+        # Lines end at "\n" only, as the lexer counts them ("\r" before it is dropped);
+        # str.splitlines would also break at form feeds and other separators.
+        lines = self.text.split("\n")
+        object.__setattr__(self, "_lines", tuple(line[:-1] if line.endswith("\r") else line for line in lines))
 
     def line(self, number: int) -> str:
         """The text of 1-based line `number`, or '' past the end."""

@@ -4,7 +4,8 @@ Output (standard output): the signature of the net to run, as
 :meth:`snet.typesys.types.TypeChecker.signature_text` writes it, e.g.
 ``{a, c} -> {d}``.  With ``-v``, every net of the file instead, one per line
 as ``name: signature`` in source order (nested nets included, after the net
-that holds them).  Warnings go to standard error.  With ``--boxes``, the declared
+that holds them), also when the file has several top-level nets and no
+``--net`` chooses one.  Warnings go to standard error.  With ``--boxes``, the declared
 boxes are also bound, so that missing boxes are reported as ``snet run``
 would report them.
 
@@ -22,24 +23,24 @@ from snet.errors import SNetUsageError
 
 
 def check_command(args: argparse.Namespace) -> int:
-    from snet.spg.build import analyse, build_graph
+    from snet.spg.build import compile_analysis
 
     path = args.net_file
     if not os.path.isfile(path):
         raise SNetUsageError(f"network file not found: {path}")
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:
             text = f.read()
     except (OSError, UnicodeDecodeError) as e:
         raise SNetUsageError(f"cannot read {path}: {e}") from None
-    analysis, run = analyse(text, path, getattr(args, "net", None))
-    graph = build_graph(analysis, run)
-    for warning in graph.warnings:
-        print(warning, file=sys.stderr)
-    if getattr(args, "boxes", None):
+    verbose = getattr(args, "verbose", False)
+    analysis, graph = compile_analysis(text, path, getattr(args, "net", None), require_run=not verbose)
+    for warning in analysis.warnings:
+        print(warning.render(), file=sys.stderr)
+    if graph is not None and getattr(args, "boxes", None):
         from snet.core.boxes import bind_boxes, resolve_box_sources
         bind_boxes(graph, resolve_box_sources(args.boxes, path))
-    if getattr(args, "verbose", False):
+    if verbose:
         for name, _depth, signature in analysis.net_signatures():
             print(f"{name}: {signature}")
     else:

@@ -70,11 +70,14 @@ def position_key(d: Diagnostic) -> tuple[int, int]:
     return (d.span.line, d.span.column) if d.span is not None else (0, 0)
 
 
-def analyse(text: str, filename: str = "<string>", net: str | None = None) -> tuple[Analysis, ast.NetDef]:
+def analyse(text: str, filename: str = "<string>", net: str | None = None,
+            require_run: bool = True) -> tuple[Analysis, ast.NetDef | None]:
     """Parse, resolve and type `text`, and pick the net to run.
 
     Returns:
-        The analysis and the selected top-level net.
+        The analysis and the selected top-level net.  With ``require_run``
+        false, a file with several top-level nets and no ``net`` to choose
+        is no error: the net is then None (for listing every net).
 
     Raises:
         SNetSyntaxError: on the first lexical or syntax error.
@@ -91,7 +94,8 @@ def analyse(text: str, filename: str = "<string>", net: str | None = None) -> tu
     try:
         chosen = select_net(top, filename, net)
     except SNetUsageError as e:
-        selection_error = e
+        if require_run or net is not None or len(top) < 2:
+            selection_error = e
     if chosen is not None and not errors:
         errors.extend(_declaration_only_uses(res, chosen))
     if errors:
@@ -159,9 +163,16 @@ def compile_source(text: str, filename: str = "<string>", net: str | None = None
         SNetCompileError: syntax (first), name, label, cycle errors (all).
         SNetUsageError: no net, or an ambiguous or unknown ``net``.
     """
+    return compile_analysis(text, filename, net)[1]
+
+
+def compile_analysis(text: str, filename: str = "<string>", net: str | None = None,
+                     require_run: bool = True) -> tuple[Analysis, PropertyGraph | None]:
+    """:func:`analyse` and :func:`build_graph` together: the analysis and the run net's graph
+    (None when ``require_run`` is false and no net was chosen among several)."""
     try:
-        analysis, run = analyse(text, filename, net)
-        return build_graph(analysis, run)
+        analysis, run = analyse(text, filename, net, require_run)
+        return analysis, (build_graph(analysis, run) if run is not None else None)
     except RecursionError:
         # The passes after the parser recurse over the expression tree.
         raise SNetCompileError([Diagnostic("error", None, f"{filename}: the program is nested too deeply "
@@ -171,7 +182,7 @@ def compile_source(text: str, filename: str = "<string>", net: str | None = None
 def compile_file(path: str, net: str | None = None) -> PropertyGraph:
     """:func:`compile_source` on a file; an unreadable file is a usage error."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is skipped
     except (OSError, UnicodeDecodeError) as e:
         raise SNetUsageError(f"cannot read {path}: {e}") from None
     return compile_source(text, str(path), net)

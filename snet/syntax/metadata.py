@@ -73,6 +73,22 @@ class _Reader:
             raise self.error(f"expected '{literal}' in metadata")
         self.pos += len(literal)
 
+    def text_content(self, key: str, start: int) -> str:
+        """Text up to the closing tag, without the comments in it."""
+        parts = []
+        while True:
+            close = self.text.find("<", self.pos)
+            if close < 0:
+                raise self.error(f"element <{key}> is not closed in metadata", start)
+            parts.append(self.text[self.pos:close])
+            self.pos = close
+            if not self.text.startswith("<!--", close):
+                return "".join(parts).strip()
+            end = self.text.find("-->", close + 4)
+            if end < 0:
+                raise self.error("unterminated XML comment in metadata")
+            self.pos = end + 3
+
     def elements(self) -> list[MetaElement]:
         """Elements up to (not including) the next closing tag ``</``."""
         out = []
@@ -109,19 +125,17 @@ class _Reader:
                 raise self.error("unterminated attribute value in metadata")
             attributes.append((name, decode(self.text[self.pos + 1:close])))
             self.pos = close + 1
-        # Content: text or child elements.
+        # Content: text or child elements (comments allowed around and between them).
         save = self.pos
         self.skip()
-        if self.text.startswith("<", self.pos) and not self.text.startswith("</", self.pos):
+        if self.text.startswith("</", self.pos):  # empty, or only comments
+            text, children = "", ()
+        elif self.text.startswith("<", self.pos):
             children = tuple(self.elements())
             text = ""
         else:
             self.pos = save
-            close = self.text.find("<", self.pos)
-            if close < 0:
-                raise self.error(f"element <{key}> is not closed in metadata", start)
-            text = decode(self.text[self.pos:close].strip())
-            self.pos = close
+            text = decode(self.text_content(key, start))
             children = ()
         at = self.pos
         self.expect("</")

@@ -131,3 +131,41 @@ def test_graph_of_a_program_with_errors_exits_2(tmp_path):
     (tmp_path / "bad.snet").write_text("net bad connect [] ..;\n")
     result = snet_cli("graph", "bad.snet", cwd=tmp_path)
     assert result.returncode == 2 and "bad.snet:1:22: error: unexpected ';'" in result.stderr
+
+
+def test_check_verbose_lists_every_net_of_a_file_with_several_top_level_nets(tmp_path):
+    (tmp_path / "two.snet").write_text("net a connect [];\nnet b connect [{x} -> {y=x}];\n")
+    result = snet_cli("check", "-v", "two.snet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["a: {} -> {}", "b: {x} -> {y}"]
+    plain = snet_cli("check", "two.snet", cwd=tmp_path)  # which one runs is still a choice to make
+    assert plain.returncode == 2 and "choose one with --net NAME" in plain.stderr
+
+
+def test_check_shows_the_right_source_line_after_a_form_feed_and_with_crlf(tmp_path):
+    (tmp_path / "ff.snet").write_bytes(b"// page\x0c break\nnet m connect f .. | g;\n")
+    result = snet_cli("check", "ff.snet", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[:3] == [
+        "ff.snet:2:20: error: unexpected '|' (expected name, '(', '[', '[|')",
+        "  net m connect f .. | g;",
+        "                     ^"]
+    (tmp_path / "crlf.snet").write_bytes(b"net m connect [] ..\r\n | [];\r\n")
+    result = snet_cli("check", "crlf.snet", cwd=tmp_path)
+    assert result.stderr.splitlines()[1] == "   | [];"
+
+
+def test_check_accepts_a_byte_order_mark_and_comments_inside_metadata(tmp_path):
+    (tmp_path / "bom.snet").write_bytes(b"\xef\xbb\xbfnet n connect [];\n")
+    result = snet_cli("check", "bom.snet", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, "{} -> {}\n"), result.stderr
+    (tmp_path / "meta.snet").write_text(
+        "<metadata><a><!-- nothing yet --></a><b> <!-- x --> </b><c>one <!-- and -->two</c></metadata>\n"
+        "net meta connect [];\n")
+    result = snet_cli("check", "meta.snet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    from snet.syntax.parser import parse
+    from snet.source import Source
+    text = (tmp_path / "meta.snet").read_text()
+    metadata = parse(text, "meta.snet", Source("meta.snet", text)).definitions[0]
+    assert [(e.key, e.text) for e in metadata.elements] == [("a", ""), ("b", ""), ("c", "one two")]
