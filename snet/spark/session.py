@@ -84,13 +84,41 @@ def get_session(master: str, conf: dict[str, str] | None = None):
                     builder = builder.config(key, value)
         for key, value in conf.items():
             builder = builder.config(key, value)
+        handler = _sigint_handler()
         try:
             session = builder.getOrCreate()
         except Exception as e:
             raise SNetUsageError(f"cannot start Spark for master '{master}': {type(e).__name__}: {e}") from e
+        finally:
+            _restore_sigint(handler)
         if not is_connect_session(session):
             session.sparkContext.setLogLevel("ERROR")
         return session
+
+
+def _sigint_handler():
+    """The SIGINT handler now (None off the main thread, where none can be set)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.getsignal(signal.SIGINT)
+
+
+def _restore_sigint(handler) -> None:
+    """Put back the SIGINT handler that a new SparkContext replaced.
+
+    PySpark's handler cancels every job of the context and makes py4j calls
+    from inside the signal handler; when Ctrl-C arrives while the main thread
+    waits in a py4j call, that nested call fails with a traceback of py4j's.
+    snet cancels its own jobs (a job group per split) when the
+    KeyboardInterrupt reaches it, so the process's own handler is enough.
+    """
+    if handler is not None:
+        import signal
+
+        signal.signal(signal.SIGINT, handler)
 
 
 def _apply_runtime_conf(session, conf: dict[str, str]) -> None:
