@@ -28,7 +28,7 @@ import snet
 from conftest import paired
 
 ROOT = Path(__file__).resolve().parents[1]
-NETS = ROOT / "tests" / "front" / "nets"
+NETS = ROOT / "tests" / "runtime" / "nets"
 SHARED = (ROOT / ".." / "shared").resolve()
 
 
@@ -65,11 +65,10 @@ def plain_loop():
 
 
 def test_pipeline_one_worker_against_a_plain_loop(benchmark, report):
-    from snet.core.semantics import Operators
+    from snet.plan import Kind, lower
 
     net = snet.load(PIPE, boxes=PIPE_BOXES)
-    ops = Operators(net.graph, PIPE_BOXES)
-    callers = [ops[n.id] for n in net.graph.nodes if n.kind == "box"]
+    callers = [n.call for n in lower(net.graph, PIPE_BOXES).nodes if n.kind == Kind.BOX]
 
     def engine():
         return drain(net, RECORDS, workers=1)

@@ -1,4 +1,4 @@
-"""The reference engine: a single-threaded interpreter of the property graph.
+"""The reference engine: a single-threaded interpreter of the plan.
 
 This is the executable specification of the language's run-time behaviour
 and the oracle every faster engine is tested against, so it is written to
@@ -9,7 +9,7 @@ records move.
 How it runs
 ===========
 
-The network is a tree of *instances* built from the property graph.  Serial
+The network is a tree of *instances* built from the plan (:mod:`snet.plan`).  Serial
 composition, named nets, placement and ``[]`` are pure wiring: building them
 just connects their neighbours, so they cost nothing per record.  The other
 constructs are small objects with one method, ``receive(port, record)``.
@@ -36,35 +36,32 @@ replicas, §6.2) and eagerly otherwise.  Initialisers (§6.4) fire when their
 instance is created, through the same stack and before the record that
 caused the creation, so their outputs precede it.
 
-Splits on Spark
+Executor splits
 ===============
 
-With ``RunOptions.spark_master`` set, the splits that :mod:`snet.spark.splits`
-selects are built as :class:`_SparkSplit` instances: a record entering one
-has its tag checked here, then waits in the run's
-:class:`~snet.spark.splits.SparkSplits` buffer instead of being processed
-depth-first.  A flush runs the buffer on Spark and pushes the outputs on the
-stack per input, in input order, so from there on they move exactly as a
-local split's outputs would.  The engine flushes when the buffer is full,
-at the end of the input (repeatedly, while outputs re-enter Spark splits),
-and before a deterministic combinator that contains a Spark split accepts a
-new input (a :class:`_FlushGate` in front of it), which keeps ``||``, ``**``
-and ``!!`` exactly ordered; snet/spark/splits.py explains why that is
-enough.  Without ``spark_master`` none of this is built and pyspark is never
-imported.
+A split that the plan hands to a split executor (:mod:`snet.splitexec`)
+is built as an :class:`_ExecutorSplit`: a record entering it has its tag
+checked here, then waits in the executor's batch instead of being processed
+depth-first.  A flush runs the batch and pushes the outputs on the stack per
+input, in input order, so from there on they move exactly as a local
+split's outputs would.  The engine flushes when the batch is full, at the
+end of the input (repeatedly, while outputs re-enter executor splits), and
+before a deterministic combinator that holds an executor split accepts a
+new input (a :class:`_FlushGate` in front of it), which keeps ``||``,
+``**`` and ``!!`` exactly ordered: everything else is non-deterministic, so
+records that wait in a batch across inputs reorder nothing the language
+fixes.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Callable, Iterable, Iterator
+from typing import Iterable, Iterator
 
-from snet.backends import Execution, RunOptions
-from snet.core.semantics import Operators, SyncCell, unfinished_warning
-from snet.errors import SNetRuntimeError, SNetUsageError
-from snet.spg.nodes import (BoxNode, FeedbackNode, FilterNode, IdentityNode, NetNode, Node, ParallelNode,
-                            PropertyGraph, SerialNode, SplitNode, StarNode, SyncNode)
+from snet.execution import Execution
+from snet.core.semantics import SyncCell, unfinished_warning
+from snet.plan import Kind, Plan, PlanNode
 
 Record = dict
 Target = tuple  # (instance, port)
@@ -75,7 +72,7 @@ class _Instance:
 
     __slots__ = ("node", "out")
 
-    def __init__(self, node: Node, out: Target):
+    def __init__(self, node: PlanNode, out: Target):
         self.node = node
         self.out = out
 
@@ -86,9 +83,9 @@ class _Instance:
 class _Box(_Instance):
     __slots__ = ("call",)
 
-    def __init__(self, node: BoxNode, out: Target, call: Callable):
+    def __init__(self, node: PlanNode, out: Target):
         super().__init__(node, out)
-        self.call = call
+        self.call = node.call
 
     def receive(self, engine, port, record):
         started = time.perf_counter()
@@ -116,9 +113,9 @@ class _InitialiserPassage(_Instance):
 class _Filter(_Instance):
     __slots__ = ("apply",)
 
-    def __init__(self, node: FilterNode, out: Target, apply: Callable):
+    def __init__(self, node: PlanNode, out: Target):
         super().__init__(node, out)
-        self.apply = apply
+        self.apply = node.apply
 
     def receive(self, engine, port, record):
         engine.emit_all(self.out, self.apply(record))
@@ -127,7 +124,7 @@ class _Filter(_Instance):
 class _Sync(_Instance):
     __slots__ = ("cell",)
 
-    def __init__(self, node: SyncNode, out: Target, cell: SyncCell):
+    def __init__(self, node: PlanNode, out: Target, cell: SyncCell):
         super().__init__(node, out)
         self.cell = cell
 
@@ -142,9 +139,9 @@ class _Parallel(_Instance):
 
     __slots__ = ("router", "branches")
 
-    def __init__(self, node: ParallelNode, out: Target, router):
+    def __init__(self, node: PlanNode, out: Target):
         super().__init__(node, out)
-        self.router = router
+        self.router = node.router
         self.branches: list[Target] = []
 
     def receive(self, engine, port, record):
@@ -156,9 +153,9 @@ class _Star(_Instance):
 
     __slots__ = ("matcher", "replicas")
 
-    def __init__(self, node: StarNode, out: Target, matcher):
+    def __init__(self, node: PlanNode, out: Target):
         super().__init__(node, out)
-        self.matcher = matcher
+        self.matcher = node.exits
         self.replicas: list[Target] = []
 
     def receive(self, engine, port, record):
@@ -172,7 +169,7 @@ class _Star(_Instance):
         engine.emit(self.replicas[port], record)
 
     def create(self, engine, port, record):
-        target = engine.build(self.node.operand, (self, port + 1))
+        target = engine.build(self.node.children[0], (self, port + 1))
         self.replicas.append(target)
         engine.emit(target, record)
         engine.fire_pending()
@@ -181,9 +178,9 @@ class _Star(_Instance):
 class _Split(_Instance):
     __slots__ = ("keys", "replicas")
 
-    def __init__(self, node: SplitNode, out: Target, keys):
+    def __init__(self, node: PlanNode, out: Target):
         super().__init__(node, out)
-        self.keys = keys
+        self.keys = node.keys
         self.replicas: dict[int, Target] = {}
 
     def receive(self, engine, port, record):
@@ -196,7 +193,7 @@ class _Split(_Instance):
     def _enter(self, engine, value, record):
         target = self.replicas.get(value)
         if target is None:
-            target = engine.build(self.node.operand, self.out)
+            target = engine.build(self.node.children[0], self.out)
             self.replicas[value] = target
             engine.emit(target, record)
             engine.fire_pending()
@@ -204,24 +201,26 @@ class _Split(_Instance):
             engine.emit(target, record)
 
 
-class _SparkSplit(_Instance):
-    """A split whose replicas run on Spark: records wait in the run's buffer."""
+class _ExecutorSplit(_Instance):
+    """A split whose replicas run in the split executor: records wait in its batch."""
 
     __slots__ = ("keys", "instance")
 
-    def __init__(self, node: SplitNode, out: Target, keys, instance: int):
+    def __init__(self, node: PlanNode, out: Target, instance: int):
         super().__init__(node, out)
-        self.keys = keys
+        self.keys = node.keys
         self.instance = instance
 
     def receive(self, engine, port, record):
-        if len(self.keys.values(record)):  # a missing tag fails here, as locally
-            if engine.spark.add(self.instance, record):
-                engine.flush_spark()
+        if len(self.keys.values(record)):  # a missing tag fails here, as in place
+            executor = engine.executor
+            executor.submit(self.instance, record)
+            if executor.full():
+                engine.flush_executor()
 
 
 class _FlushGate(_Instance):
-    """In front of a deterministic combinator that contains a Spark split.
+    """In front of a deterministic combinator that holds an executor split.
 
     Before a new input enters, every buffered record is run (and its
     outputs moved on) so that outputs caused by earlier inputs leave the
@@ -231,9 +230,9 @@ class _FlushGate(_Instance):
     __slots__ = ()
 
     def receive(self, engine, port, record):
-        if engine.spark.pending:
+        if engine.executor.pending:
             engine.stack.append((self, port, record))
-            engine.flush_spark()
+            engine.flush_executor()
         else:
             engine.emit(self.out, record)
 
@@ -257,9 +256,9 @@ class _Feedback(_Instance):
 
     __slots__ = ("matcher", "operand")
 
-    def __init__(self, node: FeedbackNode, out: Target, matcher):
+    def __init__(self, node: PlanNode, out: Target):
         super().__init__(node, out)
-        self.matcher = matcher
+        self.matcher = node.back
         self.operand: Target | None = None
 
     def receive(self, engine, port, record):
@@ -289,16 +288,12 @@ _FIRE = object()  # marks a stack item that fires an initialiser
 class ReferenceEngine:
     """Builds the instance tree and runs records through it depth-first."""
 
-    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], options: RunOptions | None = None):
-        self.graph = graph
-        self.ops = Operators(graph, boxes)
-        self.spark = None  # snet.spark.splits.SparkSplits when splits run on Spark
-        self.spark_instances: list[_SparkSplit] = []
-        if options is not None and options.spark_master:
-            from snet.spark.splits import SparkSplits
-            self.spark = SparkSplits(graph, boxes, options)
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.executor = plan.executor  # a snet.splitexec.SplitExecutor, or None
+        self.executor_splits: list[_ExecutorSplit] = []
         self.stack: list = []
-        self.cells: list[SyncCell] = []
+        self.cells: list[tuple[SyncCell, PlanNode]] = []
         self.pending_fire: list[_Box] = []
         self.sink = _Sink()
         self.box_calls: dict[str, list] = {}
@@ -308,70 +303,68 @@ class ReferenceEngine:
 
     # -- building ---------------------------------------------------------
 
-    def build(self, node: Node, out: Target) -> Target:
-        """Instantiate ``node`` writing to ``out``; returns the target that feeds it.
+    def build(self, node_id: int, out: Target) -> Target:
+        """Instantiate node ``node_id`` writing to ``out``; returns the target that feeds it.
 
         Initialisers found on the way are queued in ``pending_fire``;
         callers fire them with :meth:`fire_pending` after pushing the record
         that caused the creation (so they run first).
         """
-        if isinstance(node, (NetNode,)):
-            return self.build(node.body, out)
-        if isinstance(node, IdentityNode):
+        node = self.plan.nodes[node_id]
+        kind = node.kind
+        if kind == Kind.NET:
+            return self.build(node.children[0], out)
+        if kind == Kind.IDENTITY:
             return out
-        if isinstance(node, SerialNode):
+        if kind == Kind.SERIAL:
             target = out
-            for stage in reversed(node.stages):
+            for stage in reversed(node.children):
                 target = self.build(stage, target)
             return target
         self.instances += 1
-        op = self.ops[node.id]
-        if isinstance(node, BoxNode):
-            if node.initialiser:
-                box = _Box(node, out, op)
-                self.pending_fire.append(box)
-                return (_InitialiserPassage(node, out), 0)
-            return (_Box(node, out, op), 0)
-        if isinstance(node, FilterNode):
-            return (_Filter(node, out, op), 0)
-        if isinstance(node, SyncNode):
-            cell = op.new_cell()
-            self.cells.append(cell)
+        if kind == Kind.BOX:
+            return (_Box(node, out), 0)
+        if kind == Kind.INIT_BOX:
+            self.pending_fire.append(_Box(node, out))
+            return (_InitialiserPassage(node, out), 0)
+        if kind == Kind.FILTER:
+            return (_Filter(node, out), 0)
+        if kind == Kind.SYNC:
+            cell = node.shape.new_cell()
+            self.cells.append((cell, node))
             return (_Sync(node, out, cell), 0)
-        if isinstance(node, ParallelNode):
-            par = _Parallel(node, out, op)
-            par.branches = [self.build(b, out) for b in node.branches]
+        if kind == Kind.PARALLEL:
+            par = _Parallel(node, out)
+            par.branches = [self.build(b, out) for b in node.children]
             return self._gated(node, (par, 0))
-        if isinstance(node, StarNode):
-            return self._gated(node, (_Star(node, out, op), 0))
-        if isinstance(node, SplitNode):
-            if self.spark is not None and node.id in self.spark.selected:
-                split = _SparkSplit(node, out, op, self.spark.new_instance(node.id))
-                self.spark_instances.append(split)
-                return (split, 0)
-            return self._gated(node, (_Split(node, out, op), 0))
-        if isinstance(node, FeedbackNode):
-            fb = _Feedback(node, out, op)
-            fb.operand = self.build(node.operand, (fb, 1))
+        if kind in (Kind.STAR, Kind.SYNC_STAR):  # the operand's cells are built per replica
+            return self._gated(node, (_Star(node, out), 0))
+        if kind == Kind.SPLIT:
+            return self._gated(node, (_Split(node, out), 0))
+        if kind == Kind.EXECUTOR_SPLIT:
+            split = _ExecutorSplit(node, out, self.executor.new_instance(node.id))
+            self.executor_splits.append(split)
+            return (split, 0)
+        if kind == Kind.FEEDBACK:
+            fb = _Feedback(node, out)
+            fb.operand = self.build(node.children[0], (fb, 1))
             return (fb, 0)
-        raise SNetUsageError(f"the reference engine cannot run a {node.kind} node")
+        raise TypeError(f"the reference engine has no instance for {kind!r}")  # pragma: no cover
 
-    def _gated(self, node: Node, target: Target) -> Target:
-        if self.spark is not None and node.id in self.spark.guarded:
+    def _gated(self, node: PlanNode, target: Target) -> Target:
+        if node.deterministic and node.holds_executor_split:
             return (_FlushGate(node, target), 0)
         return target
 
-    def flush_spark(self) -> None:
-        """Run the Spark splits' buffered records; push their outputs, first input on top."""
-        try:
-            results = self.spark.flush()
-        except SNetRuntimeError as e:
+    def flush_executor(self) -> None:
+        """Run the executor's batch; push the outputs, first input on top, then its error if any."""
+        result = self.executor.flush()
+        if result.error is not None:
             # Outputs of the inputs before the failing one move on first, then the error.
-            results = getattr(e, "partial", [])
-            self.stack.append((_Raise(e), 0, None))
-        instances = self.spark_instances
-        for instance, _seq, outputs in reversed(results):
-            self.emit_all(instances[instance].out, outputs)
+            self.stack.append((_Raise(result.error), 0, None))
+        splits = self.executor_splits
+        for done in reversed(result.outputs):
+            self.emit_all(splits[done.instance].out, done.outputs)
 
     def fire_pending(self) -> None:
         """Queue the initialisers of the instances just built, to run before anything else.
@@ -434,7 +427,7 @@ class ReferenceEngine:
                 yield outbox.popleft()
 
     def run(self, records: Iterable[Record]) -> Iterator[Record]:
-        root = self.build(self.graph.root, (self.sink, 0))
+        root = self.build(0, (self.sink, 0))
         self.fire_pending()
         yield from self.drain()
         inst, port = root
@@ -444,33 +437,25 @@ class ReferenceEngine:
                 record = dict(record)
             self.stack.append((inst, port, record))
             yield from self.drain()
-        if self.spark is not None:
-            while self.spark.pending:
-                self.flush_spark()
+        if self.executor is not None:
+            while self.executor.pending:
+                self.flush_executor()
                 yield from self.drain()
 
     def termination_warnings(self) -> list[str]:
-        node_of = {}
-        for node in self.graph.nodes:
-            if isinstance(node, SyncNode):
-                node_of[id(self.ops[node.id])] = node
-        warnings = []
-        for cell in self.cells:
-            if not cell.fired and cell.filled() > 0:
-                node = node_of.get(id(cell.shape))
-                warnings.append(unfinished_warning(node.span if node else None, cell.filled(), cell.shape.count))
-        if self.spark is not None:
-            warnings.extend(self.spark.warnings())
+        warnings = [unfinished_warning(node.span, cell.filled(), cell.shape.count)
+                    for cell, node in self.cells if not cell.fired and cell.filled() > 0]
+        if self.executor is not None:
+            warnings.extend(self.executor.warnings())
         return warnings
 
 
 class ReferenceExecution(Execution):
     """An execution of the reference engine: a plain generator underneath."""
 
-    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], records: Iterable[Record],
-                 options: RunOptions | None = None):
+    def __init__(self, plan: Plan, records: Iterable[Record]):
         super().__init__()
-        self.engine = ReferenceEngine(graph, boxes, options)
+        self.engine = ReferenceEngine(plan)
         self._gen = self.engine.run(records)
         self._started = time.perf_counter()
         self._finished: float | None = None
@@ -486,8 +471,8 @@ class ReferenceExecution(Execution):
 
     def close(self) -> None:
         self._gen.close()
-        if self.engine.spark is not None:
-            self.engine.spark.close()
+        if self.engine.executor is not None:
+            self.engine.executor.close()
 
     def stats(self) -> dict:
         e = self.engine
@@ -499,18 +484,13 @@ class ReferenceExecution(Execution):
             "records_out": e.records_out,
             "instances": e.instances,
             "boxes": {name: {"calls": c, "seconds": s} for name, (c, s) in sorted(e.box_calls.items())},
-            **({"spark": e.spark.stats()} if e.spark is not None else {}),
+            **({e.executor.name: e.executor.stats()} if e.executor is not None else {}),
         }
 
 
-def start(graph: PropertyGraph, boxes: dict[str, Callable], records: Iterable[Record],
-          options: RunOptions | None = None) -> ReferenceExecution:
-    """Run ``graph`` on the reference engine.
-
-    Options that concern threads are ignored; ``spark_*`` options run the
-    selected splits on Spark (see the module docstring).
-    """
-    return ReferenceExecution(graph, boxes, records, options)
+def start(plan: Plan, records: Iterable[Record], options: object = None) -> ReferenceExecution:
+    """Run ``plan`` on the reference engine; the run's options concern threads and do not apply."""
+    return ReferenceExecution(plan, records)
 
 
 __all__ = ["ReferenceEngine", "ReferenceExecution", "start"]

@@ -1,31 +1,23 @@
 """Engines: the interface every engine implements, and the registry.
 
-An engine takes a compiled program (:class:`~snet.spg.nodes.PropertyGraph`),
-the bound box functions and an iterable of input records, and returns an
+An engine takes a :class:`~snet.plan.Plan` (the program lowered with its
+bound box functions and, when some splits run elsewhere, its split
+executor) and an iterable of input records, and returns an
 :class:`Execution`: an iterator over the output records, streamed as they
-reach the network's output.
+reach the network's output.  :func:`start` does the lowering, so every
+engine sees the same plan and none reads the property graph.
 
-Contract of every engine:
-
-* Input is pulled lazily from the iterable; an exception raised by the
-  iterable (a malformed record, say) is re-raised from the execution's
-  iterator *after* every output produced before it has been yielded.
-* A run-time error (:class:`~snet.errors.SNetRuntimeError`) stops the run
-  promptly; the outputs that reached the network's output first are yielded,
-  then the error is raised.
-* When the iterator is exhausted, the network has terminated: termination
-  warnings (unfinished synchro-cells) are in :attr:`Execution.warnings`.
-* :meth:`Execution.close` stops a run early and releases every thread;
-  it is safe to call twice and after an error.
+The contract of every execution is in :mod:`snet.execution`.
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable
 
 from snet.errors import SNetUsageError
+from snet.execution import Execution
 from snet.spg.nodes import PropertyGraph
 
 Record = dict
@@ -51,36 +43,6 @@ class RunOptions:
     spark_batch: int | None = None
 
 
-class Execution:
-    """A running network: iterate it for the outputs.
-
-    Subclasses implement :meth:`__next__`; ``warnings`` collects the
-    termination warnings, ``stats()`` returns what the engine measured.
-    """
-
-    def __init__(self) -> None:
-        self.warnings: list[str] = []
-
-    def __iter__(self) -> Iterator[Record]:
-        return self
-
-    def __next__(self) -> Record:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Stop the run (if still going) and release its resources."""
-
-    def stats(self) -> dict:
-        """Statistics of the run so far, as nested plain data."""
-        return {}
-
-    def __enter__(self) -> "Execution":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
 # engine name -> "module:function"; the function has the signature of `start`.
 ENGINES: dict[str, str] = {
     "reference": "snet.reference:start",
@@ -93,10 +55,9 @@ def engine_names() -> list[str]:
     return sorted(ENGINES)
 
 
-def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], records: Iterable[Record],
-          options: RunOptions | None = None) -> Execution:
-    """Start ``graph`` on ``engine`` over ``records``; returns the execution to iterate."""
-    name = engine or DEFAULT_ENGINE
+def engine_function(name: str | None) -> Callable:
+    """The ``start(plan, records, options)`` function of engine ``name`` (None: the default)."""
+    name = name or DEFAULT_ENGINE
     target = ENGINES.get(name)
     if target is None:
         raise SNetUsageError(f"unknown engine '{name}' (engines: {', '.join(engine_names())})")
@@ -105,4 +66,35 @@ def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], 
         module = importlib.import_module(module_name)
     except ImportError as e:
         raise SNetUsageError(f"engine '{name}' is not available: {e}") from e
-    return getattr(module, function)(graph, boxes, records, options or RunOptions())
+    return getattr(module, function)
+
+
+def split_executor(graph: PropertyGraph, boxes: dict[str, Callable], options: RunOptions):
+    """The split executor the options ask for, or None to run every split in place.
+
+    The Spark package is imported only here and only when a master is given.
+    """
+    if not options.spark_master:
+        return None
+    from snet.spark.splits import SparkSplits
+
+    executor = SparkSplits(graph, boxes, options)
+    return executor if executor.selected else None
+
+
+def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], records: Iterable[Record],
+          options: RunOptions | None = None) -> Execution:
+    """Lower ``graph`` for this run and start it on ``engine`` over ``records``; returns the execution."""
+    from snet.plan import lower
+
+    options = options or RunOptions()
+    run = engine_function(engine)
+    executor = split_executor(graph, boxes, options)
+    try:
+        plan = lower(graph, boxes, box_concurrency=options.box_concurrency,
+                     box_concurrency_per_box=options.box_concurrency_per_box, executor=executor)
+        return run(plan, records, options)
+    except BaseException:
+        if executor is not None:
+            executor.close()
+        raise

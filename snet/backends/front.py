@@ -1,26 +1,10 @@
-"""The FRONT engine: adapter from a property graph to the Cython runtime.
+"""The FRONT engine: adapter from a plan to the Cython runtime.
 
-:mod:`snet_front.runtime` knows nothing about the language: it runs a
-table of node kinds, exit links and per-node operators.  This module builds
-that table from a :class:`~snet.spg.nodes.PropertyGraph` (the static
-*property graph* of the paper) and wraps a run in the engine interface of
-:mod:`snet.backends`.
-
-The table, per node id:
-
-* ``kind``: what entity the node becomes (or that it is pure wiring);
-* ``child0``: the node entered first (a net's body, a serial's first
-  stage, a feedback's operand);
-* ``exit_mode`` / ``next_stage``: where records leaving the node go: the
-  next serial stage, up to the parent (``next_stage`` is then the parent),
-  to the innermost enclosing combinator instance, or to the output;
-* ``inst_init``: the node contains an initialiser in its own instance (not
-  behind a star or split, whose replicas are separate instances);
-* ``det``: ``||``, ``**`` or ``!!``;
-* ``conc``: how many calls of this box one instance may run at once.
-
-A star whose operand is a synchro-cell (``[| ... |] * P``) becomes one
-entity (``SYNCSTAR``), as the C runtime's zipper.
+:mod:`snet_front.runtime` knows nothing about the language: it runs the
+plan's per-node numbers (kind, exit links, initialiser ownership,
+determinism) and builds each entity from its node's template.  This module
+adds what depends on the run's options (how many calls of each box may run
+at once) and wraps a run in the engine interface of :mod:`snet.backends`.
 
 Box concurrency default
 =======================
@@ -39,179 +23,45 @@ cap").  ``--box-concurrency 1`` restores one call at a time.
 from __future__ import annotations
 
 import os
-import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Iterable
 
-from snet.backends import Execution, RunOptions
-from snet.core.semantics import Operators, unfinished_warning
-from snet.spg.nodes import (BoxNode, FeedbackNode, FilterNode, IdentityNode, NetNode, Node, ParallelNode,
-                            PropertyGraph, SerialNode, SplitNode, StarNode, SyncNode)
-
-(K_NET, K_SERIAL, K_IDENT, K_INITBOX, K_BOX, K_FILTER, K_SYNC, K_PAR, K_STAR, K_SYNCSTAR, K_SPLIT, K_FEEDBACK,
- K_SPARKSPLIT) = range(13)
-X_NEXT, X_UP, X_POP, X_SINK = range(4)
+from snet.backends import RunOptions
+from snet.execution import Execution
+from snet.core.semantics import unfinished_warning
+from snet.plan import Kind, Plan
 
 DEFAULT_BOX_CONCURRENCY: int | None = None  # None: the number of workers
-
-# Seconds the input may keep a worker waiting in its iterator before a Spark
-# batch that is not full runs anyway (when nothing else is in flight): a
-# slow source still gets its outputs, a fast one fills whole batches.
-SPARK_LINGER = 0.05
 
 Record = dict
 
 
-def sync_operand(node: StarNode) -> SyncNode | None:
-    """The synchro-cell that is a star's whole operand (through named nets), if any."""
-    operand = node.operand
-    while isinstance(operand, NetNode):
-        operand = operand.body
-    return operand if isinstance(operand, SyncNode) else None
-
-
-@dataclass
-class Program:
-    """The static tables the runtime reads (see the module docstring)."""
-
-    kind: list[int] = field(default_factory=list)
-    child0: list[int] = field(default_factory=list)
-    exit_mode: list[int] = field(default_factory=list)
-    next_stage: list[int] = field(default_factory=list)
-    inst_init: list[int] = field(default_factory=list)
-    det: list[int] = field(default_factory=list)
-    conc: list[int] = field(default_factory=list)
-    ops: list[Any] = field(default_factory=list)
-    children: list[tuple[int, ...]] = field(default_factory=list)
-    names: list[str | None] = field(default_factory=list)
-    spans: list[Any] = field(default_factory=list)
-
-    def span_of(self, node_id: int):
-        return self.spans[node_id] if 0 <= node_id < len(self.spans) else None
-
-
-def box_limit(node: BoxNode, options: RunOptions, workers: int) -> int:
-    limit = options.box_concurrency_per_box.get(node.name, options.box_concurrency)
-    if limit is None:
-        limit = DEFAULT_BOX_CONCURRENCY or workers
-    return max(1, min(int(limit), workers))
-
-
-def build_program(graph: PropertyGraph, boxes: dict[str, Callable], options: RunOptions, workers: int,
-                  spark_splits: frozenset[int] = frozenset()) -> Program:
-    """Encode ``graph`` for the runtime.  Requires ``graph.root.id == 0`` (parents come first).
-
-    ``spark_splits``: the split nodes whose replicas run on Spark; their
-    operands get no entities here.
-    """
-    ops = Operators(graph, boxes)
-    n = len(graph.nodes)
-    prog = Program(kind=[K_IDENT] * n, child0=[-1] * n, exit_mode=[X_SINK] * n, next_stage=[-1] * n,
-                   inst_init=[0] * n, det=[0] * n, conc=[1] * n, ops=[None] * n, children=[()] * n,
-                   names=[None] * n, spans=[None] * n)
-    assert graph.root.id == 0, "the property graph lists the root first"
-
-    def link(parent: Node, children: tuple[Node, ...], combinator: bool) -> None:
-        for i, child in enumerate(children):
-            if combinator:
-                prog.exit_mode[child.id] = X_POP
-            elif isinstance(parent, SerialNode) and i + 1 < len(children):
-                prog.exit_mode[child.id] = X_NEXT
-                prog.next_stage[child.id] = children[i + 1].id
-            else:
-                prog.exit_mode[child.id] = X_UP
-                prog.next_stage[child.id] = parent.id
-
-    for node in graph.nodes:
-        i = node.id
-        prog.spans[i] = node.span
-        prog.det[i] = int(node.deterministic)
-        op = ops[i]
-        if isinstance(node, NetNode):
-            prog.kind[i] = K_NET
-            prog.child0[i] = node.body.id
-            prog.children[i] = (node.body.id,)
-            link(node, (node.body,), False)
-        elif isinstance(node, SerialNode):
-            prog.kind[i] = K_SERIAL
-            prog.child0[i] = node.stages[0].id
-            prog.children[i] = tuple(s.id for s in node.stages)
-            link(node, node.stages, False)
-        elif isinstance(node, IdentityNode):
-            prog.kind[i] = K_IDENT
-        elif isinstance(node, BoxNode):
-            prog.kind[i] = K_INITBOX if node.initialiser else K_BOX
-            prog.names[i] = node.name
-            prog.conc[i] = box_limit(node, options, workers)
-            prog.ops[i] = op
-        elif isinstance(node, FilterNode):
-            prog.kind[i] = K_FILTER
-            prog.ops[i] = op
-        elif isinstance(node, SyncNode):
-            prog.kind[i] = K_SYNC
-            prog.ops[i] = op
-        elif isinstance(node, ParallelNode):
-            prog.kind[i] = K_PAR
-            prog.children[i] = tuple(b.id for b in node.branches)
-            prog.ops[i] = op
-            link(node, node.branches, True)
-        elif isinstance(node, StarNode):
-            cell = sync_operand(node)
-            prog.children[i] = (node.operand.id,)
-            link(node, (node.operand,), True)
-            if cell is not None:
-                prog.kind[i] = K_SYNCSTAR
-                prog.ops[i] = (op, ops[cell.id], cell.id)
-            else:
-                prog.kind[i] = K_STAR
-                prog.ops[i] = op
-        elif isinstance(node, SplitNode):
-            prog.kind[i] = K_SPARKSPLIT if i in spark_splits else K_SPLIT
-            prog.children[i] = (node.operand.id,)
-            prog.ops[i] = op
-            link(node, (node.operand,), True)
-        elif isinstance(node, FeedbackNode):
-            prog.kind[i] = K_FEEDBACK
-            prog.child0[i] = node.operand.id
-            prog.children[i] = (node.operand.id,)
-            prog.ops[i] = op
-            link(node, (node.operand,), True)
-        else:  # pragma: no cover - the graph has no other kinds
-            raise TypeError(f"the FRONT engine cannot run a {node.kind} node")
-    prog.exit_mode[0] = X_SINK
-
-    # Initialisers of a node's own instance (star and split operands are other instances).
-    for node in reversed(graph.nodes):  # children after parents in `nodes`: go bottom-up
-        i = node.id
-        if isinstance(node, BoxNode):
-            prog.inst_init[i] = int(node.initialiser)
-        elif isinstance(node, (NetNode, SerialNode, ParallelNode, FeedbackNode)):
-            prog.inst_init[i] = int(any(prog.inst_init[c.id] for c in node.children()))
-    return prog
+def box_limits(plan: Plan, workers: int) -> list[int]:
+    """Concurrent calls per box instance, per node id (1 for other nodes)."""
+    limits = []
+    for node in plan.nodes:
+        limit = 1
+        if node.kind == Kind.BOX:
+            limit = node.concurrency if node.concurrency is not None else (DEFAULT_BOX_CONCURRENCY or workers)
+            limit = max(1, min(int(limit), workers))
+        limits.append(limit)
+    return limits
 
 
 class FrontExecution(Execution):
     """A running FRONT network: iterate it for the outputs."""
 
-    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], records: Iterable[Record],
-                 options: RunOptions):
+    def __init__(self, plan: Plan, records: Iterable[Record], options: RunOptions):
         super().__init__()
         from snet_front.runtime import Runtime
 
-        self.graph = graph
+        self.plan = plan
+        self.executor = plan.executor
         self.workers = options.workers or os.cpu_count() or 1
-        self.spark = None  # snet.spark.splits.SparkSplits when splits run on Spark
-        if options.spark_master:
-            from snet.spark.splits import SparkSplits
-            self.spark = SparkSplits(graph, boxes, options)
-        selected = self.spark.selected if self.spark is not None else frozenset()
-        self.program = build_program(graph, boxes, options, self.workers, selected)
         throttle = None
         if options.throttle is not None:
             throttle = (float(options.throttle[0]), float(options.throttle[1]))
-        self.runtime = Runtime(self.program, records, self.workers, throttle, bool(options.steal),
-                               int(options.seed or 0), spark=self.spark if selected else None,
-                               spark_linger=SPARK_LINGER)
+        self.runtime = Runtime(plan, records, self.workers, box_limits(plan, self.workers), throttle,
+                               bool(options.steal), int(options.seed or 0))
         self._closed = False
         self._ended = False
         self.runtime.start()
@@ -234,21 +84,21 @@ class FrontExecution(Execution):
         self._ended = True
         self.close()
         for node_id, filled, total in self.runtime.termination_warnings():
-            self.warnings.append(unfinished_warning(self.program.span_of(node_id), filled, total))
-        if self.spark is not None:
-            self.warnings.extend(self.spark.warnings())
+            self.warnings.append(unfinished_warning(self.plan.span_of(node_id), filled, total))
+        if self.executor is not None:
+            self.warnings.extend(self.executor.warnings())
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            if self.spark is not None and not self._ended:
+            if self.executor is not None and not self._ended:
                 # Stopped early (an error, Ctrl-C, the caller): a worker may be waiting
-                # for a Spark job; cancel it so that the worker can be joined now.
+                # for a batch; cancel it so that the worker can be joined now.
                 self.runtime.halt()  # first, so that no new batch starts
-                self.spark.cancel()
+                self.executor.cancel()
             self.runtime.close()
-            if self.spark is not None:
-                self.spark.close()
+            if self.executor is not None:
+                self.executor.close()
 
     def __del__(self) -> None:
         # An execution dropped unfinished must not leave workers reading its input.
@@ -259,19 +109,14 @@ class FrontExecution(Execution):
 
     def stats(self) -> dict:
         stats = self.runtime.statistics()
-        if self.spark is not None:
-            stats["spark"] = self.spark.stats()
+        if self.executor is not None:
+            stats[self.executor.name] = self.executor.stats()
         return {"engine": "front", "workers": self.workers, **stats}
 
 
-def start(graph: PropertyGraph, boxes: dict[str, Callable], records: Iterable[Record],
-          options: RunOptions | None = None) -> FrontExecution:
-    """Run ``graph`` on the FRONT engine (see :mod:`snet.backends` for the contract).
-
-    With ``options.spark_master`` the splits that :mod:`snet.spark.splits`
-    selects run on Spark and the rest of the network here, as without it.
-    """
-    return FrontExecution(graph, boxes, records, options or RunOptions())
+def start(plan: Plan, records: Iterable[Record], options: RunOptions | None = None) -> FrontExecution:
+    """Run ``plan`` on the FRONT engine (see :mod:`snet.backends` for the contract)."""
+    return FrontExecution(plan, records, options or RunOptions())
 
 
-__all__ = ["FrontExecution", "Program", "build_program", "start", "DEFAULT_BOX_CONCURRENCY"]
+__all__ = ["FrontExecution", "box_limits", "start", "DEFAULT_BOX_CONCURRENCY"]

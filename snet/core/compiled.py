@@ -250,7 +250,3 @@ def merge_sync(records: Sequence[Record], patterns: Sequence[Pattern]) -> Record
         for label in p.labels:
             merged[label] = rec[label]
     return merged
-
-
-def variant_text(variants: Sequence[Sequence[str]]) -> str:
-    return " | ".join(format_labels(v) for v in variants)

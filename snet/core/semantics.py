@@ -1,9 +1,8 @@
 """The semantic core: what every construct means, in one place for all engines.
 
-Engines differ in *scheduling* only.  Each of them builds one
-:class:`Operators` per run from the property graph and the bound box
-functions, and asks it, per node, for the object that applies that node to
-a record:
+Engines differ in *scheduling* only.  The plan (:mod:`snet.plan`) holds,
+per node, the object that applies that node to a record, built from the
+property graph and the bound box functions once per run:
 
 =============  ================================================================
 node kind      operator
@@ -17,19 +16,15 @@ feedback       :class:`~snet.core.compiled.PatternMatcher` of the back patterns
 split          :class:`~snet.core.compiled.SplitKeys`
 =============  ================================================================
 
-Operators are immutable after construction (apart from the routing cache,
+The operators are immutable after construction (apart from the routing cache,
 whose entries are idempotent), so workers share them without locks.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
-
-from snet.core.boxes import BoxCaller
-from snet.core.compiled import PatternMatcher, Router, SplitKeys, compile_filter, merge_sync
+from snet.core.compiled import PatternMatcher, merge_sync
 from snet.source import Span
-from snet.spg.nodes import (BoxNode, FeedbackNode, FilterNode, Node, ParallelNode, Pattern, PropertyGraph,
-                            SplitNode, StarNode, SyncNode)
+from snet.spg.nodes import Pattern, SyncNode
 
 Record = dict
 
@@ -100,34 +95,3 @@ def unfinished_warning(span: Span | None, filled: int, total: int) -> str:
     """The termination warning for a cell that holds records but never fired (§9)."""
     where = f"{span.location}: " if span is not None else ""
     return f"{where}warning: synchro-cell discarded with {filled} of {total} patterns filled"
-
-
-class Operators:
-    """Per-node operators of one program, indexed by node id."""
-
-    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable]):
-        self.graph = graph
-        self.ops: list[Any] = [None] * len(graph.nodes)
-        for node in graph.nodes:
-            self.ops[node.id] = self._build(node, boxes)
-
-    @staticmethod
-    def _build(node: Node, boxes: dict[str, Callable]) -> Any:
-        if isinstance(node, BoxNode):
-            return BoxCaller(node, boxes[node.name])
-        if isinstance(node, FilterNode):
-            return compile_filter(node)
-        if isinstance(node, SyncNode):
-            return SyncPatterns(node)
-        if isinstance(node, ParallelNode):
-            return Router(node.routes, node.span, "deterministic parallel" if node.deterministic else "parallel")
-        if isinstance(node, StarNode):
-            return PatternMatcher(node.exits, "star exit pattern guard", node.span)
-        if isinstance(node, FeedbackNode):
-            return PatternMatcher(node.back, "feedback pattern guard", node.span)
-        if isinstance(node, SplitNode):
-            return SplitKeys(node)
-        return None
-
-    def __getitem__(self, node_id: int) -> Any:
-        return self.ops[node_id]

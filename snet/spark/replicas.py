@@ -3,7 +3,7 @@
 This module runs on Spark executors (it imports nothing from pyspark at
 module level, so the tests also run it in-process).  A :class:`ReplicaHost`
 holds, per run, a :class:`~snet.reference.ReferenceEngine` for the whole
-graph: its operators (compiled filters, bound boxes, routers) are static and
+program, lowered to a plan on the executor: its operators (compiled filters, bound boxes, routers) are static and
 built once per Python worker; replicas of the split's operand are instance
 trees built by that engine, exactly as the reference engine builds them
 locally, so the executor runs the same machinery as a local run.
@@ -15,8 +15,8 @@ A replica that holds state (``node.stateful``: a synchro-cell somewhere in
 the operand, also inside stars, feedback loops or nested splits) is carried
 between batches as bytes.  :func:`dump_replica` pickles the replica's
 instance tree with a ``persistent_id`` hook that replaces every *static*
-object by a small id: property-graph nodes (``("n", id)``), operators
-(``("o", node_id)``) and the engine's sink (``("s",)``).  What travels is
+object by a small id: plan nodes (``("n", id)``), operators
+(``("o", node_id, field)``) and the engine's sink (``("s",)``).  What travels is
 therefore only the dynamic part: synchro-cell slots, the instance trees of
 star replicas and nested split replicas, and the wiring between them.
 :func:`load_replica` re-attaches the static objects of the executor it runs
@@ -58,6 +58,7 @@ from typing import Any, Callable
 
 from snet.core.semantics import SyncCell, unfinished_warning
 from snet.errors import SNetRuntimeError
+from snet.plan import PlanNode, lower, operators
 from snet.spg.nodes import Node, PropertyGraph
 
 Record = dict
@@ -159,11 +160,11 @@ class _StatePickler(pickle.Pickler):
         self.cells: list[SyncCell] = []
 
     def persistent_id(self, obj: Any):
-        if isinstance(obj, Node):
+        if isinstance(obj, PlanNode):
             return ("n", obj.id)
-        node_id = self.host.op_ids.get(id(obj))
-        if node_id is not None:
-            return ("o", node_id)
+        where = self.host.op_ids.get(id(obj))
+        if where is not None:
+            return ("o",) + where
         if obj is self.host.engine.sink:
             return ("s",)
         if type(obj) is SyncCell:
@@ -179,9 +180,9 @@ class _StateUnpickler(pickle.Unpickler):
     def persistent_load(self, pid):
         kind = pid[0]
         if kind == "n":
-            return self.host.graph.nodes[pid[1]]
+            return self.host.plan.nodes[pid[1]]
         if kind == "o":
-            return self.host.engine.ops[pid[1]]
+            return getattr(self.host.plan.nodes[pid[1]], pid[2])
         if kind == "s":
             return self.host.engine.sink
         raise pickle.UnpicklingError(f"unknown persistent id {pid!r}")
@@ -253,12 +254,14 @@ class ReplicaHost:
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], split_node_id: int):
         from snet.reference import ReferenceEngine
 
-        self.graph = graph
-        self.split = graph.nodes[split_node_id]
-        self.operand = self.split.operand
-        self.stateful = keeps_state(self.operand)
-        self.engine = ReferenceEngine(graph, boxes)
-        self.op_ids = {id(op): i for i, op in enumerate(self.engine.ops.ops) if op is not None}
+        self.plan = lower(graph, boxes)
+        self.split = self.plan.nodes[split_node_id]
+        self.operand = self.split.children[0]
+        self.stateful = keeps_state(graph.nodes[split_node_id].operand)
+        self.engine = ReferenceEngine(self.plan)
+        # Static objects a replica refers to, pickled as (node id, field name).
+        self.op_ids = {id(value): (node.id, name) for node in self.plan.nodes
+                       for name, value in operators(node).items() if not isinstance(value, (type(None), str, int))}
         self._shared: tuple | None = None  # the one instance tree of a stateless operand
 
     # building

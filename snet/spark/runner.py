@@ -45,11 +45,12 @@ import tempfile
 import threading
 import time
 import uuid
-from typing import Any, Callable
+from typing import Callable
 
 from snet.core.compiled import SplitKeys
 from snet.errors import SNetRuntimeError, SNetUsageError
 from snet.spark.replicas import Group, TaskInput, TaskOutput, dumps, keeps_state, loads
+from snet.splitexec import SplitFailure, SplitOutputs, SplitRunner
 from snet.spg.nodes import PropertyGraph, SplitNode
 
 log = logging.getLogger("snet.spark")
@@ -64,7 +65,7 @@ _SHIPPED: dict[int, set[str]] = {}  # id(SparkContext or session) -> files alrea
 _SHIP_LOCK = threading.Lock()
 
 
-class SparkSplitRunner:
+class SparkSplitRunner(SplitRunner):
     """Runs the replicas of one split node on Spark.
 
     Args:
@@ -150,16 +151,16 @@ class SparkSplitRunner:
 
     def process(self, batch: list[tuple[int, Record]], instance: int = 0) -> list[tuple[int, list[Record]]]:
         """Run one batch of one instance: ``[(seq, record)]`` -> ``[(seq, outputs)]`` in seq order."""
-        return [(seq, outs) for _, seq, outs in self.process_many([(instance, s, r) for s, r in batch])]
+        return [(o.seq, o.outputs) for o in self.process_many([(instance, s, r) for s, r in batch])]
 
-    def process_many(self, batch: list[tuple[int, int, Record]]) -> list[tuple[int, int, list[Record]]]:
-        """Run ``[(instance, seq, record)]``; returns ``[(instance, seq, outputs)]`` sorted by (seq, instance).
+    def process_many(self, batch: list[tuple[int, int, Record]]) -> list[SplitOutputs]:
+        """Run ``[(instance, seq, record)]``; the outputs per input, sorted by (seq, instance).
 
         Raises:
-            SNetRuntimeError: the first error in (seq, instance, value)
-                order, rebuilt from the executor's report; its ``partial``
-                attribute holds the results of the inputs before it, in
-                the form of the return value.
+            SplitFailure: the first error in (seq, instance, value) order,
+                rebuilt from the executor's report, with the outputs of the
+                inputs before it.
+            SNetRuntimeError: the Spark job itself failed.
         """
         if self._closed:
             raise SNetUsageError("the Spark split runner is closed")
@@ -209,10 +210,7 @@ class SparkSplitRunner:
                  len(batch), len(payloads), seconds)
         if errors:
             first = min(errors, key=lambda e: e.key)
-            error = first.rebuild()
-            error.partial = _fold([item for item in keyed if item[0] < first.key])
-            error.seq = first.key[0]
-            raise error
+            raise SplitFailure(first.rebuild(), first.key[0], _fold([item for item in keyed if item[0] < first.key]))
         return _fold(keyed)
 
     def _group(self, batch: list[tuple[int, int, Record]]) -> tuple[list[Group], int]:
@@ -272,7 +270,7 @@ class SparkSplitRunner:
             fn = functools.partial(arrow_batches, self.run_id, self.context_bytes)
             return [bytes(row[0]) for row in df.mapInArrow(fn, "payload binary").collect()]
         except KeyboardInterrupt:
-            self._cancel()
+            self.cancel()
             raise
         except Exception as e:
             text = str(e).strip().splitlines()
@@ -280,7 +278,7 @@ class SparkSplitRunner:
             raise SNetRuntimeError(f"Spark job of the split failed: {type(e).__name__}: {summary.strip()[:500]}",
                                    self.node.span, str(e)[:4000]) from e
 
-    def _cancel(self) -> None:
+    def cancel(self) -> None:
         """Stop this run's Spark jobs (Ctrl-C while a batch runs)."""
         try:
             if self.connect:
@@ -320,14 +318,14 @@ class SparkSplitRunner:
         self.states.clear()
 
 
-def _fold(keyed: list[tuple[tuple, list[Record]]]) -> list[tuple[int, int, list[Record]]]:
-    """``[((seq, instance, value), outputs)]`` sorted -> ``[(instance, seq, outputs)]``, copies joined."""
-    result: list[tuple[int, int, list[Record]]] = []
+def _fold(keyed: list[tuple[tuple, list[Record]]]) -> list[SplitOutputs]:
+    """``[((seq, instance, value), outputs)]`` sorted -> outputs per input, the copies' outputs joined."""
+    result: list[SplitOutputs] = []
     last = None
     for (seq, instance, _value), outputs in keyed:
         if last == (seq, instance):
-            result[-1][2].extend(outputs)
+            result[-1].outputs.extend(outputs)
         else:
-            result.append((instance, seq, list(outputs)))
+            result.append(SplitOutputs(instance, seq, list(outputs)))
             last = (seq, instance)
     return result

@@ -19,7 +19,8 @@ import handmade  # noqa: E402
 
 from snet.errors import SNetBoxError  # noqa: E402
 from snet.spark.replicas import Group, ReplicaHost, TaskInput, dump_replica, load_replica  # noqa: E402
-from snet.spark.splits import guarded_combinators, select_splits  # noqa: E402
+from snet.plan import Kind, lower  # noqa: E402
+from snet.splitexec import select_splits  # noqa: E402
 
 
 def split_id(graph):
@@ -116,7 +117,14 @@ def test_selection_rules():
     from snet.errors import SNetUsageError
     with pytest.raises(SNetUsageError, match="names no split or net.*hand.snet:1:33"):
         select_splits(pure, "2:7")
-    assert guarded_combinators(pure, select_splits(pure, "all")) == frozenset()
+
+    class Selection:  # all that lowering reads of a split executor
+        selected = select_splits(pure, "all")
+
+    plan = lower(pure, {}, executor=Selection())
+    assert [n.kind for n in plan.nodes if n.id in Selection.selected] == [Kind.EXECUTOR_SPLIT]
+    assert plan.root.holds_executor_split
+    assert not [n for n in plan.nodes if n.deterministic and n.holds_executor_split]  # nothing to flush before
 
 
 def test_selection_on_a_compiled_program_with_nested_splits():

@@ -20,7 +20,6 @@ import handmade  # noqa: E402
 
 from snet.backends import RunOptions, start  # noqa: E402
 from snet.errors import SNetBoxError  # noqa: E402
-from snet.reference import ReferenceExecution  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -106,7 +105,7 @@ def test_box_exception_on_an_executor_reads_like_a_local_one(spark_options):
 
     records = [{"v": i, "<k>": i % 4} for i in range(20)]
     with pytest.raises(SNetBoxError) as local_error:
-        list(ReferenceExecution(graph, {"work": work}, records))
+        list(start("reference", graph, {"work": work}, records))
     got = []
     options = spark_options(spark_batch=8)
     with pytest.raises(SNetBoxError) as spark_error:
@@ -148,8 +147,8 @@ def test_without_a_master_spark_is_never_imported(tmp_path):
         "import sys; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
         "import handmade\n"
         "from snet.backends import RunOptions\n"
-        "from snet.reference import ReferenceExecution\n"
-        "out = list(ReferenceExecution(handmade.sync_split(), {}, [{'a': 1, '<k>': 0}, {'b': 2, '<k>': 0}],"
+        "from snet.backends import start\n"
+        "out = list(start('reference', handmade.sync_split(), {}, [{'a': 1, '<k>': 0}, {'b': 2, '<k>': 0}],"
         " RunOptions()))\n"
         "assert out == [{'a': 1, 'b': 2, '<k>': 0}], out\n"
         "assert not [m for m in sys.modules if m.startswith(('pyspark', 'snet.spark'))]\n"
@@ -166,17 +165,17 @@ from pyspark.sql import SparkSession
 SparkSession.builder.remote("local[2]").getOrCreate()
 import handmade
 from snet.backends import RunOptions
-from snet.reference import ReferenceExecution
+from snet.backends import start
 
 def work(v, k):
     return {{"v": v * 10, "<k>": k}}
 
 graph = handmade.box_split(sync_first=True)
 records = [{{"w": 0, "<k>": 0}}] + [{{"v": i, "<k>": i % 3}} for i in range(12)] + [{{"w": 1, "<k>": 2}}]
-local_run = ReferenceExecution(graph, {{"work": work}}, records)
+local_run = start("reference", graph, {{"work": work}}, records)
 local = list(local_run)
-run = ReferenceExecution(graph, {{"work": work}}, records,
-                         RunOptions(spark_master="sc://localhost:15002", spark_batch=5))
+run = start("reference", graph, {{"work": work}}, records,
+            RunOptions(spark_master="sc://localhost:15002", spark_batch=5))
 out = list(run)
 key = lambda r: sorted(r.items())
 assert sorted(out, key=key) == sorted(local, key=key), (out, local)

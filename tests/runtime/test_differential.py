@@ -21,10 +21,8 @@ import time
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from front_graphs import B, C, T, box, feedback, filt, graph, ident, init, out, par, pat, serial, split, star, sync
-from snet import reference
 from snet.errors import SNetRuntimeError
-from snet.backends import RunOptions
-from snet.backends import front
+from snet.backends import RunOptions, start
 
 
 def inc(a):
@@ -137,7 +135,7 @@ def inputs(n: int, with_b: bool):
 
 
 def run(engine, g, recs, **options):
-    execution = engine.start(g, BOXES, recs, RunOptions(**options))
+    execution = start(engine, g, BOXES, recs, RunOptions(**options))
     try:
         outputs = list(execution)
     except SNetRuntimeError as e:
@@ -166,14 +164,14 @@ def test_random_networks_match_the_reference(spec, n, with_b, entrance, steal, s
         whole = serial(cells, spec)
         recs = [r for i, r in enumerate(recs) for r in ([r, {"<z>": i}] if i % 3 else [r])]
     g = graph(whole)
-    expected, expected_warnings = run(reference, g, recs)
+    expected, expected_warnings = run("reference", g, recs)
     if expected == "error":
         for workers in (1, 2):
-            assert run(front, g, recs, workers=workers) == (expected, expected_warnings)
+            assert run("front", g, recs, workers=workers) == (expected, expected_warnings)
         return
     ordered = deterministic_only(whole)
     for workers in (1, 2, 3):
-        got, warnings = run(front, g, recs, workers=workers, steal=steal, seed=seed)
+        got, warnings = run("front", g, recs, workers=workers, steal=steal, seed=seed)
         assert collections.Counter(map(key, got)) == collections.Counter(map(key, expected)), (workers, whole)
         assert warnings == expected_warnings
         if ordered:

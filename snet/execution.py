@@ -1,0 +1,51 @@
+"""What every engine returns: an :class:`Execution`, an iterator over the output records.
+
+Contract of every engine:
+
+* Input is pulled lazily from the iterable; an exception raised by the
+  iterable (a malformed record, say) is re-raised from the execution's
+  iterator *after* every output produced before it has been yielded.
+* A run-time error (:class:`~snet.errors.SNetRuntimeError`) stops the run
+  promptly; the outputs that reached the network's output first are yielded,
+  then the error is raised.
+* When the iterator is exhausted, the network has terminated: termination
+  warnings (unfinished synchro-cells) are in :attr:`Execution.warnings`.
+* :meth:`Execution.close` stops a run early and releases every thread;
+  it is safe to call twice and after an error.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+Record = dict
+
+
+class Execution:
+    """A running network: iterate it for the outputs.
+
+    Subclasses implement :meth:`__next__`; ``warnings`` collects the
+    termination warnings, ``stats()`` returns what the engine measured.
+    """
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+
+    def __iter__(self) -> Iterator[Record]:
+        return self
+
+    def __next__(self) -> Record:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop the run (if still going) and release its resources."""
+
+    def stats(self) -> dict:
+        """Statistics of the run so far, as nested plain data."""
+        return {}
+
+    def __enter__(self) -> "Execution":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

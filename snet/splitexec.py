@@ -1,0 +1,274 @@
+"""Split executors: where the replicas of selected ``!<tag>`` splits run.
+
+An engine runs most of a network itself.  The replicas of some splits may
+run elsewhere: on Spark executors (:mod:`snet.spark`), say.  Engines do not
+know where; they talk to a :class:`SplitExecutor` through this small
+protocol:
+
+1. ``new_instance(node_id) -> instance``: the engine built an instance of
+   an executor split (an :class:`~snet.plan.ExecutorSplitPlan` node; a split
+   inside a star has one per star replica);
+2. ``submit(instance, record) -> seq``: a record entered that instance (the
+   engine has checked its tag already); it waits in the executor's batch
+   under a global sequence number;
+3. ``full()`` / ``pending``: the batch is full / how many records wait;
+4. ``take() -> Batch | None`` then ``run(batch) -> BatchResult`` (or
+   ``flush()`` for both): the records run, and every input's outputs come
+   back as :class:`SplitOutputs`, in sequence order.  An engine that submits
+   from several threads calls ``take`` under its own lock and ``run``
+   outside it, so records keep arriving while a batch runs;
+5. a run-time error inside the executor does not raise: the
+   :class:`BatchResult` carries it, with the outputs of the inputs before
+   the failing one, so the engine writes those first and then fails;
+6. ``warnings()``, ``stats()``, ``cancel()`` (from any thread, to stop a
+   running batch) and ``close()``.
+
+When a batch runs is the engine's business (the reference engine: when it
+is full, at the end of the input and before a deterministic combinator that
+holds an executor split takes a new input; FRONT: when it is full or the
+rest of the network is quiet, see ``linger``).  Ordering needs nothing
+more: outputs come back per input in input order, so per-tag order and
+``!!`` order hold, and the engine's own deterministic collectors order
+everything around the split.
+
+Which splits run in the executor is chosen before the program is lowered
+(:func:`select_splits`); :func:`snet.backends.start` builds the executor a
+run's options ask for (:class:`snet.spark.splits.SparkSplits` for a Spark
+master), or none.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterable
+
+import attrs
+
+from snet.errors import SNetRuntimeError, SNetUsageError
+from snet.spg.nodes import NetNode, Node, PropertyGraph, SplitNode
+
+Record = dict
+
+
+@attrs.frozen
+class SplitOutputs:
+    """The outputs that one input record of one split instance caused, in order."""
+
+    instance: int
+    seq: int
+    outputs: list
+
+
+@attrs.frozen
+class BatchResult:
+    """What a batch gave: outputs per input in sequence order, and the first error.
+
+    With ``error`` set, ``outputs`` holds only the inputs before the failing
+    one (``error_seq``); the rest of the batch is lost with the run.
+    """
+
+    outputs: tuple[SplitOutputs, ...] = ()
+    error: SNetRuntimeError | None = None
+    error_seq: int = -1
+
+
+class SplitFailure(Exception):
+    """Raised by a split runner: ``error`` at input ``seq``, ``done`` the outputs of the inputs before it."""
+
+    def __init__(self, error: SNetRuntimeError, seq: int, done: Iterable[SplitOutputs]):
+        super().__init__(str(error))
+        self.error = error
+        self.seq = seq
+        self.done = list(done)
+
+
+Batch = dict  # node id -> [(instance, seq, record)]
+
+
+class SplitRunner:
+    """Runs the replicas of one split node (all its instances); what an executor is made of."""
+
+    where: str
+
+    def process_many(self, items: list[tuple[int, int, Record]]) -> list[SplitOutputs]:  # pragma: no cover
+        """Run ``[(instance, seq, record)]``; outputs sorted by seq.  Raises :class:`SplitFailure`."""
+        raise NotImplementedError
+
+    def warnings(self) -> list[str]:
+        return []
+
+    def stats(self) -> dict:
+        return {}
+
+    def cancel(self) -> None:
+        """Stop the work running now (called from another thread)."""
+
+    def close(self) -> None:
+        """Release what the runner holds."""
+
+
+class SplitExecutor:
+    """The batching half of every executor; subclasses say how a split node runs (:meth:`make_runner`).
+
+    Attributes:
+        selected: the split node ids whose replicas run here.
+        batch_size: records per batch.
+        linger: seconds an engine may let a partial batch wait for input
+            before it runs it anyway (when nothing else is in flight).
+    """
+
+    name = "executor"
+    linger = 0.05
+
+    def __init__(self, selected: Iterable[int], batch_size: int):
+        if batch_size < 1:
+            raise SNetUsageError(f"a split executor's batch size must be at least 1, not {batch_size}")
+        self.selected = frozenset(selected)
+        self.batch_size = batch_size
+        self.runners: dict[int, SplitRunner] = {}
+        self.instance_node: list[int] = []
+        self.buffers: Batch = {}
+        self.pending = 0
+        self.seq = 0
+        self.flushes = 0
+        self.flush_seconds = 0.0
+
+    def make_runner(self, node_id: int) -> SplitRunner:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def new_instance(self, node_id: int) -> int:
+        if node_id not in self.selected:
+            raise SNetUsageError(f"node {node_id} is not a split of this executor")
+        self.instance_node.append(node_id)
+        return len(self.instance_node) - 1
+
+    def submit(self, instance: int, record: Record) -> int:
+        """Add a record that entered ``instance`` to the batch; returns its sequence number."""
+        seq = self.seq
+        self.buffers.setdefault(self.instance_node[instance], []).append((instance, seq, record))
+        self.seq = seq + 1
+        self.pending += 1
+        return seq
+
+    def full(self) -> bool:
+        return self.pending >= self.batch_size
+
+    def take(self) -> Batch | None:
+        """Take the waiting records out of the batch (``None`` when there are none)."""
+        if not self.pending:
+            return None
+        buffers, self.buffers, self.pending = self.buffers, {}, 0
+        return buffers
+
+    def flush(self) -> BatchResult:
+        return self.run(self.take())
+
+    def run(self, batch: Batch | None) -> BatchResult:
+        """Run a taken batch, one split node after another (a replica's state moves between batches)."""
+        if not batch:
+            return BatchResult()
+        started = time.perf_counter()
+        done: list[SplitOutputs] = []
+        try:
+            for node_id in sorted(batch):
+                runner = self.runners.get(node_id)
+                if runner is None:
+                    runner = self.runners[node_id] = self.make_runner(node_id)
+                try:
+                    done.extend(runner.process_many(batch[node_id]))
+                except SplitFailure as failure:
+                    before = sorted((o for o in done + failure.done if o.seq < failure.seq), key=_seq)
+                    return BatchResult(tuple(before), failure.error, failure.seq)
+        finally:
+            self.flushes += 1
+            self.flush_seconds += time.perf_counter() - started
+        done.sort(key=_seq)
+        return BatchResult(tuple(done))
+
+    def warnings(self) -> list[str]:
+        return [w for node_id in sorted(self.runners) for w in self.runners[node_id].warnings()]
+
+    def stats(self) -> dict:
+        return {"batch_size": self.batch_size, "flushes": self.flushes, "seconds": self.flush_seconds,
+                "splits": {r.where: r.stats() for r in self.runners.values()}}
+
+    def cancel(self) -> None:
+        for runner in list(self.runners.values()):
+            runner.cancel()
+
+    def close(self) -> None:
+        for runner in self.runners.values():
+            runner.close()
+
+
+def _seq(outputs: SplitOutputs) -> int:
+    return outputs.seq
+
+
+# -- choosing the splits ------------------------------------------------------------
+
+
+def _outermost(root: Node, wanted: Callable[[SplitNode], bool]) -> list[SplitNode]:
+    """The splits under ``root`` that ``wanted`` accepts and that no accepted split encloses."""
+    found = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, SplitNode) and wanted(node):
+            found.append(node)
+            continue
+        stack.extend(reversed(node.children()))
+    return found
+
+
+def split_positions(graph: PropertyGraph) -> list[str]:
+    return sorted({n.span.location for n in graph.nodes if isinstance(n, SplitNode) and n.span is not None})
+
+
+def select_splits(graph: PropertyGraph, rule: str | None, option: str = "--spark-splits") -> frozenset[int]:
+    """The split node ids a rule selects.
+
+    ``auto`` (the default): every outermost split whose operand contains a
+    box (a split of filters and synchro-cells costs microseconds per record
+    in place, less than shipping the record); ``all``: every outermost
+    split; otherwise a comma list of split positions ``FILE:LINE:COL`` (or
+    ``LINE:COL``) and net names (a net name selects the outermost splits
+    inside that net).  Of the selected splits only the outermost are kept:
+    a nested split runs inside the outer one's replicas.
+    """
+    rule = (rule or "auto").strip()
+    if rule == "auto":
+        return frozenset(n.id for n in _outermost(graph.root, lambda n: n.operand.has_boxes))
+    if rule == "all":
+        return frozenset(n.id for n in _outermost(graph.root, lambda n: True))
+    chosen: set[int] = set()
+    for token in (t.strip() for t in rule.split(",")):
+        if not token:
+            continue
+        hits = _match(graph, token)
+        if not hits:
+            where = ", ".join(split_positions(graph)) or "none"
+            raise SNetUsageError(f"{option}: '{token}' names no split or net (splits at: {where})")
+        chosen.update(hits)
+    return frozenset(n.id for n in _outermost(graph.root, lambda n: n.id in chosen))
+
+
+def _match(graph: PropertyGraph, token: str) -> set[int]:
+    if ":" in token:
+        hits = set()
+        for node in graph.nodes:
+            if isinstance(node, SplitNode) and node.span is not None:
+                location = node.span.location
+                short = f"{node.span.line}:{node.span.column}"
+                if token in (location, short) or location.endswith("/" + token):
+                    hits.add(node.id)
+        return hits
+    hits = set()
+    for node in graph.nodes:
+        if isinstance(node, NetNode) and node.name == token:
+            hits.update(n.id for n in _outermost(node, lambda n: True))
+    return hits
+
+
+__all__ = ["SplitExecutor", "SplitRunner", "SplitOutputs", "BatchResult", "SplitFailure", "select_splits",
+           "split_positions"]

@@ -1,0 +1,513 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Collectors and the entities of combinators: parallel, star, split, executor split, feedback.
+
+Also the firing of initialisers when an instance is created
+(:func:`fire`), and the running of the split executor's batches
+(:func:`executor_due`, :func:`flush_executor`).  Each entity class has a
+factory, registered with :mod:`snet_front.core` when this module is
+imported, that builds it from its node's template in the plan.  See
+core.pyx for the design of the runtime.
+"""
+
+cimport cython
+from collections import deque
+
+from snet.errors import SNetRuntimeError
+
+from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_now, snet_try_lock, snet_unlock)
+from snet_front.core cimport (Entity, Writer, Network, Group, GStack, Tagged, Ctx, Instance, WakeUp, register_factory,
+                              make_item, record_of, stack_of, spin_lock, spawn, push, bypass, new_ctx)
+from snet_front.kinds cimport (K_NET, K_SERIAL, K_PAR, K_STAR, K_SPLIT, K_FEEDBACK, K_EXECSPLIT, K_INITBOX)
+
+
+cdef Entity open_replica(Network rt, Writer w, int node, Ctx c, GStack st):
+    """A new replica of the operand of star or split ``node`` in context ``c``: its initialisers fire first."""
+    cdef int operand = rt.child0[node]
+    fire(rt, w, operand, c, st)
+    return rt.enter(operand, c)
+
+
+@cython.final
+cdef class ParallelEntity(Entity):
+    cdef object router
+    cdef list branches  # entry entity per branch, created lazily
+    cdef Collector coll  # deterministic order and/or initialiser barrier; None: branches share `out`
+
+    cdef int invoke(self, Writer w, object item) except -1:
+        cdef object rec = record_of(item)
+        cdef GStack st = stack_of(item)
+        cdef Entity dest
+        cdef int b = self.router(rec)
+        if self.rt.det[self.node]:
+            st = push(self.coll.new_group(), st)
+            item = make_item(rec, st)
+        dest = self.branches[b]
+        if dest is None:
+            dest = self.rt.enter(self.rt.children[self.node][b], new_ctx(self, self.ctx.inst, self.ctx))
+        if dest.identity:
+            dest = bypass(dest)
+        self.branches[b] = dest
+        w.write(dest, item, True)
+        return 0
+
+    cdef Entity branch_exit(self):
+        if self.coll is not None:
+            return self.coll
+        return self.junction_out()
+
+
+@cython.final
+cdef class StarShared:
+    """What all incarnations of one star instance share."""
+    cdef Network rt
+    cdef int node
+    cdef Ctx ctx
+    cdef object matcher
+    cdef bint det
+    cdef Collector coll
+    cdef Entity out  # the star's out, shared by the exits of every incarnation
+    cdef int jlock  # guards `out`
+
+    cdef Entity exit_target(self):
+        cdef Entity d
+        if self.coll is not None:
+            return self.coll
+        spin_lock(&self.jlock)
+        try:
+            d = self.out
+            if d is None:
+                d = self.rt.exit_target(self.node, self.ctx)
+            if d.identity:
+                d = bypass(d)
+            self.out = d
+        finally:
+            snet_unlock(&self.jlock)
+        return d
+
+
+@cython.final
+cdef class StarEntity(Entity):
+    """Incarnation ``k`` of a star: the exit test before replica ``k``."""
+    cdef StarShared sh
+    cdef long k
+    cdef StarEntity nxt
+    cdef Entity op_entry
+
+    cdef int invoke(self, Writer w, object item) except -1:
+        cdef object rec = record_of(item)
+        cdef GStack st = stack_of(item)
+        cdef Entity dest
+        cdef StarShared sh = self.sh
+        cdef Network rt = self.rt
+        cdef Ctx cop
+        cdef bint leader = self.k == 0 and sh.det
+        if leader:
+            st = push(sh.coll.new_group(), st)
+            item = make_item(rec, st)
+        if sh.matcher(rec) >= 0:
+            w.write(sh.exit_target(), item, True)
+            return 0
+        dest = self.op_entry
+        if dest is None:
+            nxt = <StarEntity>StarEntity.__new__(StarEntity)
+            nxt.setup(rt, self.node, self.ctx)
+            nxt.sh = sh
+            nxt.k = self.k + 1
+            self.nxt = nxt
+            cop = new_ctx(nxt, Instance.__new__(Instance), sh.ctx)
+            dest = open_replica(rt, w, self.node, cop, st)
+        if dest.identity:
+            dest = bypass(dest)
+        self.op_entry = dest
+        if not leader and not self.identity and (
+                (type(dest) is StarEntity and (<StarEntity>dest).sh is sh)
+                or (dest.identity and dest.out is self.nxt)):
+            # The operand dissolved completely (its entry is a later
+            # incarnation, or an identity leading straight to the next, which
+            # another worker may hold right now): this incarnation tests
+            # exactly what the next one tests, so it becomes an identity
+            # forwarding to its operand entry, and writers skip it.  (`out`
+            # of an identity is only compared here, never followed.)
+            self.out = dest
+            self.identity = True
+        w.write(dest, item, True)
+        return 0
+
+    cdef Entity branch_exit(self):
+        return self
+
+
+@cython.final
+cdef class SplitEntity(Entity):
+    cdef object keys
+    cdef dict replicas
+    cdef Collector coll
+
+    cdef int invoke(self, Writer w, object item) except -1:
+        cdef object rec = record_of(item)
+        cdef GStack st = stack_of(item)
+        cdef Entity dest
+        cdef Network rt = self.rt
+        cdef Py_ssize_t i, n
+        values = self.keys.values(rec)
+        cdef bint det = rt.det[self.node]
+        cdef GStack cst = st
+        n = len(values)
+        if n == 0:
+            if st is not None:
+                w.drop(st)
+            return 0
+        if n > 1 and st is not None:
+            spawn(st, n - 1)
+        if not det:
+            item = make_item(rec, st)
+        for i in range(n):
+            v = values[i]
+            if det:
+                # Each copy gets its own group, in ascending order: all outputs
+                # of one input still leave together, and the copies' outputs
+                # in the order the copies were made (as the reference engine).
+                cst = push(self.coll.new_group(), st)
+                item = make_item(rec, cst)
+            dest = self.replicas.get(v)
+            if dest is None:
+                dest = open_replica(rt, w, self.node, new_ctx(self, Instance.__new__(Instance), self.ctx), cst)
+            if dest.identity:
+                dest = bypass(dest)
+            self.replicas[v] = dest
+            w.write(dest, item, i == n - 1)
+        return 0
+
+    cdef Entity branch_exit(self):
+        if self.coll is not None:
+            return self.coll
+        return self.junction_out()
+
+
+@cython.final
+cdef class ExecutorSplitEntity(Entity):
+    """A split whose replicas run in the split executor (snet.splitexec).
+
+    A record is checked here (a missing tag fails in place, as without an
+    executor; an empty range drops it) and then waits in the executor's
+    batch with its group stack.  It stays in ``pending`` until its outputs
+    are emitted, so the run cannot end while it waits.  Whichever worker
+    fills the batch, or finds the rest of the network quiet
+    (`executor_due`), runs it (`flush_executor`) and writes each input's
+    outputs, in input order, to this split's out: so ``!!`` needs no
+    collector here, and determinism around the split comes from the group
+    stacks as everywhere else.
+    """
+    cdef object keys
+    cdef long inst
+
+    cdef int invoke(self, Writer w, object item) except -1:
+        cdef object rec = record_of(item)
+        cdef GStack st = stack_of(item)
+        cdef Network rt = self.rt
+        cdef bint full
+        if not len(self.keys.values(rec)):
+            if st is not None:
+                w.drop(st)
+            return 0
+        snet_atomic_add(&rt.pending, 1)  # released when its outputs are emitted
+        with rt.exec_lock:
+            seq = rt.executor.submit(self.inst, rec)
+            rt.exec_waiting[seq] = (self, st)
+            full = rt.executor.full()
+            snet_atomic_add(&rt.exec_buffered, 1)
+        if full:
+            flush_executor(rt, w)
+        return 0
+
+    cdef Entity resolve_out(self):
+        return self.junction_out()  # the worker running a batch writes for every split instance
+
+    cdef Entity branch_exit(self):
+        raise SNetRuntimeError("internal error: the operand of an executor split runs in the executor")
+
+
+@cython.final
+cdef class FeedbackReturn(Entity):
+    """Where the operand's outputs return: back into the operand or out."""
+    cdef object matcher
+    cdef Entity loop
+    cdef Ctx ctx_op
+
+    cdef Entity entry(self):
+        cdef Entity d
+        spin_lock(&self.jlock)
+        try:
+            d = self.loop
+            if d is None:
+                d = self.rt.enter(self.rt.children[self.node][0], self.ctx_op)
+            if d.identity:
+                d = bypass(d)
+            self.loop = d
+        finally:
+            snet_unlock(&self.jlock)
+        return d
+
+    cdef int invoke(self, Writer w, object item) except -1:
+        if self.matcher(record_of(item)) >= 0:
+            w.write(self.entry(), item, True)
+        else:
+            w.write(self.resolve_out(), item, True)
+        return 0
+
+    cdef Entity branch_exit(self):
+        return self
+
+
+@cython.final
+cdef class Collector(Entity):
+    """Merges a combinator's branches back in group order (see core.pyx, "Determinism")."""
+    cdef object groups  # deque of Group in entry order
+    cdef list stray
+    cdef bint barrier_only
+
+    cdef Group new_group(self):
+        cdef Group g = Group.__new__(Group)
+        g.count = 1
+        g.owner = self
+        g.queue = []
+        self.groups.append(g)
+        return g
+
+    cdef int invoke(self, Writer w, object item) except -1:
+        cdef Tagged t
+        cdef Group g
+        if type(item) is WakeUp:
+            self.release(w)
+            return 0
+        if type(item) is Tagged and (<Tagged>item).stack.group.owner is self:
+            t = <Tagged>item
+            g = t.stack.group
+            it2 = make_item(t.rec, t.stack.next)
+            if len(self.groups) and self.groups[0] is g:
+                w.write(self.resolve_out(), it2, False)
+            else:
+                g.queue.append(it2)
+            if snet_atomic_add(&g.count, -1) == 0:
+                self.release(w)
+            return 0
+        if len(self.groups):
+            self.stray.append(item)  # not ours: waits until the barrier groups are done
+        else:
+            w.write(self.resolve_out(), item, True)
+        return 0
+
+    cdef int release(self, Writer w) except -1:
+        cdef Group h
+        cdef Entity dest
+        groups = self.groups
+        while len(groups):
+            h = <Group>groups[0]
+            if h.queue:
+                dest = self.resolve_out()
+                for it in h.queue:
+                    w.write(dest, it, False)
+                h.queue = []
+            if snet_atomic_load(&h.count) == 0:
+                groups.popleft()
+            else:
+                return 0
+        if self.stray:
+            dest = self.resolve_out()
+            for it in self.stray:
+                w.write(dest, it, False)
+            self.stray = []
+        if self.barrier_only:
+            self.identity = True
+        return 0
+
+
+# -- initialisers ------------------------------------------------------------------
+
+cdef int fire(Network rt, Writer w, int n, Ctx ctx, GStack st) except -1:
+    """Fire the initialisers of the instance rooted at ``n`` (language.md §6.4).
+
+    Entities on the way to an initialiser are built now and recorded in
+    the instance, so that records entering later find the same ones.
+    Serial stages fire downstream first, so an initialiser's outputs
+    pass downstream initialiser stages only after those have fired.
+    """
+    cdef int k
+    cdef ParallelEntity p
+    cdef FeedbackReturn fb
+    cdef Group g0
+    cdef Ctx c
+    cdef double t0
+    if not rt.inst_init[n]:
+        return 0
+    k = rt.kind[n]
+    if k == K_NET:
+        return fire(rt, w, rt.child0[n], ctx, st)
+    if k == K_SERIAL:
+        for s in reversed(rt.children[n]):
+            fire(rt, w, s, ctx, st)
+        return 0
+    if k == K_PAR:
+        p = <ParallelEntity>rt.make(n, ctx)
+        ctx.inst.eager[n] = p
+        g0 = p.coll.new_group()  # count 1: a claim held while firing
+        c = new_ctx(p, ctx.inst, ctx)
+        for b in rt.children[n]:
+            fire(rt, w, b, c, push(g0, st))
+        if snet_atomic_add(&g0.count, -1) == 0:
+            w.write(p.coll, WakeUp.__new__(WakeUp), False)
+        return 0
+    if k == K_FEEDBACK:
+        fb = new_feedback(rt, n, ctx)
+        ctx.inst.eager[n] = fb
+        fire(rt, w, rt.child0[n], fb.ctx_op, st)
+        return 0
+    if k == K_INITBOX:
+        t0 = snet_now()
+        outs = rt.nodes[n].call.fire()
+        w.box_time[n] += snet_now() - t0
+        w.box_calls[n] += 1
+        if not outs:
+            return 0
+        if st is not None:
+            spawn(st, len(outs))
+        dest = rt.exit_target(n, ctx)
+        for o in outs:
+            w.write(dest, make_item(o, st), False)
+    return 0
+
+
+# -- the split executor's batches -------------------------------------------------------
+
+cdef bint executor_due(Network rt):
+    """True when the executor's batch should run although it is not full.
+
+    That is when nothing but the batch is in flight (every pending item
+    is a batched record) and no input can come soon: the input has
+    ended, the throttle holds it, or the input iterator has been waiting
+    for its next record longer than the executor's ``linger``.  While
+    input flows the batch fills up instead.
+    """
+    cdef long b = snet_atomic_load(&rt.exec_buffered)
+    if b == 0 or snet_atomic_load(&rt.pending) != b:
+        return False
+    if rt.input_done or not rt.admits_input():
+        return True
+    cdef double since = rt.input_since
+    return since > 0 and snet_now() - since >= rt.exec_linger
+
+
+cdef bint flush_executor(Network rt, Writer w) except -1:
+    """Run the executor's batch and write every input's outputs (one batch at a time).
+
+    Records that arrive meanwhile start the next batch; it runs at once if
+    it is full by the time this one is done.  An executor's error is
+    raised after the outputs of the inputs before it have been written.
+    """
+    cdef ExecutorSplitEntity e
+    cdef bint ran = False
+    while snet_try_lock(&rt.exec_flushing):
+        try:
+            while not rt.stop:
+                with rt.exec_lock:
+                    taken = rt.executor.take()
+                if taken is None:
+                    break
+                ran = True
+                result = rt.executor.run(taken)
+                for done in result.outputs:
+                    with rt.exec_lock:
+                        e, st = rt.exec_waiting.pop(done.seq)
+                    e.emit_list(w, done.outputs, st, False)
+                    snet_atomic_add(&rt.exec_buffered, -1)
+                    snet_atomic_add(&rt.pending, -1)
+                if result.error is not None:
+                    raise result.error
+                with rt.exec_lock:
+                    if not rt.executor.full():
+                        break
+        finally:
+            snet_unlock(&rt.exec_flushing)
+        # A worker that filled the batch just before the unlock could not take
+        # the flush: look again, so that a full batch never waits.
+        with rt.exec_lock:
+            if rt.stop or not rt.executor.full():
+                break
+    return ran
+
+
+# -- factories ------------------------------------------------------------------------------
+
+cdef Collector new_collector(Network rt, int n, Ctx ctx):
+    cdef Collector c = Collector.__new__(Collector)
+    c.setup(rt, n, ctx)
+    c.groups = deque()
+    c.stray = []
+    return c
+
+
+cdef FeedbackReturn new_feedback(Network rt, int n, Ctx ctx):
+    cdef FeedbackReturn fb = FeedbackReturn.__new__(FeedbackReturn)
+    fb.setup(rt, n, ctx)
+    fb.matcher = rt.nodes[n].back.first
+    fb.ctx_op = new_ctx(fb, ctx.inst, ctx)
+    return fb
+
+
+cdef Entity make_parallel(Network rt, int n, Ctx ctx):
+    cdef ParallelEntity p = ParallelEntity.__new__(ParallelEntity)
+    cdef Collector c
+    p.setup(rt, n, ctx)
+    p.router = rt.nodes[n].router.route
+    p.branches = [None] * len(rt.children[n])
+    if rt.det[n] or rt.inst_init[n]:
+        c = new_collector(rt, n, ctx)
+        c.barrier_only = not rt.det[n]
+        p.coll = c
+    return p
+
+
+cdef Entity make_star(Network rt, int n, Ctx ctx):
+    cdef StarShared sh = StarShared.__new__(StarShared)
+    cdef StarEntity st = StarEntity.__new__(StarEntity)
+    sh.rt = rt
+    sh.node = n
+    sh.ctx = ctx
+    sh.matcher = rt.nodes[n].exits.first
+    sh.det = rt.det[n]
+    if sh.det:
+        sh.coll = new_collector(rt, n, ctx)
+    st.setup(rt, n, ctx)
+    st.sh = sh
+    st.k = 0
+    return st
+
+
+cdef Entity make_split(Network rt, int n, Ctx ctx):
+    cdef SplitEntity sp = SplitEntity.__new__(SplitEntity)
+    sp.setup(rt, n, ctx)
+    sp.keys = rt.nodes[n].keys
+    sp.replicas = {}
+    if rt.det[n]:
+        sp.coll = new_collector(rt, n, ctx)
+    return sp
+
+
+cdef Entity make_executor_split(Network rt, int n, Ctx ctx):
+    cdef ExecutorSplitEntity es = ExecutorSplitEntity.__new__(ExecutorSplitEntity)
+    es.setup(rt, n, ctx)
+    es.keys = rt.nodes[n].keys
+    with rt.exec_lock:
+        es.inst = rt.executor.new_instance(n)
+    return es
+
+
+cdef Entity make_feedback(Network rt, int n, Ctx ctx):
+    return new_feedback(rt, n, ctx).entry()
+
+
+register_factory(K_PAR, make_parallel)
+register_factory(K_STAR, make_star)
+register_factory(K_SPLIT, make_split)
+register_factory(K_EXECSPLIT, make_executor_split)
+register_factory(K_FEEDBACK, make_feedback)

@@ -1,0 +1,225 @@
+# cython: language_level=3
+"""Records in flight, contexts, the entity base and the per-run network state (see core.pyx)."""
+
+from snet_front.atomics cimport snet_counters, snet_try_lock, snet_unlock, snet_atomic_add, snet_atomic_load
+
+
+cdef class Group:
+    # Invariant: count >= number of live records that carry this group
+    # (in inboxes, being processed, or waiting in a box's reorder buffer);
+    # it reaches 0 exactly once, and whoever brings it there wakes `owner`.
+    cdef long count
+    cdef Entity owner  # the collector that orders this group
+    cdef list queue  # records of this group that arrived before it became the head
+
+
+cdef class GStack:
+    """An immutable cons list of the deterministic groups a record belongs to, innermost first."""
+    cdef Group group
+    cdef GStack next
+
+
+cdef class Tagged:
+    """A record together with its group stack (records outside det regions travel bare)."""
+    cdef object rec
+    cdef GStack stack
+
+
+cdef class WakeUp:
+    """The item that wakes a collector whose head group may have ended (its class is the test)."""
+    pass
+
+
+cdef class Instance:
+    """One instance (top level, star replica, split replica): its eagerly built entities."""
+    cdef dict eager  # node id -> entity built at instance creation (paths to initialisers)
+
+
+cdef class Ctx:
+    """The stack of future collectors of the paper, as a cons list of frames."""
+    cdef Entity frame  # where records leaving the innermost operand go (via branch_exit)
+    cdef Instance inst
+    cdef Ctx tail
+
+
+cdef class Entity:
+    # Invariant: `lock` is held by the one worker invoking this entity (for
+    # a concurrent box only while it takes a record off the inbox).
+    cdef int lock
+    cdef int jlock  # guards the lazily resolved shared out target of junctions
+    cdef bint identity  # forwards everything unchanged from now on: writers may bypass it
+    cdef int cap  # concurrent boxes: at most `cap` calls in flight (0: not a concurrent box)
+    cdef long running  # calls in flight (concurrent boxes)
+    cdef int node
+    cdef object inbox  # collections.deque: thread-safe appends/pops
+    cdef Network rt
+    cdef Ctx ctx
+    cdef Entity out
+    cdef snet_counters *counters
+
+    cdef void setup(self, Network rt, int node, Ctx ctx)
+    cdef int invoke(self, Writer w, object item) except -1
+    cdef Entity resolve_out(self)
+    cdef Entity branch_exit(self)
+    cdef Entity entry(self)
+    cdef Entity junction_out(self)
+    cdef int emit_list(self, Writer w, object outs, GStack st, bint cont) except -1
+
+
+cdef class Sink(Entity):
+    pass
+
+
+cdef class Writer:
+    """What entities need of the worker that invokes them (workers.pyx implements it)."""
+    cdef Network rt
+    cdef int wid
+    cdef Entity cont_e  # the continuation: an entity locked for us, and its item
+    cdef object cont_item
+    cdef long n_cont, n_steals, n_stolen, n_invocations, n_inputs, n_moved, scans
+    cdef double busy
+    cdef double *box_time  # per node: seconds in box calls
+    cdef long *box_calls  # per node: box calls
+
+    cdef int write(self, Entity dest, object item, bint last) except -1
+    cdef int add_licences(self, Entity e, long n) except -1
+    cdef int drop(self, GStack st) except -1
+
+
+ctypedef Entity (*EntityFactory)(Network net, int n, Ctx ctx)
+
+
+cdef class Network:
+    """The per-run state that entities and workers share (runtime.pyx adds the Python API)."""
+    # The plan, as C arrays (per node id) and the templates themselves
+    cdef int nnodes
+    cdef int *kind
+    cdef int *child0
+    cdef int *exit_mode
+    cdef int *next_stage
+    cdef int *inst_init
+    cdef int *det
+    cdef int *conc
+    cdef list nodes  # snet.plan templates: the operators entities are built from
+    cdef list children
+    cdef list node_names
+    cdef object span_of
+
+    # Records in and out
+    cdef Entity sink
+    cdef object outputs
+    cdef long pending
+    cdef long records_in
+    cdef long records_out
+    cdef int input_lock
+    cdef bint input_done
+    cdef object input_iter
+    cdef object input_error
+    cdef double input_since  # when the input reader entered the iterator (0: not in it)
+    cdef bint throttled
+    cdef double thr_off, thr_fac
+    cdef Ctx root_ctx
+    cdef Entity root_entry
+
+    # Workers and termination
+    cdef bint steal_enabled
+    cdef bint stop
+    cdef bint done
+    cdef object error
+    cdef object fail_lock
+    cdef list workers
+    cdef list threads
+    cdef object cond
+    cdef bint consumer_waiting
+    cdef long exited
+    cdef double started, finished
+    cdef snet_counters *counters
+
+    # Unfired synchro-cells holding records (termination warnings)
+    cdef dict partial
+    cdef object partial_lock
+    cdef long partial_seq
+
+    # The split executor (snet.splitexec; None without executor splits)
+    cdef object executor
+    cdef object exec_lock  # guards the executor's batch and `exec_waiting`
+    cdef dict exec_waiting  # sequence number -> (ExecutorSplitEntity, group stack)
+    cdef long exec_buffered  # records in the batch or in a running batch, not yet emitted
+    cdef int exec_flushing  # one batch at a time
+    cdef double exec_linger  # seconds the input may wait in its iterator before a quiet network flushes
+
+    cdef Entity enter(self, int n, Ctx ctx)
+    cdef Entity exit_target(self, int n, Ctx ctx)
+    cdef Entity make(self, int n, Ctx ctx)
+    cdef bint admits_input(self)
+    cdef int output(self, object item) except -1
+    cdef void notify(self)
+    cdef void note_partial(self, object cell, int node, bint fired)
+    cdef void fail(self, object error)
+
+
+cdef void register_factory(int kind, EntityFactory factory)
+cdef Entity bypass(Entity d)
+cdef Ctx new_ctx(Entity frame, Instance inst, Ctx tail)
+cdef object current_writer()
+cdef void set_current_writer(object w)
+
+
+cdef void yield_cpu()
+
+
+cdef enum:
+    SPINS_BEFORE_YIELD = 64
+
+
+cdef inline void spin_lock(int *p):
+    """Take a short-held lock word.
+
+    Critical sections may run Python code (which can hand the GIL to
+    another thread), so after a few spins the GIL is released while
+    yielding: the holder may need it to finish.
+    """
+    cdef int n = 0
+    while not snet_try_lock(p):
+        n += 1
+        if n >= SPINS_BEFORE_YIELD:
+            n = 0
+            yield_cpu()
+
+
+cdef inline bint saturated(Entity e):
+    """A concurrent box already running as many calls as it may: take nothing from it now."""
+    return e.cap != 0 and snet_atomic_load(&e.running) >= e.cap
+
+
+cdef inline object make_item(object rec, GStack st):
+    if st is None:
+        return rec
+    cdef Tagged t = Tagged.__new__(Tagged)
+    t.rec = rec
+    t.stack = st
+    return t
+
+
+cdef inline void spawn(GStack st, long n):
+    """Account for ``n`` more live records carrying every group of ``st``."""
+    while st is not None:
+        snet_atomic_add(&st.group.count, n)
+        st = st.next
+
+
+cdef inline GStack push(Group g, GStack st):
+    cdef GStack s = GStack.__new__(GStack)
+    s.group = g
+    s.next = st
+    return s
+
+
+cdef inline object record_of(object item):
+    """The record an item carries (items are bare records or `Tagged`)."""
+    return (<Tagged>item).rec if type(item) is Tagged else item
+
+
+cdef inline GStack stack_of(object item):
+    """The group stack an item carries (None for a bare record)."""
+    return (<Tagged>item).stack if type(item) is Tagged else None

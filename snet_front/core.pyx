@@ -1,0 +1,434 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The FRONT runtime's core: records in flight, contexts, entities, the network state.
+
+The FRONT runtime is a lazy entity graph run by a fixed set of workers.  It
+is split into modules that only import downwards:
+
+* ``core`` (this module): records in flight (`Tagged`, group stacks),
+  contexts, the `Entity` base with the out resolution every entity shares,
+  `Writer` (what an entity needs of the worker that invokes it) and
+  `Network`, the per-run state: the plan's tables, lazy entity creation
+  through one factory per node kind, the output channel and failure;
+* ``entities``: the entities of boxes, filters, synchro-cells and the
+  synchro-cell star;
+* ``combinators``: collectors, and the entities of parallel, star, split,
+  executor split and feedback, with the firing of initialisers;
+* ``workers``: licences, the worker loop, input admission, stealing;
+* ``runtime``: `Runtime`, the Python-facing object: start, outputs,
+  termination, statistics.
+
+This is the scheduling core of the FRONT engine (Gijsbers & Grelck 2013,
+in the seed document §4).  What each construct *means* is not decided here:
+every entity calls the operators of its node's template in the plan
+(:mod:`snet.plan`: box callers, compiled filters, routers, pattern
+matchers, synchro-cell patterns, split keys).  This module only decides where a record goes next and which
+worker moves it.
+
+Entities
+========
+
+An *entity* is one dynamic instance of a property-graph node: a box, a
+filter, a synchro-cell, a parallel / star / split dispatcher, a feedback
+return point, a collector.  Entities are created when the first record needs
+them (a writer resolves its ``out`` the first time it writes) and share
+everything static through the node id.  Pure wiring (named nets, serial
+composition, ``[]``, an initialiser used as a stage) has no entity: entering
+it just resolves to the next real node.
+
+Each entity carries a *context* (`Ctx`), the paper's stack of future
+collectors: when a dispatcher opens its operand it pushes itself as the
+frame, and whatever entity later leaves that operand pops the frame and asks
+it where to go (`branch_exit`).  A star incarnation's frame is the next
+incarnation, a feedback's is its return point, a parallel's or split's is
+its collector (deterministic or initialiser barrier) or its shared out.
+
+Streams, licences, workers
+==========================
+
+Every entity has one inbox (a deque; each writer appends in its own order,
+so every input stream stays FIFO).  Writing a record gives the *writer* one
+read licence for the destination: a `Licence` (entity, count) in the
+writer's list, ordered output-first (new licences go in front of the one
+being worked on; the scan always restarts from the head).  To use a licence
+a worker try-locks the entity, takes the *oldest* record and invokes the
+entity.  The last write of an invocation continues at the destination at
+once if it is free ("walking the record", `Worker.write`).  An idle worker
+first admits one input record (one worker at a time, optionally throttled),
+then steals half the licences of the first stream with an unlocked
+destination from the head of a victim's list (round robin, one thief per
+victim).
+
+Determinism
+===========
+
+A deterministic dispatcher (``||``, ``**``, ``!!``) gives each entering
+record a new `Group` (pushed on the record's group stack) registered in
+order at its `Collector`.  A group counts its live records: outputs of an
+invocation add ``n - 1``, a record consumed without output or parked in a
+synchro-cell subtracts one, a record arriving at the owner collector
+subtracts one.  The collector forwards the head group's records at once,
+queues the others, and moves on when the head's count is zero; whoever
+brings a count to zero elsewhere sends a wake-up item to the collector.
+Nested non-deterministic parts need nothing: the ordering happens at the
+deterministic collector.  Initialisers in a parallel's branches form group
+0 of that parallel's collector (the barrier that makes their outputs leave
+first, language.md §6.4).
+
+Termination
+===========
+
+``pending`` counts items in inboxes, in continuations and being invoked
+(incremented on every write, decremented after an invocation has written
+its outputs).  The network has terminated when the input has ended and
+``pending`` is zero: global quiescence, which also covers feedback loops.
+
+The GIL
+=======
+
+Records, operators and boxes are Python objects, so a worker holds the GIL
+while it invokes entities.  The GIL is released while a worker is idle
+(sleeping between polls), while it yields in a contended spin lock, and by
+any box that releases it itself (NumPy, I/O, ``time.sleep``, C
+extensions): that is where threads run in parallel on CPython 3.11.  All
+synchronisation is explicit (C11-style atomics on lock words and counters,
+see includes/atomics.h), never the GIL's atomicity, so the scheduler's
+invariants hold without it.
+"""
+
+
+cimport cython
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
+
+import threading
+from collections import deque
+
+from snet.errors import SNetRuntimeError
+
+from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_try_lock, snet_unlock, snet_is_locked,
+                                 snet_atomic_max, snet_counters_new, snet_counters_retain, snet_counters_release)
+from snet_front.kinds cimport (K_NET, K_SERIAL, K_IDENT, K_INITBOX, NKINDS, X_NEXT, X_UP, X_POP)
+
+cdef extern from "<sched.h>" nogil:
+    int sched_yield()
+
+cdef enum:
+    NOTIFY_BATCH = 64  # outputs queued before a waiting consumer is woken
+
+
+cdef void yield_cpu():
+    with nogil:  # touches no Python object; lets the lock holder run
+        sched_yield()
+
+
+# -- the writer of the current thread -------------------------------------------
+
+_current = threading.local()  # .writer: the Writer (worker) of this thread; None outside workers
+_current.writer = None
+
+
+cdef object current_writer():
+    return getattr(_current, "writer", None)
+
+
+cdef void set_current_writer(object w):
+    _current.writer = w
+
+
+# -- one factory per node kind ----------------------------------------------------
+
+cdef EntityFactory _factories[NKINDS]
+
+
+cdef void register_factory(int kind, EntityFactory factory):
+    """Called by the entity modules when they are imported: ``factory`` builds entities of ``kind``."""
+    _factories[kind] = factory
+
+
+cdef Entity bypass(Entity d):
+    """Follow identity entities: later records skip them.
+
+    Safe because an identity forwards unchanged.  With its lock held no
+    record is being forwarded by it; the records still queued in its inbox
+    are moved, in order, to the end of its out's inbox before anything
+    newer can be written there, so no stream is reordered.  Licences for
+    the moved records go to the current worker; licences others still hold
+    for the identity find its inbox empty and lapse (`Worker.work_own`).
+    This is what keeps the entity graph of long stateful runs bounded.
+    """
+    cdef Entity nxt
+    cdef Writer w
+    cdef Py_ssize_t moved
+    while d.identity and snet_try_lock(&d.lock):
+        nxt = d.resolve_out()
+        inbox = d.inbox
+        moved = len(inbox)
+        if moved:
+            w = <Writer>current_writer()
+            if w is None or nxt is d.rt.sink:
+                snet_unlock(&d.lock)
+                break
+            target = nxt.inbox
+            while len(inbox):
+                target.append(inbox.popleft())
+            w.add_licences(nxt, moved)
+            w.n_moved += moved
+        snet_unlock(&d.lock)
+        d = nxt
+    return d
+
+
+@cython.final
+cdef class Group:
+    pass
+
+
+@cython.final
+cdef class GStack:
+    pass
+
+
+@cython.final
+cdef class Tagged:
+    pass
+
+
+@cython.final
+cdef class WakeUp:
+    pass
+
+
+@cython.final
+cdef class Instance:
+    def __cinit__(self):
+        self.eager = {}
+
+
+@cython.final
+cdef class Ctx:
+    pass
+
+
+cdef Ctx new_ctx(Entity frame, Instance inst, Ctx tail):
+    cdef Ctx c = Ctx.__new__(Ctx)
+    c.frame = frame
+    c.inst = inst
+    c.tail = tail
+    return c
+
+
+cdef class Entity:
+    """Base of every entity; see the module docstring."""
+
+    def __init__(self):
+        raise TypeError("entities are created by the runtime only")
+
+    cdef void setup(self, Network rt, int node, Ctx ctx):
+        self.rt = rt
+        self.node = node
+        self.ctx = ctx
+        self.inbox = deque()
+        self.counters = rt.counters
+        snet_counters_retain(self.counters)
+        snet_atomic_add(&self.counters.created, 1)
+        snet_atomic_max(&self.counters.peak, snet_atomic_add(&self.counters.alive, 1))
+
+    def __dealloc__(self):
+        if self.counters != NULL:
+            snet_atomic_add(&self.counters.alive, -1)
+            snet_counters_release(self.counters)
+            self.counters = NULL
+
+    cdef int invoke(self, Writer w, object item) except -1:
+        raise NotImplementedError
+
+    cdef Entity resolve_out(self):
+        """Where this entity's outputs go; only the lock holder calls this."""
+        cdef Entity d = self.out
+        if d is None:
+            d = self.rt.exit_target(self.node, self.ctx)
+        if d.identity:
+            d = bypass(d)
+        self.out = d
+        return d
+
+    cdef Entity junction_out(self):
+        """The out target shared by several writers (branch ends), resolved once under `jlock`."""
+        spin_lock(&self.jlock)
+        try:
+            return self.resolve_out()
+        finally:
+            snet_unlock(&self.jlock)
+
+    cdef Entity branch_exit(self):
+        raise NotImplementedError
+
+    cdef Entity entry(self):
+        return self
+
+    cdef int emit_list(self, Writer w, object outs, GStack st, bint cont) except -1:
+        cdef Py_ssize_t i, n = len(outs)
+        if st is not None:
+            if n == 0:
+                w.drop(st)
+                return 0
+            if n > 1:
+                spawn(st, n - 1)
+        if n == 0:
+            return 0
+        cdef Entity dest = self.resolve_out()
+        if n == 1:
+            w.write(dest, make_item(outs[0], st), cont)
+            return 0
+        for i in range(n):
+            w.write(dest, make_item(outs[i], st), cont and i == n - 1)
+        return 0
+
+
+@cython.final
+cdef class Sink(Entity):
+    """The network's output: records written here go to the consumer."""
+
+    cdef int invoke(self, Writer w, object item) except -1:
+        self.rt.output(item)
+        return 0
+
+
+cdef class Writer:
+    """Implemented by `snet_front.workers.Worker`."""
+
+    cdef int write(self, Entity dest, object item, bint last) except -1:
+        raise NotImplementedError
+
+    cdef int add_licences(self, Entity e, long n) except -1:
+        raise NotImplementedError
+
+    cdef int drop(self, GStack st) except -1:
+        raise NotImplementedError
+
+
+cdef class Network:
+    """The state one run shares between its entities and workers.
+
+    `Runtime` (runtime.pyx) fills it from the plan and adds the Python API.
+    """
+
+    def __cinit__(self):
+        self.counters = snet_counters_new()
+        if self.counters == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        PyMem_Free(self.kind)
+        PyMem_Free(self.child0)
+        PyMem_Free(self.exit_mode)
+        PyMem_Free(self.next_stage)
+        PyMem_Free(self.inst_init)
+        PyMem_Free(self.det)
+        PyMem_Free(self.conc)
+        if self.counters != NULL:
+            snet_counters_release(self.counters)
+
+    def load_plan(self, plan, conc):
+        """Copy the plan's per-node numbers into C arrays; ``conc[i]``: concurrent calls of box ``i``."""
+        cdef int n = len(plan.nodes)
+        cdef int i
+        self.nnodes = n
+        self.kind = <int *>PyMem_Malloc(n * sizeof(int))
+        self.child0 = <int *>PyMem_Malloc(n * sizeof(int))
+        self.exit_mode = <int *>PyMem_Malloc(n * sizeof(int))
+        self.next_stage = <int *>PyMem_Malloc(n * sizeof(int))
+        self.inst_init = <int *>PyMem_Malloc(n * sizeof(int))
+        self.det = <int *>PyMem_Malloc(n * sizeof(int))
+        self.conc = <int *>PyMem_Malloc(n * sizeof(int))
+        if not (self.kind and self.child0 and self.exit_mode and self.next_stage and self.inst_init
+                and self.det and self.conc):
+            raise MemoryError()
+        self.nodes = list(plan.nodes)
+        self.children = [node.children for node in plan.nodes]
+        self.node_names = [getattr(node, "name", None) for node in plan.nodes]
+        self.span_of = plan.span_of
+        for i in range(n):
+            node = self.nodes[i]
+            self.kind[i] = int(node.kind)
+            self.child0[i] = node.children[0] if node.children else -1
+            self.exit_mode[i] = int(node.exit)
+            self.next_stage[i] = node.next
+            self.inst_init[i] = node.owns_init
+            self.det[i] = node.deterministic
+            self.conc[i] = conc[i]
+            if _factories[self.kind[i]] == NULL and self.kind[i] not in (K_NET, K_SERIAL, K_IDENT, K_INITBOX):
+                raise SNetRuntimeError(f"internal error: no entity factory for node kind {self.kind[i]}")
+
+    # -- the static graph, lazily instantiated ------------------------------
+
+    cdef Entity enter(self, int n, Ctx ctx):
+        """The entity a record entering node ``n`` in context ``ctx`` goes to (created if needed)."""
+        cdef int k
+        while True:
+            k = self.kind[n]
+            if k == K_NET or k == K_SERIAL:
+                n = self.child0[n]
+                continue
+            if k == K_IDENT or k == K_INITBOX:
+                return self.exit_target(n, ctx)
+            if self.inst_init[n]:
+                e = ctx.inst.eager.get(n)
+                if e is not None:
+                    return (<Entity>e).entry()
+            return self.make(n, ctx)
+
+    cdef Entity exit_target(self, int n, Ctx ctx):
+        """Where records leaving node ``n`` in context ``ctx`` go."""
+        cdef int m
+        while True:
+            m = self.exit_mode[n]
+            if m == X_NEXT:
+                return self.enter(self.next_stage[n], ctx)
+            if m == X_UP:
+                n = self.next_stage[n]  # the parent
+                continue
+            if m == X_POP:
+                return ctx.frame.branch_exit()
+            return self.sink
+
+    cdef Entity make(self, int n, Ctx ctx):
+        """A new entity for node ``n``, built by the factory of its kind."""
+        return _factories[self.kind[n]](self, n, ctx)
+
+    # -- input, output, failure ----------------------------------------------
+
+    cdef bint admits_input(self):
+        """The throttle: admit input while ``inputs < offset + factor * outputs``."""
+        return not self.throttled or self.records_in < self.thr_off + self.thr_fac * self.records_out
+
+    cdef int output(self, object item) except -1:
+        self.outputs.append(record_of(item))  # every group was popped by its collector: bare records
+        self.records_out += 1
+        if self.consumer_waiting and len(self.outputs) >= NOTIFY_BATCH:
+            self.notify()
+        return 0
+
+    cdef void notify(self):
+        try:
+            with self.cond:
+                self.cond.notify_all()
+        except BaseException:
+            pass
+
+    cdef void note_partial(self, object cell, int node, bint fired):
+        """Keep the unfired cells that hold records, for the termination warnings."""
+        key = id(cell)
+        with self.partial_lock:
+            if fired:
+                self.partial.pop(key, None)
+            elif key not in self.partial:
+                self.partial_seq += 1
+                self.partial[key] = (self.partial_seq, cell, node)
+
+    cdef void fail(self, object error):
+        with self.fail_lock:
+            if self.error is None:
+                self.error = error
+            self.stop = True
+        self.notify()
+

@@ -1,0 +1,274 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Entities of boxes, filters, synchro-cells and the synchro-cell star.
+
+Each class has a factory, registered with :mod:`snet_front.core` when this
+module is imported, that builds it from its node's template in the plan
+(:mod:`snet.plan`).  See core.pyx for the design of the runtime.
+"""
+
+cimport cython
+from collections import deque
+
+from snet.errors import SNetRuntimeError
+
+from snet_front.atomics cimport snet_atomic_add, snet_now, snet_unlock
+from snet_front.core cimport (Entity, Writer, Network, GStack, Ctx, register_factory, make_item, record_of,
+                              stack_of, spin_lock)
+from snet_front.kinds cimport K_BOX, K_FILTER, K_SYNC, K_SYNCSTAR
+
+
+@cython.final
+cdef class BoxEntity(Entity):
+    """A box instance; up to ``limit`` concurrent calls, outputs kept in input order."""
+    cdef object op
+    cdef int limit
+    cdef long next_seq
+    cdef long emit_seq
+    cdef dict done
+    cdef int rlock
+
+    cdef int invoke(self, Writer w, object item) except -1:
+        cdef object rec = record_of(item)
+        cdef GStack st = stack_of(item)
+        cdef double t0
+        cdef long seq
+        cdef int early = 0
+        if self.limit <= 1:
+            t0 = snet_now()
+            outs = self.op(rec)
+            w.box_time[self.node] += snet_now() - t0
+            w.box_calls[self.node] += 1
+            self.emit_list(w, outs, st, True)
+            return 0
+        # Concurrent invocation: number the record while we hold the lock,
+        # let other workers start on the next records, reorder at the end.
+        # Workers only take a record from this inbox while fewer than `cap`
+        # calls run (`saturated`), so the lock can always be dropped here.
+        seq = self.next_seq
+        self.next_seq += 1
+        snet_atomic_add(&self.running, 1)
+        early = 1
+        snet_unlock(&self.lock)
+        try:
+            t0 = snet_now()
+            outs = self.op(rec)
+            w.box_time[self.node] += snet_now() - t0
+            w.box_calls[self.node] += 1
+            spin_lock(&self.rlock)
+            try:
+                if seq == self.emit_seq and not self.done:
+                    self.emit_list(w, outs, st, False)
+                    self.emit_seq += 1
+                else:
+                    self.done[seq] = (outs, st)
+                while self.done:
+                    pair = self.done.pop(self.emit_seq, None)
+                    if pair is None:
+                        break
+                    self.emit_list(w, pair[0], pair[1], False)
+                    self.emit_seq += 1
+            finally:
+                snet_unlock(&self.rlock)
+        finally:
+            snet_atomic_add(&self.running, -1)
+        return early
+
+
+@cython.final
+cdef class FilterEntity(Entity):
+    cdef object op
+
+    cdef int invoke(self, Writer w, object item) except -1:
+        self.emit_list(w, self.op(record_of(item)), stack_of(item), True)
+        return 0
+
+
+@cython.final
+cdef class SyncEntity(Entity):
+    """A synchro-cell instance; once fired it is an identity that writers bypass."""
+    cdef object cell
+
+    cdef int invoke(self, Writer w, object item) except -1:
+        cdef object rec = record_of(item)
+        cdef GStack st = stack_of(item)
+        cdef bint was_fired = self.cell.fired
+        res = self.cell.accept(rec)
+        if res is None:
+            # A parked record stops counting for its input (language.md §7).
+            if st is not None:
+                w.drop(st)
+            self.rt.note_partial(self.cell, self.node, False)
+            return 0
+        if not was_fired and self.cell.fired:
+            self.identity = True
+            self.rt.note_partial(self.cell, self.node, True)
+        w.write(self.resolve_out(), make_item(res, st), True)
+        return 0
+
+
+@cython.final
+cdef class SyncStarEntity(Entity):
+    """``[| ... |] * P`` run as one entity (the zipper of the C runtime).
+
+    ``cells`` holds ``(replica, cell)`` for the unfired cells in replica
+    order; fired cells are identities, and the exit test of an unchanged
+    record gives the same answer at every replica, so a record only needs
+    the unfired ones.  ``waiting[i]`` lists, in replica order, the unfired
+    cells whose slot *i* is empty.  A record matching the patterns M goes to
+    the first cell with an empty slot in M, which is the earliest head of
+    ``waiting[i]`` for i in M: no walk along the replicas (the C zipper's
+    mask grouping, taken further).  A merged record continues after its
+    cell.  One entity handles every record in arrival order, which is also
+    the order ``**`` asks for.
+    """
+    cdef object matcher
+    cdef object shape
+    cdef int sync_node
+    cdef list cells
+    cdef list waiting
+    cdef object all_patterns
+    cdef long replicas
+
+    cdef int invoke(self, Writer w, object item) except -1:
+        cdef object rec = record_of(item)
+        cdef GStack st = stack_of(item)
+        cdef long after = -1  # the replica the record has passed (-1: none yet)
+        cdef long best, k
+        if self.waiting is None:
+            self.waiting = [deque() for _ in range(self.shape.count)]
+            self.all_patterns = range(self.shape.count)
+        while True:
+            if self.matcher(rec) >= 0:
+                w.write(self.resolve_out(), make_item(rec, st), True)
+                return 0
+            try:
+                hits = self.shape.matcher.matching(rec, self.all_patterns)
+            except SNetRuntimeError:
+                return self.walk(w, rec, st, after)  # let the guards fail where the reference's do
+            if not hits:
+                raise SNetRuntimeError(
+                    "record matches neither an exit pattern nor a synchro-cell pattern of the star, "
+                    "so it would pass through replicas for ever", self.rt.span_of(self.node))
+            entry = None
+            best = -1
+            for i in hits:
+                for cand in <object>self.waiting[i]:
+                    k = cand[0]
+                    if k > after:
+                        if best < 0 or k < best:
+                            best = k
+                            entry = cand
+                        break
+            if entry is None:
+                entry = (self.replicas, self.shape.new_cell())
+                self.replicas += 1
+                self.cells.append(entry)
+                for q in self.waiting:
+                    q.append(entry)
+            cell = entry[1]
+            before = tuple(cell.empty)
+            res = cell.accept(rec)
+            self.unlist(entry, before)
+            if res is None:
+                if st is not None:
+                    w.drop(st)
+                self.rt.note_partial(cell, self.sync_node, False)
+                return 0
+            # It fired (a record that fills a slot is stored or completes the cell).
+            self.cells.remove(entry)
+            self.rt.note_partial(cell, self.sync_node, True)
+            after = entry[0]
+            rec = res
+
+    cdef int unlist(self, object entry, tuple before) except -1:
+        """Take ``entry`` off the waiting lists of the slots it just filled (it is usually their head)."""
+        cell = entry[1]
+        for j in before:
+            if cell.fired or j not in cell.empty:
+                q = self.waiting[j]
+                if q[0] is entry:
+                    q.popleft()
+                else:
+                    q.remove(entry)
+        return 0
+
+    cdef int walk(self, Writer w, object rec, GStack st, long after) except -1:
+        """The plain walk along the unfired cells after replica ``after``, as the reference does it."""
+        cdef Py_ssize_t i = 0
+        cells = self.cells
+        while i < len(cells) and cells[i][0] <= after:
+            i += 1
+        while True:
+            if self.matcher(rec) >= 0:
+                w.write(self.resolve_out(), make_item(rec, st), True)
+                return 0
+            fresh = i == len(cells)
+            if fresh:
+                entry = (self.replicas, self.shape.new_cell())
+                self.replicas += 1
+                cells.append(entry)
+                for q in self.waiting:
+                    q.append(entry)
+            entry = cells[i]
+            cell = entry[1]
+            before = tuple(cell.empty)
+            res = cell.accept(rec)
+            self.unlist(entry, before)
+            if res is None:
+                if st is not None:
+                    w.drop(st)
+                self.rt.note_partial(cell, self.sync_node, False)
+                return 0
+            if cell.fired:
+                del cells[i]
+                self.rt.note_partial(cell, self.sync_node, True)
+            elif fresh:
+                raise SNetRuntimeError(
+                    "record matches neither an exit pattern nor a synchro-cell pattern of the star, "
+                    "so it would pass through replicas for ever", self.rt.span_of(self.node))
+            else:
+                i += 1
+            rec = res
+
+
+# -- factories ------------------------------------------------------------------
+
+cdef Entity make_box(Network net, int n, Ctx ctx):
+    cdef BoxEntity b = BoxEntity.__new__(BoxEntity)
+    b.setup(net, n, ctx)
+    b.op = net.nodes[n].call.__call__  # the bound method: one lookup per entity, not per call
+    b.limit = net.conc[n]
+    b.cap = b.limit if b.limit > 1 else 0
+    b.done = {}
+    return b
+
+
+cdef Entity make_filter(Network net, int n, Ctx ctx):
+    cdef FilterEntity f = FilterEntity.__new__(FilterEntity)
+    f.setup(net, n, ctx)
+    f.op = net.nodes[n].apply
+    return f
+
+
+cdef Entity make_sync(Network net, int n, Ctx ctx):
+    cdef SyncEntity s = SyncEntity.__new__(SyncEntity)
+    s.setup(net, n, ctx)
+    s.cell = net.nodes[n].shape.new_cell()
+    return s
+
+
+cdef Entity make_sync_star(Network net, int n, Ctx ctx):
+    cdef SyncStarEntity z = SyncStarEntity.__new__(SyncStarEntity)
+    node = net.nodes[n]
+    z.setup(net, n, ctx)
+    z.matcher = node.exits.first
+    z.shape = node.shape
+    z.sync_node = node.cell
+    z.cells = []
+    return z
+
+
+register_factory(K_BOX, make_box)
+register_factory(K_FILTER, make_filter)
+register_factory(K_SYNC, make_sync)
+register_factory(K_SYNCSTAR, make_sync_star)

@@ -1,0 +1,329 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Workers: licences, the worker loop, input admission, stealing.
+
+Every entity has one inbox; writing a record gives the *writer* one read
+licence for the destination, kept in the writer's list ordered
+output-first.  A worker uses its own licences head first, then admits one
+input record, then steals half the licences of the first schedulable
+stream of a victim, then naps.  See core.pyx for the whole design.
+"""
+
+cimport cython
+from posix.unistd cimport usleep
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
+
+from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_try_lock, snet_unlock, snet_is_locked,
+                                 snet_now)
+from snet_front.core cimport (Entity, Writer, Network, GStack, WakeUp, bypass, saturated, spin_lock,
+                              set_current_writer)
+from snet_front.combinators cimport executor_due, flush_executor
+
+# Idle back-off (microseconds): short enough that a stolen licence is
+# picked up within a fraction of a millisecond, long enough that idle
+# workers do not take the GIL from busy ones more than every few hundred µs.
+cdef enum:
+    IDLE_STEP_US = 20
+    IDLE_MAX_US = 200
+    SWEEP_EVERY = 256  # work_own scans between sweeps of lapsed licences
+
+cdef object _WAKE = WakeUp.__new__(WakeUp)  # a wake-up item for a collector
+
+
+@cython.final
+cdef class Licence:
+    pass
+
+
+cdef class Worker(Writer):
+    """One worker thread: its licence list, continuation slot and counters."""
+
+    def __cinit__(self, Network rt, int wid, int victim):
+        self.rt = rt
+        self.wid = wid
+        self.refs = []
+        self.index = {}
+        self.cur = -1
+        self.victim = victim
+        self.box_time = <double *>PyMem_Malloc(rt.nnodes * sizeof(double))
+        self.box_calls = <long *>PyMem_Malloc(rt.nnodes * sizeof(long))
+        if self.box_time == NULL or self.box_calls == NULL:
+            raise MemoryError()
+        for i in range(rt.nnodes):
+            self.box_time[i] = 0.0
+            self.box_calls[i] = 0
+
+    def __dealloc__(self):
+        PyMem_Free(self.box_time)
+        PyMem_Free(self.box_calls)
+
+    cdef int write(self, Entity dest, object item, bint last) except -1:
+        """Send one item to ``dest``; the last write of an invocation may continue there."""
+        cdef Network rt = self.rt
+        if dest is rt.sink:
+            rt.output(item)
+            return 0
+        snet_atomic_add(&rt.pending, 1)
+        if last and self.cont_e is None and snet_try_lock(&dest.lock):
+            if saturated(dest):
+                snet_unlock(&dest.lock)
+                dest.inbox.append(item)
+                self.add_licences(dest, 1)
+                return 0
+            inbox = dest.inbox
+            if len(inbox):  # older records first: keep the stream FIFO
+                inbox.append(item)
+                item = inbox.popleft()
+            self.cont_e = dest
+            self.cont_item = item
+            self.n_cont += 1
+            return 0
+        dest.inbox.append(item)
+        self.add_licences(dest, 1)
+        return 0
+
+    cdef int add_licences(self, Entity e, long n) except -1:
+        cdef Licence ref
+        spin_lock(&self.list_lock)
+        try:
+            ref = self.index.get(e)
+            if ref is not None:
+                ref.count += n
+            else:
+                ref = Licence.__new__(Licence)
+                ref.entity = e
+                ref.count = n
+                self.index[e] = ref
+                if self.cur < 0:
+                    self.refs.append(ref)
+                else:
+                    self.refs.insert(self.cur, ref)
+                    self.cur += 1
+        finally:
+            snet_unlock(&self.list_lock)
+        return 0
+
+    cdef int drop(self, GStack st) except -1:
+        """A record carrying ``st`` is gone: lower its groups, wake collectors that may move on."""
+        while st is not None:
+            if snet_atomic_add(&st.group.count, -1) == 0:
+                self.write(st.group.owner, _WAKE, False)
+            st = st.next
+        return 0
+
+    cdef int process(self, Entity e, object item) except -1:
+        """Invoke ``e`` (locked by us) on ``item``, then follow continuations."""
+        cdef Network rt = self.rt
+        cdef int rc
+        while True:
+            rc = e.invoke(self, item)
+            if rc == 0:
+                snet_unlock(&e.lock)
+            self.n_invocations += 1
+            snet_atomic_add(&rt.pending, -1)
+            e = self.cont_e
+            if e is None:
+                return 0
+            item = self.cont_item
+            self.cont_e = None
+            self.cont_item = None
+            if rt.stop:
+                return 0
+
+    cdef bint work_own(self) except -1:
+        """Use one licence from the own list (head first); True on progress."""
+        cdef Licence ref
+        cdef Entity e
+        cdef Py_ssize_t i = 0
+        refs = self.refs
+        spin_lock(&self.list_lock)
+        try:
+            self.scans += 1
+            if self.scans % SWEEP_EVERY == 0:
+                self.sweep()
+            while i < len(refs):
+                ref = <Licence>refs[i]
+                if ref.count <= 0:
+                    del refs[i]
+                    del self.index[ref.entity]
+                    continue
+                e = ref.entity
+                if snet_try_lock(&e.lock):
+                    if saturated(e):
+                        snet_unlock(&e.lock)
+                        i += 1
+                        continue
+                    if not len(e.inbox):  # its records were moved past it (bypass): the licence lapses
+                        snet_unlock(&e.lock)
+                        ref.count = 0
+                        continue
+                    ref.count -= 1
+                    self.cur = i
+                    break
+                i += 1
+            else:
+                return False
+        finally:
+            snet_unlock(&self.list_lock)
+        item = e.inbox.popleft()
+        try:
+            self.process(e, item)
+        finally:
+            self.cur = -1
+        return True
+
+    cdef void sweep(self):
+        """Drop the licences of empty streams (list lock held).
+
+        A licence only says "some record is waiting"; when the inbox is
+        empty every licence for it is surplus (records written later bring
+        their own).  Licences for identities whose records were moved on
+        would otherwise sit at the tail of the list and keep dissolved
+        entities alive.
+        """
+        cdef Licence ref
+        cdef list keep = []
+        for r in self.refs:
+            ref = <Licence>r
+            if ref.count > 0 and len(ref.entity.inbox):
+                keep.append(ref)
+            else:
+                del self.index[ref.entity]
+        self.refs[:] = keep
+
+    cdef bint holds_work(self):
+        """True while a licence of this worker is for a record still waiting (its entity is busy).
+
+        Such a worker is not idle: it waits for a lock, and admitting more
+        input meanwhile would only queue records at the front of the network.
+        """
+        cdef Licence ref
+        spin_lock(&self.list_lock)
+        try:
+            for r in self.refs:
+                ref = <Licence>r
+                if ref.count > 0 and len(ref.entity.inbox):
+                    return True
+            return False
+        finally:
+            snet_unlock(&self.list_lock)
+
+    cdef bint try_input(self) except -1:
+        """Admit one input record (one worker at a time)."""
+        cdef Network rt = self.rt
+        cdef Entity dest
+        if rt.input_done or self.holds_work() or not snet_try_lock(&rt.input_lock):
+            return False
+        try:
+            if rt.input_done:
+                return False
+            if not rt.admits_input():
+                return False
+            dest = rt.root_entry
+            if dest is None:
+                dest = rt.enter(0, rt.root_ctx)
+            if dest.identity:
+                dest = bypass(dest)
+            rt.root_entry = dest
+            if dest.identity and snet_is_locked(&dest.lock):
+                # The entry dissolved but another worker is moving records
+                # through it: wait rather than queue behind it, so the walker
+                # can cut the chain of identities (docs/runtime.md).
+                return False
+            rt.input_since = snet_now()
+            try:
+                rec = next(rt.input_iter)
+            except StopIteration:
+                rt.input_done = True
+                return False
+            except BaseException as e:
+                rt.input_error = e
+                rt.input_done = True
+                return False
+            finally:
+                rt.input_since = 0
+            if type(rec) is not dict:
+                rec = dict(rec)
+            rt.records_in += 1
+            self.n_inputs += 1
+            self.write(dest, rec, True)
+        finally:
+            snet_unlock(&rt.input_lock)
+        if self.cont_e is not None:
+            e = self.cont_e
+            item = self.cont_item
+            self.cont_e = None
+            self.cont_item = None
+            self.process(e, item)
+        return True
+
+    cdef bint try_steal(self) except -1:
+        """Take half the licences of the first schedulable stream of a victim."""
+        cdef Network rt = self.rt
+        cdef list workers = rt.workers
+        cdef int n = len(workers)
+        cdef int j, idx
+        cdef Worker v
+        cdef Licence ref
+        cdef Entity found
+        cdef long take = 0
+        for j in range(1, n + 1):
+            idx = (self.victim + j) % n
+            v = <Worker>workers[idx]
+            if v is self or not snet_try_lock(&v.steal_lock):
+                continue
+            found = None
+            spin_lock(&v.list_lock)
+            try:
+                for r in v.refs:
+                    ref = <Licence>r
+                    if ref.count > 0 and not snet_is_locked(&ref.entity.lock) and not saturated(ref.entity):
+                        take = (ref.count + 1) // 2
+                        ref.count -= take
+                        found = ref.entity
+                        break
+            finally:
+                snet_unlock(&v.list_lock)
+                snet_unlock(&v.steal_lock)
+            if found is not None:
+                self.victim = idx
+                self.n_steals += 1
+                self.n_stolen += take
+                self.add_licences(found, take)
+                return True
+        return False
+
+    def run(self):
+        """The worker loop: own work, then input, then stealing, then a short nap."""
+        cdef Network rt = self.rt
+        cdef int idle = 0
+        cdef double t0
+        cdef unsigned int nap
+        set_current_writer(self)
+        try:
+            while not rt.stop and not rt.done:
+                t0 = snet_now()
+                if self.work_own() or self.try_input() or (rt.steal_enabled and self.try_steal()):
+                    self.busy += snet_now() - t0
+                    idle = 0
+                    continue
+                if rt.executor is not None and executor_due(rt) and flush_executor(rt, self):
+                    self.busy += snet_now() - t0
+                    idle = 0
+                    continue
+                if rt.consumer_waiting and len(rt.outputs):
+                    rt.notify()
+                if rt.input_done and snet_atomic_load(&rt.pending) == 0:
+                    rt.done = True
+                    rt.notify()
+                    break
+                idle += 1
+                nap = IDLE_STEP_US * idle
+                if nap > IDLE_MAX_US:
+                    nap = IDLE_MAX_US
+                with nogil:  # idle: no Python object is touched while napping
+                    usleep(nap)
+        except BaseException as e:
+            rt.fail(e)
+        finally:
+            snet_atomic_add(&rt.exited, 1)
+            rt.notify()
