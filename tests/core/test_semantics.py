@@ -1,9 +1,10 @@
-"""The semantic core, construct by construct, on the reference engine.
+"""The semantic core, construct by construct, on every engine.
 
 Each case is an example of language.md (section in the test name) run
-through the whole pipeline: source text, property graph, bound boxes, the
-reference engine.  Deterministic networks are compared in order,
-non-deterministic ones as multisets.
+through the whole pipeline: source text, property graph, plan, bound boxes
+and an engine (the `run_net` fixture runs each case on the reference
+engine and on FRONT with 1 and 4 workers).  Deterministic networks are
+compared in order, non-deterministic ones as multisets.
 """
 
 from __future__ import annotations

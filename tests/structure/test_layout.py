@@ -1,0 +1,111 @@
+"""The package's shape: imports flow one way, modules stay readable, engines know no executor.
+
+* no import cycle among the modules of ``snet`` and ``snet_front`` (module-level
+  imports, ``cimport`` included, as well as imports inside functions);
+* no source module over ``MAX_LINES`` lines;
+* the engines (``snet_front``, ``snet/reference.py``) never name Spark: split
+  executors sit behind ``snet.splitexec``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("snet", "snet_front")
+MAX_LINES = 800
+
+
+def sources():
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*")):
+            if path.suffix in (".py", ".pyx", ".pxd") and "__pycache__" not in path.parts:
+                yield path
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+CIMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+cimport|cimport\s+([\w.]+))", re.M)
+PYX_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))", re.M)
+
+
+def imports_of(path: Path, known: set[str], root: Path = ROOT) -> set[str]:
+    """The project modules ``path`` imports (the longest known prefix of each imported name)."""
+    text = path.read_text()
+    names: set[str] = set()
+    if path.suffix == ".py":
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module)
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    else:
+        for pattern in (CIMPORT, PYX_IMPORT):
+            names.update(a or b for a, b in pattern.findall(text))
+    found = set()
+    for name in names:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        if name:
+            found.add(name)
+    own = module_name(path, root)
+    found.discard(own)
+    # A package's __init__ is imported with each of its modules: do not count that edge.
+    return {m for m in found if not own.startswith(m + ".")}
+
+
+def test_no_import_cycle():
+    paths = list(sources())
+    known = {module_name(p) for p in paths}
+    graph: dict[str, set[str]] = {}
+    for path in paths:
+        graph.setdefault(module_name(path), set()).update(imports_of(path, known))
+    # A .pxd and its .pyx are one module: merged above by name.
+    state: dict[str, int] = {}
+    cycle: list[str] = []
+
+    def visit(module: str, trail: list[str]) -> bool:
+        state[module] = 1
+        for dep in sorted(graph.get(module, ())):
+            if state.get(dep) == 1:
+                cycle.extend(trail[trail.index(dep):] + [module, dep] if dep in trail else [module, dep])
+                return True
+            if dep not in state and visit(dep, trail + [module]):
+                return True
+        state[module] = 2
+        return False
+
+    for module in sorted(graph):
+        if module not in state and visit(module, []):
+            break
+    assert not cycle, "import cycle: " + " -> ".join(cycle)
+
+
+def test_no_module_is_too_long():
+    long = {str(p.relative_to(ROOT)): n for p in sources() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_engines_do_not_name_spark():
+    engines = [ROOT / "snet" / "reference.py", *sorted((ROOT / "snet_front").rglob("*.p*"))]
+    named = [str(p.relative_to(ROOT)) for p in engines if p.suffix in (".py", ".pyx", ".pxd")
+             and "spark" in p.read_text().lower()]
+    assert not named, f"engines that name Spark: {named}"
+
+
+def test_cycle_detection_sees_a_cycle(tmp_path):
+    """The checker itself: two modules importing each other are found."""
+    a = tmp_path / "a.py"
+    b = tmp_path / "b.py"
+    a.write_text("import b\n")
+    b.write_text("from a import x\n")
+    assert imports_of(a, {"a", "b"}, tmp_path) == {"b"}
+    assert imports_of(b, {"a", "b"}, tmp_path) == {"a"}
