@@ -28,6 +28,7 @@ cdef Entity open_replica(Network rt, Writer w, int node, Ctx c, GStack st):
 
 
 @cython.final
+@cython.trashcan(True)
 cdef class ParallelEntity(Entity):
     cdef object router
     cdef list branches  # entry entity per branch, created lazily
@@ -57,6 +58,7 @@ cdef class ParallelEntity(Entity):
 
 
 @cython.final
+@cython.trashcan(True)
 cdef class StarShared:
     """What all incarnations of one star instance share."""
     cdef Network rt
@@ -86,6 +88,7 @@ cdef class StarShared:
 
 
 @cython.final
+@cython.trashcan(True)
 cdef class StarEntity(Entity):
     """Incarnation ``k`` of a star: the exit test before replica ``k``."""
     cdef StarShared sh
@@ -138,6 +141,7 @@ cdef class StarEntity(Entity):
 
 
 @cython.final
+@cython.trashcan(True)
 cdef class SplitEntity(Entity):
     cdef object keys
     cdef dict replicas
@@ -185,6 +189,7 @@ cdef class SplitEntity(Entity):
 
 
 @cython.final
+@cython.trashcan(True)
 cdef class ExecutorSplitEntity(Entity):
     """A split whose replicas run in the split executor (snet.splitexec).
 
@@ -228,6 +233,7 @@ cdef class ExecutorSplitEntity(Entity):
 
 
 @cython.final
+@cython.trashcan(True)
 cdef class FeedbackReturn(Entity):
     """Where the operand's outputs return: back into the operand or out."""
     cdef object matcher
@@ -260,6 +266,7 @@ cdef class FeedbackReturn(Entity):
 
 
 @cython.final
+@cython.trashcan(True)
 cdef class Collector(Entity):
     """Merges a combinator's branches back in group order (see core.pyx, "Determinism")."""
     cdef object groups  # deque of Group in entry order

@@ -18,6 +18,7 @@ from snet_front.kinds cimport K_BOX, K_FILTER, K_SYNC, K_SYNCSTAR
 
 
 @cython.final
+@cython.trashcan(True)
 cdef class BoxEntity(Entity):
     """A box instance; up to ``limit`` concurrent calls, outputs kept in input order."""
     cdef object op
@@ -75,6 +76,7 @@ cdef class BoxEntity(Entity):
 
 
 @cython.final
+@cython.trashcan(True)
 cdef class FilterEntity(Entity):
     cdef object op
 
@@ -84,6 +86,7 @@ cdef class FilterEntity(Entity):
 
 
 @cython.final
+@cython.trashcan(True)
 cdef class SyncEntity(Entity):
     """A synchro-cell instance; once fired it is an identity that writers bypass."""
     cdef object cell
@@ -107,6 +110,7 @@ cdef class SyncEntity(Entity):
 
 
 @cython.final
+@cython.trashcan(True)
 cdef class SyncStarEntity(Entity):
     """``[| ... |] * P`` run as one entity (the zipper of the C runtime).
 
