@@ -220,6 +220,17 @@ cdef Ctx new_ctx(Entity frame, Instance inst, Ctx tail):
     return c
 
 
+cdef inline Entity resolve(Entity e):
+    """Resolve ``e.out`` (created lazily, identities bypassed); not virtual, so overrides can call it."""
+    cdef Entity d = e.out
+    if d is None:
+        d = e.rt.exit_target(e.node, e.ctx)
+    if d.identity:
+        d = bypass(d)
+    e.out = d
+    return d
+
+
 @cython.trashcan(True)  # and on every subclass: other modules do not inherit the directive
 cdef class Entity:
     """Base of every entity; see the module docstring.
@@ -254,19 +265,13 @@ cdef class Entity:
 
     cdef Entity resolve_out(self):
         """Where this entity's outputs go; only the lock holder calls this."""
-        cdef Entity d = self.out
-        if d is None:
-            d = self.rt.exit_target(self.node, self.ctx)
-        if d.identity:
-            d = bypass(d)
-        self.out = d
-        return d
+        return resolve(self)
 
     cdef Entity junction_out(self):
         """The out target shared by several writers (branch ends), resolved once under `jlock`."""
         spin_lock(&self.jlock)
         try:
-            return self.resolve_out()
+            return resolve(self)
         finally:
             snet_unlock(&self.jlock)
 
