@@ -118,6 +118,7 @@ cdef class Network:
     cdef double input_since  # when the input reader entered the iterator (0: not in it)
     cdef bint throttled
     cdef double thr_off, thr_fac
+    cdef long out_bound  # outputs the consumer has not taken yet, at most, before input stops (0: no bound)
     cdef Ctx root_ctx
     cdef Entity root_entry
 
@@ -131,6 +132,8 @@ cdef class Network:
     cdef list threads
     cdef object cond
     cdef bint consumer_waiting
+    cdef object idle_cond  # idle workers sleep on it; writers wake one when `sleepers` > 0
+    cdef long sleepers
     cdef long exited
     cdef double started, finished
     cdef snet_counters *counters
@@ -154,6 +157,7 @@ cdef class Network:
     cdef bint admits_input(self)
     cdef int output(self, object item) except -1
     cdef void notify(self)
+    cdef void wake_idle(self, bint everyone)
     cdef void note_partial(self, object cell, int node, bint fired)
     cdef void fail(self, object error)
 

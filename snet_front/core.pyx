@@ -415,7 +415,15 @@ cdef class Network:
     # -- input, output, failure ----------------------------------------------
 
     cdef bint admits_input(self):
-        """The throttle: admit input while ``inputs < offset + factor * outputs``."""
+        """Admit input while the consumer keeps up and the throttle allows it.
+
+        Output backpressure: while ``out_bound`` outputs wait for the
+        consumer, no input is admitted, so a slow consumer (or a pipe nobody
+        reads) holds the run at a bounded size instead of letting outputs
+        pile up.  The throttle: ``inputs < offset + factor * outputs``.
+        """
+        if self.out_bound and len(self.outputs) >= self.out_bound:
+            return False
         return not self.throttled or self.records_in < self.thr_off + self.thr_fac * self.records_out
 
     cdef int output(self, object item) except -1:
@@ -429,6 +437,17 @@ cdef class Network:
         try:
             with self.cond:
                 self.cond.notify_all()
+        except BaseException:
+            pass
+
+    cdef void wake_idle(self, bint everyone):
+        """Wake one sleeping worker (work or input may be there for it), or all of them (the run ends)."""
+        try:
+            with self.idle_cond:
+                if everyone:
+                    self.idle_cond.notify_all()
+                else:
+                    self.idle_cond.notify()
         except BaseException:
             pass
 
@@ -448,4 +467,5 @@ cdef class Network:
                 self.error = error
             self.stop = True
         self.notify()
+        self.wake_idle(True)
 

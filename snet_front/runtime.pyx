@@ -29,12 +29,23 @@ NODE_KINDS = {"NET": kinds.K_NET, "SERIAL": kinds.K_SERIAL, "IDENTITY": kinds.K_
               "SPLIT": kinds.K_SPLIT, "FEEDBACK": kinds.K_FEEDBACK, "EXECUTOR_SPLIT": kinds.K_EXECSPLIT}
 EXIT_MODES = {"NEXT": kinds.X_NEXT, "UP": kinds.X_UP, "POP": kinds.X_POP, "SINK": kinds.X_SINK}
 
+# Outputs waiting for the consumer at which input admission stops (backpressure).
+OUTPUT_BOUND = 1024
+# Seconds `close` waits for the workers of a stopped run: a worker still inside
+# a box call after that is abandoned (it stops at its next safe point).
+CLOSE_TIMEOUT = 1.0
+
 
 cdef class Runtime(Network):
     """One run of one plan: the network state, the workers, the output channel."""
 
-    def __init__(self, plan, records, int workers, conc, throttle=None, bint steal=True, int seed=0):
-        """``conc[i]``: concurrent calls of box node ``i``; ``throttle``: ``(offset, factor)`` or None."""
+    def __init__(self, plan, records, int workers, conc, throttle=None, bint steal=True, int seed=0,
+                 long output_bound=OUTPUT_BOUND):
+        """``conc[i]``: concurrent calls of box node ``i``; ``throttle``: ``(offset, factor)`` or None.
+
+        ``output_bound``: outputs not yet taken by the consumer at which input
+        admission stops (0: no bound).
+        """
         self.load_plan(plan, conc)
         self.outputs = deque()
         self.input_iter = iter(records)
@@ -46,6 +57,8 @@ cdef class Runtime(Network):
         self.partial = {}
         self.partial_lock = threading.Lock()
         self.cond = threading.Condition(threading.Lock())
+        self.idle_cond = threading.Condition(threading.Lock())
+        self.out_bound = output_bound
         self.sink = Sink.__new__(Sink)
         self.sink.setup(self, -1, None)
         self.root_ctx = new_ctx(None, Instance.__new__(Instance), None)
@@ -77,9 +90,13 @@ cdef class Runtime(Network):
         """The next output record; raises the run's error; ``StopIteration`` at termination."""
         while True:
             if len(self.outputs):
+                if self.sleepers and len(self.outputs) == self.out_bound:
+                    self.wake_idle(False)  # input was held back: admit again
                 return self.outputs.popleft()
             if self.error is not None:
                 raise self.error
+            if self.stop:  # halted or closed: no more outputs will come
+                raise StopIteration
             if self.done and snet_atomic_load(&self.exited) >= len(self.workers):
                 if len(self.outputs):
                     continue
@@ -98,14 +115,24 @@ cdef class Runtime(Network):
     def halt(self):
         """Ask the workers to stop (they finish the invocation they are in); ``close`` joins them."""
         self.stop = True
+        self.wake_idle(True)
+        self.notify()
 
-    def close(self):
-        """Stop the workers and join them; safe to call twice."""
-        self.stop = True
+    def close(self, timeout=CLOSE_TIMEOUT):
+        """Stop the workers and join them; safe to call twice.
+
+        A worker still inside a box call ``timeout`` seconds after the stop
+        is abandoned: it is a daemon thread, and it stops at its next safe
+        point (after the call) without touching the outputs any more.
+        Returns the number of workers abandoned.
+        """
+        self.halt()
+        deadline = snet_now() + timeout
         for t in self.threads:
-            t.join()
+            t.join(max(0.0, deadline - snet_now()))
         if self.finished == 0:
             self.finished = snet_now()
+        return sum(1 for t in self.threads if t.is_alive())
 
     def termination_warnings(self):
         """(node id, filled, total) for every unfired cell that holds records, in creation order."""

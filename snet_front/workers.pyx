@@ -24,7 +24,13 @@ from snet_front.combinators cimport executor_due, flush_executor
 cdef enum:
     IDLE_STEP_US = 20
     IDLE_MAX_US = 200
+    IDLE_NAPS = 100  # short naps (about 20 ms in all) before an idle worker sleeps on the condition
     SWEEP_EVERY = 256  # work_own scans between sweeps of lapsed licences
+
+# Longest sleep of an idle worker on the condition (seconds).  Writers wake a
+# sleeper when they add a licence, so this only bounds a lost wake-up (a
+# licence added just before the worker registered as a sleeper).
+cdef double IDLE_SLEEP_S = 0.02
 
 cdef object _WAKE = WakeUp.__new__(WakeUp)  # a wake-up item for a collector
 
@@ -100,6 +106,8 @@ cdef class Worker(Writer):
                     self.cur += 1
         finally:
             snet_unlock(&self.list_lock)
+        if snet_atomic_load(&self.rt.sleepers):  # an idle worker could steal this
+            self.rt.wake_idle(False)
         return 0
 
     cdef int drop(self, GStack st) except -1:
@@ -315,13 +323,23 @@ cdef class Worker(Writer):
                 if rt.input_done and snet_atomic_load(&rt.pending) == 0:
                     rt.done = True
                     rt.notify()
+                    rt.wake_idle(True)
                     break
                 idle += 1
-                nap = IDLE_STEP_US * idle
-                if nap > IDLE_MAX_US:
-                    nap = IDLE_MAX_US
-                with nogil:  # idle: no Python object is touched while napping
-                    usleep(nap)
+                if idle <= IDLE_NAPS:
+                    nap = IDLE_STEP_US * idle
+                    if nap > IDLE_MAX_US:
+                        nap = IDLE_MAX_US
+                    with nogil:  # idle: no Python object is touched while napping
+                        usleep(nap)
+                else:  # idle for a while: sleep until a writer, the consumer or the end wakes us
+                    snet_atomic_add(&rt.sleepers, 1)
+                    try:
+                        with rt.idle_cond:
+                            if not rt.stop and not rt.done:
+                                rt.idle_cond.wait(IDLE_SLEEP_S)
+                    finally:
+                        snet_atomic_add(&rt.sleepers, -1)
         except BaseException as e:
             rt.fail(e)
         finally:

@@ -67,12 +67,13 @@ class FrontExecution(Execution):
         self.runtime.start()
 
     def __next__(self) -> Record:
-        if self._ended:
+        if self._ended or self._closed:
             raise StopIteration
         try:
             return self.runtime.next_output()
         except StopIteration:
-            self._finish()
+            if not self._closed:  # terminated, not stopped by close() from another thread
+                self._finish()
             raise
         except BaseException:
             self.close()
