@@ -58,13 +58,18 @@ def load_module_from_path(path: str) -> ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except SNetError:
-        raise
-    except Exception as e:
+    except (SNetError, KeyboardInterrupt):
         del sys.modules[name]
-        detail = "".join(traceback.format_exception(e))
-        raise SNetBindingError(f"box module {path} failed to import: {type(e).__name__}: {e}\n{detail}") from e
+        raise
+    except BaseException as e:  # SystemExit too: a box module must not end the run with its own status
+        del sys.modules[name]
+        raise _import_failed(path, e) from e
     return module
+
+
+def _import_failed(what: str, error: BaseException) -> SNetBindingError:
+    detail = "".join(traceback.format_exception(error))
+    return SNetBindingError(f"box module {what} failed to import: {type(error).__name__}: {error}\n{detail}")
 
 
 def resolve_box_sources(specs: BoxSpec | None, net_path: str | None = None) -> list[Any]:
@@ -92,6 +97,10 @@ def resolve_box_sources(specs: BoxSpec | None, net_path: str | None = None) -> l
                     namespaces.append(importlib.import_module(spec))
                 except ImportError as e:
                     raise SNetBindingError(f"cannot import box module '{spec}': {e}") from e
+                except (SNetError, KeyboardInterrupt):
+                    raise
+                except BaseException as e:
+                    raise _import_failed(f"'{spec}'", e) from e
         else:
             namespaces.append(spec)
     return namespaces
@@ -223,9 +232,9 @@ class BoxCaller:
                 raise self._not_records(result, record)
             else:
                 results = list(result)  # inside the try: a generator's exception is the box's
-        except SNetError:
+        except (SNetError, KeyboardInterrupt):
             raise
-        except Exception as e:
+        except BaseException as e:  # SystemExit, GeneratorExit...: the box's failure, not the run's end
             raise self._raised(e, record) from e
         outputs = []
         dropped = None
