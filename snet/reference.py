@@ -60,7 +60,7 @@ from collections import deque
 from typing import Iterable, Iterator
 
 from snet.execution import Execution
-from snet.core.semantics import SyncCell, unfinished_warning
+from snet.core.semantics import SyncCell, cannot_terminate, log_parked, unfinished_warning
 from snet.plan import Kind, Plan, PlanNode
 
 Record = dict
@@ -161,6 +161,10 @@ class _Star(_Instance):
     def receive(self, engine, port, record):
         if self.matcher.first(record) >= 0:
             engine.emit(self.out, record)
+            return
+        node = self.node
+        if node.kind == Kind.SYNC_STAR and not node.shape.matcher.matching(record, range(node.shape.count)):
+            engine.park(node, record)  # it would pass every replica unchanged (snet.core.semantics)
             return
         if port == len(self.replicas):
             # Create replica `port`; its initialisers fire before the record enters.
@@ -300,6 +304,7 @@ class ReferenceEngine:
         self.records_in = 0
         self.records_out = 0
         self.instances = 0
+        self.parked: list[tuple[PlanNode, Record]] = []  # records that stay in a sync-star for ever
 
     # -- building ---------------------------------------------------------
 
@@ -395,6 +400,12 @@ class ReferenceEngine:
     def push_range(self, split: _Split, record: Record, values: Iterator[int]) -> None:
         self.stack.append((_RANGE, (split, values), record))
 
+    def park(self, node: PlanNode, record: Record) -> None:
+        """Keep a record that can never leave ``node`` (see snet.core.semantics)."""
+        if not self.parked:
+            log_parked(node.span, record)
+        self.parked.append((node, record))
+
     def count_box(self, name: str, seconds: float) -> None:
         entry = self.box_calls.get(name)
         if entry is None:
@@ -441,6 +452,9 @@ class ReferenceEngine:
             while self.executor.pending:
                 self.flush_executor()
                 yield from self.drain()
+        if self.parked:
+            node, record = self.parked[0]
+            raise cannot_terminate(node.span, len(self.parked), record)
 
     def termination_warnings(self) -> list[str]:
         warnings = [unfinished_warning(node.span, cell.filled(), cell.shape.count)

@@ -138,6 +138,10 @@ cdef class Network:
     cdef double started, finished
     cdef snet_counters *counters
 
+    # Records that stay in a synchro-cell star for ever (snet.core.semantics)
+    cdef long parked
+    cdef object parked_first  # (node id, record) of the first
+
     # Unfired synchro-cells holding records (termination warnings)
     cdef dict partial
     cdef object partial_lock
@@ -159,6 +163,7 @@ cdef class Network:
     cdef void notify(self)
     cdef void wake_idle(self, bint everyone)
     cdef void note_partial(self, object cell, int node, bint fired)
+    cdef int park(self, int node, object record) except -1
     cdef void fail(self, object error)
 
 

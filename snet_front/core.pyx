@@ -102,6 +102,7 @@ from cpython.mem cimport PyMem_Malloc, PyMem_Free
 import threading
 from collections import deque
 
+from snet.core.semantics import log_parked
 from snet.errors import SNetRuntimeError
 
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_try_lock, snet_unlock, snet_is_locked,
@@ -460,6 +461,22 @@ cdef class Network:
             elif key not in self.partial:
                 self.partial_seq += 1
                 self.partial[key] = (self.partial_seq, cell, node)
+
+    cdef int park(self, int node, object record) except -1:
+        """Keep a record that can never leave node ``node``: in flight for ever, costing nothing.
+
+        When the input has ended and only parked records are in flight, the
+        workers end the run with `snet.core.semantics.cannot_terminate`.
+        """
+        snet_atomic_add(&self.pending, 1)  # first: `pending` never drops to the parked count early
+        with self.partial_lock:
+            first = self.parked == 0
+            if first:
+                self.parked_first = (node, record)
+            snet_atomic_add(&self.parked, 1)
+        if first:
+            log_parked(self.span_of(node), record)
+        return 0
 
     cdef void fail(self, object error):
         with self.fail_lock:

@@ -149,10 +149,9 @@ cdef class SyncStarEntity(Entity):
                 hits = self.shape.matcher.matching(rec, self.all_patterns)
             except SNetRuntimeError:
                 return self.walk(w, rec, st, after)  # let the guards fail where the reference's do
-            if not hits:
-                raise SNetRuntimeError(
-                    "record matches neither an exit pattern nor a synchro-cell pattern of the star, "
-                    "so it would pass through replicas for ever", self.rt.span_of(self.node))
+            if not hits:  # it would pass every later replica unchanged: it stays here for ever
+                self.rt.park(self.node, rec)
+                return 0
             entry = None
             best = -1
             for i in hits:
@@ -226,10 +225,9 @@ cdef class SyncStarEntity(Entity):
             if cell.fired:
                 del cells[i]
                 self.rt.note_partial(cell, self.sync_node, True)
-            elif fresh:
-                raise SNetRuntimeError(
-                    "record matches neither an exit pattern nor a synchro-cell pattern of the star, "
-                    "so it would pass through replicas for ever", self.rt.span_of(self.node))
+            elif fresh:  # a fresh cell let it pass unchanged: so will every later one
+                self.rt.park(self.node, rec)
+                return 0
             else:
                 i += 1
             rec = res

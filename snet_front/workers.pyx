@@ -18,6 +18,8 @@ from snet_front.core cimport (Entity, Writer, Network, GStack, WakeUp, bypass, s
                               set_current_writer)
 from snet_front.combinators cimport executor_due, flush_executor
 
+from snet.core.semantics import cannot_terminate
+
 # Idle back-off (microseconds): short enough that a stolen licence is
 # picked up within a fraction of a millisecond, long enough that idle
 # workers do not take the GIL from busy ones more than every few hundred µs.
@@ -306,6 +308,7 @@ cdef class Worker(Writer):
         cdef int idle = 0
         cdef double t0
         cdef unsigned int nap
+        cdef long left
         set_current_writer(self)
         try:
             while not rt.stop and not rt.done:
@@ -320,11 +323,17 @@ cdef class Worker(Writer):
                     continue
                 if rt.consumer_waiting and len(rt.outputs):
                     rt.notify()
-                if rt.input_done and snet_atomic_load(&rt.pending) == 0:
-                    rt.done = True
-                    rt.notify()
-                    rt.wake_idle(True)
-                    break
+                if rt.input_done:
+                    left = snet_atomic_load(&rt.pending)
+                    if left == 0:
+                        rt.done = True
+                        rt.notify()
+                        rt.wake_idle(True)
+                        break
+                    if left == snet_atomic_load(&rt.parked):  # only records that can never leave
+                        node, record = rt.parked_first
+                        rt.fail(cannot_terminate(rt.span_of(node), left, record))
+                        break
                 idle += 1
                 if idle <= IDLE_NAPS:
                     nap = IDLE_STEP_US * idle

@@ -22,7 +22,11 @@ whose entries are idempotent), so workers share them without locks.
 
 from __future__ import annotations
 
+import logging
+
 from snet.core.compiled import PatternMatcher, merge_sync
+from snet.errors import SNetRuntimeError
+from snet.records import describe
 from snet.source import Span
 from snet.spg.nodes import Pattern, SyncNode
 
@@ -95,3 +99,30 @@ def unfinished_warning(span: Span | None, filled: int, total: int) -> str:
     """The termination warning for a cell that holds records but never fired (§9)."""
     where = f"{span.location}: " if span is not None else ""
     return f"{where}warning: synchro-cell discarded with {filled} of {total} patterns filled"
+
+
+# -- records that stay in a synchro-cell star for ever ----------------------------------
+#
+# A record that matches neither an exit pattern of ``[| ... |] * P`` nor any
+# pattern of its cell passes every replica unchanged: each later replica tests
+# the same exit patterns and holds a cell with the same patterns.  The language
+# (§9, §10) makes this no error: the record stays in the network and the
+# network cannot terminate.  Engines therefore keep such a record *parked*
+# (counted as in flight, costing nothing), say so once with a warning, and when
+# the input has ended and nothing but parked records is left, end the run with
+# the error below instead of waiting for ever.
+
+def parked_warning(span: Span | None, record: dict) -> str:
+    where = f"{span.location}: " if span is not None else ""
+    return (f"{where}warning: record {describe(record)} matches neither an exit pattern nor a synchro-cell "
+            f"pattern of the star: it stays in the star for ever, and the network cannot terminate")
+
+
+def cannot_terminate(span: Span | None, count: int, record: dict) -> SNetRuntimeError:
+    return SNetRuntimeError(
+        f"the network cannot terminate: {count} record(s) stay in the synchro-cell star for ever, matching "
+        f"neither its exit patterns nor a synchro-cell pattern (the first: {describe(record)})", span)
+
+
+def log_parked(span: Span | None, record: dict) -> None:
+    logging.getLogger("snet").warning("%s", parked_warning(span, record))
