@@ -22,33 +22,13 @@ Contract of every engine:
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from snet.errors import SNetUsageError
+from snet.options import RunOptions  # re-exported: engines and callers import it from here
 from snet.spg.nodes import PropertyGraph
 
 Record = dict
-
-
-@dataclass
-class RunOptions:
-    """What the user may tune about a run (interfaces.md §1 and §4).
-
-    Engines ignore the options that do not apply to them.
-    """
-
-    workers: int | None = None  # FRONT: worker threads (None: number of cores)
-    throttle: tuple[float, float] | None = None  # admit input while inputs < a + b * outputs
-    box_concurrency: int | None = None  # default concurrent calls per box instance (None: engine default)
-    box_concurrency_per_box: dict[str, int] = field(default_factory=dict)
-    steal: bool = True
-    seed: int | None = None
-    stats: bool = False  # collect statistics (cheap counters are always kept)
-    spark_master: str | None = None
-    spark_conf: dict[str, str] = field(default_factory=dict)
-    spark_splits: str | None = None  # "auto", "all", or a comma list of positions / net names
-    spark_batch: int | None = None
 
 
 class Execution:

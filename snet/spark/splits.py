@@ -144,8 +144,6 @@ class SparkSplits:
         self.boxes = boxes
         self.master = options.spark_master
         self.conf = dict(options.spark_conf or {})
-        if options.spark_batch is not None and options.spark_batch < 1:
-            raise SNetUsageError(f"--spark-batch must be at least 1, not {options.spark_batch}")
         from snet.spark.runner import DEFAULT_BATCH
         self.batch_size = options.spark_batch or DEFAULT_BATCH
         self.selected = select_splits(graph, options.spark_splits)
