@@ -31,6 +31,7 @@ from snet.core.boxes import bind_boxes, resolve_box_sources
 from snet.errors import SNetError, SNetUsageError
 from snet.options import RunOptions
 from snet.spg.nodes import PropertyGraph
+from snet.stats import RunStats
 
 log = logging.getLogger("snet")
 
@@ -94,8 +95,9 @@ class Network:
         Outputs stream back as they are produced: the first may arrive long
         before ``records`` is exhausted, and ``records`` may be endless.  The
         returned :class:`~snet.backends.Execution` also carries the
-        termination ``warnings`` and ``stats()`` once it is exhausted; use it
-        as a context manager (or call ``close()``) to stop a run early.
+        termination ``warnings`` and ``stats()`` (a
+        :class:`~snet.stats.RunStats`) once it is exhausted; use it as a
+        context manager (or call ``close()``) to stop a run early.
 
         Args:
             records: any iterable of mappings in S-Net spelling.
@@ -143,7 +145,7 @@ class _LoggedExecution(Execution):
     def close(self) -> None:
         self.inner.close()
 
-    def stats(self) -> dict:
+    def stats(self) -> RunStats:
         return self.inner.stats()
 
 
@@ -275,7 +277,7 @@ class Session:
         self._done.wait(5.0)
         self._execution.close()
 
-    def stats(self) -> dict:
+    def stats(self) -> RunStats:
         return self._execution.stats()
 
     def __enter__(self) -> "Session":

@@ -65,6 +65,7 @@ from snet.core.semantics import Operators, SyncCell, unfinished_warning
 from snet.errors import SNetRuntimeError, SNetUsageError
 from snet.spg.nodes import (BoxNode, FeedbackNode, FilterNode, IdentityNode, NetNode, Node, ParallelNode,
                             PropertyGraph, SerialNode, SplitNode, StarNode, SyncNode)
+from snet.stats import BoxStats, ReferenceStats, RunStats
 
 Record = dict
 Target = tuple  # (instance, port)
@@ -489,18 +490,13 @@ class ReferenceExecution(Execution):
         if self.engine.spark is not None:
             self.engine.spark.close()
 
-    def stats(self) -> dict:
+    def stats(self) -> RunStats:
         e = self.engine
         end = self._finished if self._finished is not None else time.perf_counter()
-        return {
-            "engine": "reference",
-            "seconds": end - self._started,
-            "records_in": e.records_in,
-            "records_out": e.records_out,
-            "instances": e.instances,
-            "boxes": {name: {"calls": c, "seconds": s} for name, (c, s) in sorted(e.box_calls.items())},
-            **({"spark": e.spark.stats()} if e.spark is not None else {}),
-        }
+        return RunStats(engine="reference", workers=1, seconds=end - self._started, records_in=e.records_in,
+                        records_out=e.records_out, boxes=BoxStats.table(e.box_calls),
+                        reference=ReferenceStats(instances=e.instances),
+                        spark=e.spark.stats() if e.spark is not None else None)
 
 
 def start(graph: PropertyGraph, boxes: dict[str, Callable], records: Iterable[Record],

@@ -22,11 +22,14 @@ Contract of every engine:
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from snet.errors import SNetUsageError
 from snet.options import RunOptions  # re-exported: engines and callers import it from here
 from snet.spg.nodes import PropertyGraph
+
+if TYPE_CHECKING:
+    from snet.stats import RunStats
 
 Record = dict
 
@@ -50,9 +53,9 @@ class Execution:
     def close(self) -> None:
         """Stop the run (if still going) and release its resources."""
 
-    def stats(self) -> dict:
-        """Statistics of the run so far, as nested plain data."""
-        return {}
+    def stats(self) -> "RunStats":
+        """Statistics of the run so far (see :mod:`snet.stats`)."""
+        raise NotImplementedError
 
     def __enter__(self) -> "Execution":
         return self

@@ -47,6 +47,7 @@ from snet.backends import Execution, RunOptions
 from snet.core.semantics import Operators, unfinished_warning
 from snet.spg.nodes import (BoxNode, FeedbackNode, FilterNode, IdentityNode, NetNode, Node, ParallelNode,
                             PropertyGraph, SerialNode, SplitNode, StarNode, SyncNode)
+from snet.stats import RunStats
 
 (K_NET, K_SERIAL, K_IDENT, K_INITBOX, K_BOX, K_FILTER, K_SYNC, K_PAR, K_STAR, K_SYNCSTAR, K_SPLIT, K_FEEDBACK,
  K_SPARKSPLIT) = range(13)
@@ -257,11 +258,8 @@ class FrontExecution(Execution):
         except Exception:
             pass
 
-    def stats(self) -> dict:
-        stats = self.runtime.statistics()
-        if self.spark is not None:
-            stats["spark"] = self.spark.stats()
-        return {"engine": "front", "workers": self.workers, **stats}
+    def stats(self) -> RunStats:
+        return RunStats.from_front(self.runtime.statistics(), self.spark.stats() if self.spark is not None else None)
 
 
 def start(graph: PropertyGraph, boxes: dict[str, Callable], records: Iterable[Record],

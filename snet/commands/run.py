@@ -32,6 +32,7 @@ from pathlib import Path
 
 from snet.errors import SNetInterrupted, SNetOptionError, SNetUsageError
 from snet.options import RunOptions
+from snet.stats import RunStats
 
 FLUSH_SECONDS = 0.05
 
@@ -191,24 +192,20 @@ class Progress:
         except Exception:  # a run being torn down: skip this line
             return
         now = time.monotonic()
-        out = stats.get("records_out", 0)
+        out = stats.records_out
         then, before = self.last
         rate = (out - before) / (now - then) if now > then else 0.0
         self.last = (now, out)
         line = (f"snet progress: {'done, ' if final else ''}{now - self.started:.1f} s, "
-                f"in {stats.get('records_in', 0)}, out {out} ({rate:.0f}/s)")
-        spark = stats.get("spark")
-        if spark:
-            splits = spark.get("splits", {}).values()
-            line += (f"; spark: {sum(s['batches'] for s in splits)} batches, "
-                     f"{sum(s['records'] for s in splits)} records, {spark.get('seconds', 0.0):.1f} s")
+                f"in {stats.records_in}, out {out} ({rate:.0f}/s)")
+        spark = stats.spark
+        if spark is not None:
+            line += f"; spark: {spark.batches} batches, {spark.records} records, {spark.seconds:.1f} s"
         print(line, file=sys.stderr, flush=True)
 
 
 def log_spark_batches() -> None:
     """Show the Spark part's per-batch log lines (logger ``snet.spark``, INFO) on standard error."""
-    import logging
-
     logger = logging.getLogger("snet.spark")
     if not any(getattr(h, "snet_progress", False) for h in logger.handlers):
         handler = logging.StreamHandler(sys.stderr)
@@ -218,45 +215,14 @@ def log_spark_batches() -> None:
     logger.setLevel(logging.INFO)
 
 
-def print_stats(stats: dict) -> None:
+def print_stats(stats: RunStats) -> None:
     """Statistics on standard error: a readable summary, then the same data as one JSON line.
 
     The JSON line starts with ``snet stats: `` so scripts can find and parse it.
     """
     print(format_stats(stats), file=sys.stderr)
-    print("snet stats: " + json.dumps(stats, sort_keys=True, default=str), file=sys.stderr)
+    print("snet stats: " + json.dumps(stats.to_json(), sort_keys=True, default=str), file=sys.stderr)
 
 
-def format_stats(stats: dict) -> str:
-    lines = ["-- snet run statistics --"]
-    boxes = stats.get("boxes", {})
-    for key in sorted(stats):
-        value = stats[key]
-        if key == "boxes":
-            continue
-        if isinstance(value, dict):
-            inner = ", ".join(f"{k}={_num(v)}" for k, v in sorted(value.items()) if not isinstance(v, (dict, list)))
-            lines.append(f"{key:>22}: {inner}")
-            if key == "spark":
-                for where, split in sorted(value.get("splits", {}).items()):
-                    inner = ", ".join(f"{k}={_num(v)}" for k, v in sorted(split.items())
-                                      if not isinstance(v, (dict, list)) and k != "split")
-                    lines.append(f"{'split ' + where:>22}: {inner}")
-        elif isinstance(value, list):
-            lines.append(f"{key:>22}: " + ", ".join(_num(v) for v in value))
-        else:
-            lines.append(f"{key:>22}: {_num(value)}")
-    if boxes:
-        lines.append(f"{'box':>22}  {'calls':>10}  {'seconds':>10}  {'us/call':>10}")
-        for name, entry in sorted(boxes.items()):
-            calls = entry.get("calls", 0)
-            seconds = entry.get("seconds", 0.0)
-            per_call = 1e6 * seconds / calls if calls else 0.0
-            lines.append(f"{name:>22}  {calls:>10}  {seconds:>10.4f}  {per_call:>10.1f}")
-    return "\n".join(lines)
-
-
-def _num(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+def format_stats(stats: RunStats) -> str:
+    return stats.format_table()

@@ -57,6 +57,7 @@ from typing import Callable
 from snet.backends import RunOptions
 from snet.errors import SNetUsageError
 from snet.spg.nodes import NetNode, Node, ParallelNode, PropertyGraph, SplitNode, StarNode
+from snet.stats import SparkStats, SplitStats
 
 Record = dict
 
@@ -229,16 +230,16 @@ class SparkSplits:
     def warnings(self) -> list[str]:
         return [w for node_id in sorted(self.runners) for w in self.runners[node_id].warnings()]
 
-    def stats(self) -> dict:
-        return {
-            "master": self.master,
-            "batch_size": self.batch_size,
-            "selected": sorted(self.graph.nodes[i].span.location if self.graph.nodes[i].span else str(i)
-                               for i in self.selected),
-            "flushes": self.flushes,
-            "seconds": self.flush_seconds,
-            "splits": {r.where: r.stats() for r in self.runners.values()},
-        }
+    def stats(self) -> SparkStats:
+        return SparkStats(
+            master=self.master,
+            batch_size=self.batch_size,
+            selected=tuple(sorted(self.graph.nodes[i].span.location if self.graph.nodes[i].span else str(i)
+                                  for i in self.selected)),
+            flushes=self.flushes,
+            seconds=self.flush_seconds,
+            splits={r.where: SplitStats.from_runner(r.stats()) for r in self.runners.values()},
+        )
 
     def cancel(self) -> None:
         """Stop the Spark jobs of this run that are running now (from any thread)."""

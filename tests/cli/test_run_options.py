@@ -1,4 +1,4 @@
-"""`snet run` refuses bad options with exit 2 before reading a record, naming the flag."""
+"""`snet run` refuses bad options with exit 2 before reading a record, naming the flag; `--stats`."""
 
 from __future__ import annotations
 
@@ -49,6 +49,29 @@ def test_a_flag_given_as_text_that_is_no_number(netdir):
     result = snet_run("net.snet", "--box-concurrency", "f=many", cwd=netdir, stdin="")
     assert result.returncode == 2
     assert "--box-concurrency takes N or NAME=N, not 'f=many'" in result.stderr
+
+
+@pytest.mark.parametrize("engine", ["reference", "front"])
+def test_stats_print_the_table_and_a_json_line(netdir, engine):
+    result = snet_run("net.snet", "-i", "in.jsonl", "--engine", engine, "-w", "1", "--stats", cwd=netdir)
+    assert result.returncode == 0, result.stderr
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [{"a": 2 * (i + 1)} for i in range(5)]
+    lines = result.stderr.splitlines()
+    start = lines.index("-- snet run statistics --")
+    table = [line.strip() for line in lines[start:]]
+    assert f"engine: {engine}" in table and "workers: 1" in table
+    assert "records_in: 5" in table and "records_out: 5" in table
+    assert [line.split()[:2] for line in table if line.split()[:1] in (["f"], ["g"])] == [["f", "5"], ["g", "5"]]
+    stats_lines = [line for line in lines if line.startswith("snet stats: ")]
+    assert len(stats_lines) == 1
+    stats = json.loads(stats_lines[0][len("snet stats: "):])
+    assert stats["engine"] == engine and stats["records_in"] == 5 and stats["records_out"] == 5
+    assert stats["boxes"]["f"]["calls"] == 5 and stats["boxes"]["g"]["calls"] == 5
+    if engine == "front":
+        assert len(stats["workers"]) == 1 and stats["workers"][0]["inputs"] == 5
+        assert stats["entities"]["created"] >= 2
+    else:
+        assert stats["instances"] >= 2
 
 
 @pytest.mark.parametrize("engine", ["reference", "front"])
