@@ -119,10 +119,3 @@ class SNetRecordError(SNetRuntimeError):
 
 class SNetInterrupted(SNetRuntimeError):
     """The run was interrupted (Ctrl-C)."""
-
-
-class SNetInternalError(SNetError):
-    """A bug in snet itself."""
-
-    def __init__(self, message: str):
-        super().__init__(f"internal error: {message} (this is a bug in snet; please report it)")
