@@ -28,7 +28,6 @@ import logging
 import os
 import sys
 import time
-from pathlib import Path
 
 from snet.errors import SNetInterrupted, SNetOptionError, SNetUsageError
 from snet.options import RunOptions
@@ -103,6 +102,21 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         raise e.relabelled(FLAGS.get(e.option, e.option)) from None
 
 
+class NetFile(os.PathLike):
+    """The network file's name exactly as given, as a path for :func:`snet.api.load`.
+
+    A path-like, so that a name is never read as program text; not a
+    ``pathlib.Path``, which would drop a leading ``./`` from the positions
+    in messages (``snet check`` prints the name as given too).
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __fspath__(self) -> str:
+        return self.name
+
+
 def run_command(args: argparse.Namespace) -> int:
     from snet.api import load
     from snet.recordio import detect_format, open_writer, read_records
@@ -111,7 +125,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.progress is not None and args.progress <= 0:
         raise SNetUsageError(f"--progress takes a positive number of seconds, not {args.progress}")
     show_warnings()
-    network = load(Path(args.net_file), boxes=args.boxes, net=args.net)
+    network = load(NetFile(args.net_file), boxes=args.boxes, net=args.net)
 
     in_format = detect_format(args.input, args.input_format or args.format)
     out_format = detect_format(args.output, args.output_format or args.format)

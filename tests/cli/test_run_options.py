@@ -85,3 +85,10 @@ def test_warnings_reach_standard_error_once(netdir, engine):
         "                               ^",
         "warn.snet:1:43: warning: synchro-cell discarded with 1 of 2 patterns filled",
     ]
+
+
+def test_the_net_file_is_named_as_given(netdir):
+    (netdir / "bad.snet").write_text("net bad connect [{a} -> {b=a}\n")
+    result = snet_run("./bad.snet", cwd=netdir, stdin="")
+    assert result.returncode == 2
+    assert result.stderr.startswith("./bad.snet:1:"), result.stderr
