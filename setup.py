@@ -72,11 +72,12 @@ setup(
     package_data={"snet.syntax": ["*.lark"], "snet.core": ["*.pxd"], "snet_front": ["*.pxd", "*.pyi", "py.typed", "includes/*"],
                   "boxes": ["*.snet", "*.jsonl", "*.xml"]},
     ext_modules=front_extensions(),
-    install_requires=["lark>=1.2,<2", "cloudpickle>=2.0"],
+    install_requires=["lark>=1.2,<2", "attrs>=23"],
     extras_require={
         "examples": ["numpy>=1.24"],
         # pyspark[connect] brings the Spark Connect client (grpcio, zstandard, ...) for sc:// masters.
-        "spark": ["pyspark[connect]>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=18"],
+        # cloudpickle: the fallback of snet.spark.replicas where pyspark's own copy is missing.
+        "spark": ["pyspark[connect]>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=18", "cloudpickle>=2.0"],
         "test": ["pytest>=8", "pytest-benchmark>=4", "hypothesis>=6", "interegular>=0.3",
                  "numpy>=1.24", "pyspark[connect]>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=18"],
     },

@@ -128,11 +128,11 @@ def test_spark_split_speedup_over_one_process(benchmark, report, nets):
     figures = paired(lambda: _spark(cpu, records), lambda: _local(cpu, records), rounds=3)
     out, stats = benchmark.pedantic(_spark, args=(cpu, records), rounds=1, iterations=1)
     assert sorted(r["v"] for r in out) == sorted(r["v"] for r in records)
-    split = next(iter(stats["spark"]["splits"].values()))
+    split = next(iter(stats.spark.splits.values()))
     cores = free_cores()
     report(records=len(records), tags=TAGS, box_ms=BOX_SECONDS * 1000, spark_s=figures["candidate_s"],
-           front2_s=figures["baseline_s"], speedup=1 / figures["ratio"], tasks=split["tasks"],
-           batches=split["batches"], free_cores=cores)
+           front2_s=figures["baseline_s"], speedup=1 / figures["ratio"], tasks=split.tasks,
+           batches=split.batches, free_cores=cores)
     if cores >= 1.8:  # on a shared, busy machine no speed-up is possible: report only
         assert figures["ratio"] < 1.0  # the target is a speed-up of 1.5 or more on 2 cores
 
@@ -181,5 +181,5 @@ def test_cost_per_record_and_per_batch(benchmark, report, nets):
     local_per_record = (time.perf_counter() - local_started) / len(many)
     benchmark.pedantic(timed, args=(few, 20000), rounds=1, iterations=1)
     report(per_record_us=per_record * 1e6, per_batch_ms=per_batch * 1e3, local_per_record_us=local_per_record * 1e6,
-           batches_of_one=next(iter(stats["spark"]["splits"].values()))["batches"])
+           batches_of_one=next(iter(stats.spark.splits.values())).batches)
     assert per_record < 200e-6 and per_batch < 2.0

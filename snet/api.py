@@ -10,6 +10,12 @@ times, one after another or at the same time: runs share only the immutable
 property graph and the box functions.  For a long-running service,
 :meth:`Network.session` keeps one run up: the caller feeds records and takes
 outputs while the network stays alive, then closes it.
+
+Options are checked before anything starts: ``run`` and ``session`` build a
+:class:`~snet.options.RunOptions`, which refuses unknown keywords and values
+out of range with a :class:`~snet.errors.SNetUsageError` naming the option.
+``execute`` takes options already built (``snet run`` builds them from its
+command line, to report errors in its own spelling).
 """
 
 from __future__ import annotations
@@ -20,10 +26,12 @@ import queue
 import threading
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from snet.backends import Execution, RunOptions, start
+from snet.backends import Execution, start
 from snet.core.boxes import bind_boxes, resolve_box_sources
 from snet.errors import SNetError, SNetUsageError
+from snet.options import RunOptions
 from snet.spg.nodes import PropertyGraph
+from snet.stats import RunStats
 
 log = logging.getLogger("snet")
 
@@ -87,8 +95,9 @@ class Network:
         Outputs stream back as they are produced: the first may arrive long
         before ``records`` is exhausted, and ``records`` may be endless.  The
         returned :class:`~snet.backends.Execution` also carries the
-        termination ``warnings`` and ``stats()`` once it is exhausted; use it
-        as a context manager (or call ``close()``) to stop a run early.
+        termination ``warnings`` and ``stats()`` (a
+        :class:`~snet.stats.RunStats`) once it is exhausted; use it as a
+        context manager (or call ``close()``) to stop a run early.
 
         Args:
             records: any iterable of mappings in S-Net spelling.
@@ -98,19 +107,23 @@ class Network:
                 ``inputs < offset + factor * outputs``.
             box_concurrency: concurrent calls per box instance: one number,
                 or a mapping from box name to number.
-            options: further :class:`~snet.backends.RunOptions` fields.
+            options: further :class:`~snet.options.RunOptions` fields.
+
+        Raises:
+            SNetUsageError: an unknown option or a value out of range,
+                before the run starts.
         """
-        run_options = RunOptions(workers=workers, throttle=throttle, **options)
-        if isinstance(box_concurrency, Mapping):
-            run_options.box_concurrency_per_box = dict(box_concurrency)
-        elif box_concurrency is not None:
-            run_options.box_concurrency = int(box_concurrency)
-        execution = start(engine, self.graph, self.boxes, records, run_options)
-        return _LoggedExecution(execution)
+        run_options = RunOptions.from_keywords(workers=workers, engine=engine, throttle=throttle,
+                                               box_concurrency=box_concurrency, **options)
+        return self.execute(records, run_options)
+
+    def execute(self, records: Iterable[Mapping], options: RunOptions) -> Execution:
+        """Run the network over ``records`` with options already built; as :meth:`run`."""
+        return _LoggedExecution(start(options.engine, self.graph, self.boxes, records, options))
 
     def session(self, **run_options: Any) -> "Session":
         """Start a long-running session (see :class:`Session`); takes the options of :meth:`run`."""
-        return Session(self, run_options)
+        return Session(self, RunOptions.from_keywords(**run_options))
 
 
 class _LoggedExecution(Execution):
@@ -132,7 +145,7 @@ class _LoggedExecution(Execution):
     def close(self) -> None:
         self.inner.close()
 
-    def stats(self) -> dict:
+    def stats(self) -> RunStats:
         return self.inner.stats()
 
 
@@ -152,7 +165,7 @@ class Session:
     queue, so the engine sees an ordinary (blocking) input stream.
     """
 
-    def __init__(self, network: Network, run_options: dict):
+    def __init__(self, network: Network, options: RunOptions):
         self._inputs: queue.Queue = queue.Queue()
         self._outputs: queue.Queue = queue.Queue()
         self._error: BaseException | None = None
@@ -161,7 +174,7 @@ class Session:
         self._done = threading.Event()
         self.fed = 0
         self.warnings: list[str] = []
-        self._execution = network.run(self._input_stream(), **run_options)
+        self._execution = network.execute(self._input_stream(), options)
         self._thread = threading.Thread(target=self._pump, name="snet-session", daemon=True)
         self._thread.start()
 
@@ -264,7 +277,7 @@ class Session:
         self._done.wait(5.0)
         self._execution.close()
 
-    def stats(self) -> dict:
+    def stats(self) -> RunStats:
         return self._execution.stats()
 
     def __enter__(self) -> "Session":

@@ -7,6 +7,7 @@ each sub-command lives in :mod:`snet.commands`.
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 
 from snet._version import __version__
@@ -68,20 +69,20 @@ def build_parser() -> argparse.ArgumentParser:
                           "FILE:LINE:COL positions or net names")
     run.add_argument("--spark-batch", type=int, metavar="N",
                      help="records per Spark batch (default 4096)")
-    run.set_defaults(func=_run)
+    run.set_defaults(func=_run, parser=run)
 
     check = sub.add_parser("check", help="parse, resolve and type-check; print the signature")
     check.add_argument("net_file", metavar="NET.snet")
     _add_boxes_option(check)
     check.add_argument("-v", "--verbose", action="store_true", help="print the signature of every net")
-    check.set_defaults(func=_check)
+    check.set_defaults(func=_check, parser=check)
 
     graph = sub.add_parser("graph", help="draw the static property graph (.dot, .svg or .png)")
     graph.add_argument("net_file", metavar="NET.snet")
     graph.add_argument("-o", "--output", default="-", metavar="FILE",
                        help="output file; .svg and .png need Graphviz's dot (default: DOT on standard output)")
     graph.add_argument("--net", metavar="NAME", help="the top-level net to draw")
-    graph.set_defaults(func=_graph)
+    graph.set_defaults(func=_graph, parser=graph)
     return parser
 
 
@@ -112,9 +113,22 @@ def report(error: SNetError) -> None:
         print(text, file=sys.stderr)
 
 
+def unrecognized(extras: list[str], command: argparse.ArgumentParser) -> str:
+    """argparse's message for arguments nobody takes, with the option each one probably meant."""
+    known = [s for action in command._actions for s in action.option_strings if s.startswith("--")]
+    hints = []
+    for extra in extras:
+        close = difflib.get_close_matches(extra.split("=", 1)[0], known, n=1) if extra.startswith("--") else []
+        if close:
+            hints.append(f"{extra.split('=', 1)[0]}: did you mean {close[0]}?")
+    return f"unrecognized arguments: {' '.join(extras)}" + (f" ({'; '.join(hints)})" if hints else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        parser.error(unrecognized(extras, args.parser))  # exits with status 2
     try:
         return args.func(args)
     except SNetError as error:

@@ -59,6 +59,24 @@ class SNetUsageError(SNetError):
     exit_status = EXIT_STARTUP
 
 
+class SNetOptionError(SNetUsageError):
+    """A run option out of its range (see :mod:`snet.options`): exit 2.
+
+    The message is the option's label followed by ``rest``; :attr:`option`
+    is the option's name in the API, so that a caller that spells it
+    differently (the command line: ``-w/--workers``) can relabel it.
+    """
+
+    def __init__(self, option: str, rest: str, label: str | None = None):
+        self.option = option
+        self.rest = rest
+        super().__init__((label or option) + rest)
+
+    def relabelled(self, label: str) -> "SNetOptionError":
+        """The same error, naming the option as ``label``."""
+        return SNetOptionError(self.option, self.rest, label)
+
+
 class SNetBindingError(SNetError):
     """Declared boxes that no box module provides, or that cannot take their inputs."""
 
@@ -101,10 +119,3 @@ class SNetRecordError(SNetRuntimeError):
 
 class SNetInterrupted(SNetRuntimeError):
     """The run was interrupted (Ctrl-C)."""
-
-
-class SNetInternalError(SNetError):
-    """A bug in snet itself."""
-
-    def __init__(self, message: str):
-        super().__init__(f"internal error: {message} (this is a bug in snet; please report it)")

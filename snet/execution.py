@@ -16,7 +16,10 @@ Contract of every engine:
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    from snet.stats import RunStats
 
 Record = dict
 
@@ -40,9 +43,9 @@ class Execution:
     def close(self) -> None:
         """Stop the run (if still going) and release its resources."""
 
-    def stats(self) -> dict:
-        """Statistics of the run so far, as nested plain data."""
-        return {}
+    def stats(self) -> "RunStats":
+        """Statistics of the run so far (see :mod:`snet.stats`)."""
+        raise NotImplementedError
 
     def __enter__(self) -> "Execution":
         return self

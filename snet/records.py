@@ -31,21 +31,9 @@ def label_kind(label: str) -> int:
     return FIELD
 
 
-def is_btag(label: str) -> bool:
-    return label.startswith("<#")
-
-
 def is_tag_like(label: str) -> bool:
     """True for tags and binding tags (both hold ints)."""
     return label.startswith("<")
-
-
-def tag_label(name: str) -> str:
-    return f"<{name}>"
-
-
-def btag_label(name: str) -> str:
-    return f"<#{name}>"
 
 
 def label_name(label: str) -> str:
@@ -72,11 +60,6 @@ def describe(record: Mapping[str, Any]) -> str:
     return format_labels(record.keys())
 
 
-def btags_of(record: Mapping[str, Any]) -> frozenset[str]:
-    """The binding-tag labels of a record."""
-    return frozenset(k for k in record if k.startswith("<#"))
-
-
 def is_valid_label(label: object) -> bool:
     """True if `label` is a well-formed label in S-Net spelling."""
     if not isinstance(label, str) or not label:
@@ -86,8 +69,3 @@ def is_valid_label(label: object) -> bool:
         return False
     return bool(name) and (name[0].isalpha() or name[0] == "_") and all(
         ch.isalnum() or ch == "_" for ch in name) and name.isascii()
-
-
-def check_tag_value(value: object) -> bool:
-    """Tags and binding tags hold ints; a bool is not accepted."""
-    return type(value) is int or (isinstance(value, int) and not isinstance(value, bool))

@@ -62,6 +62,7 @@ from typing import Iterable, Iterator
 from snet.execution import Execution
 from snet.core.semantics import SyncCell, cannot_terminate, log_parked, unfinished_warning
 from snet.plan import Kind, Plan, PlanNode
+from snet.stats import BoxStats, ReferenceStats, RunStats, executor_part
 
 Record = dict
 Target = tuple  # (instance, port)
@@ -488,18 +489,13 @@ class ReferenceExecution(Execution):
         if self.engine.executor is not None:
             self.engine.executor.close()
 
-    def stats(self) -> dict:
+    def stats(self) -> RunStats:
         e = self.engine
         end = self._finished if self._finished is not None else time.perf_counter()
-        return {
-            "engine": "reference",
-            "seconds": end - self._started,
-            "records_in": e.records_in,
-            "records_out": e.records_out,
-            "instances": e.instances,
-            "boxes": {name: {"calls": c, "seconds": s} for name, (c, s) in sorted(e.box_calls.items())},
-            **({e.executor.name: e.executor.stats()} if e.executor is not None else {}),
-        }
+        executor = e.executor.stats() if e.executor is not None else None
+        return RunStats(engine="reference", workers=1, seconds=end - self._started, records_in=e.records_in,
+                        records_out=e.records_out, boxes=BoxStats.table(e.box_calls),
+                        reference=ReferenceStats(instances=e.instances), **executor_part(executor))
 
 
 def start(plan: Plan, records: Iterable[Record], options: object = None) -> ReferenceExecution:

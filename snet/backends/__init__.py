@@ -13,46 +13,14 @@ The contract of every execution is in :mod:`snet.execution`.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from snet.errors import SNetUsageError
 from snet.execution import Execution
+from snet.options import DEFAULT_ENGINE, ENGINES, RunOptions, engine_names  # re-exported here
 from snet.spg.nodes import PropertyGraph
 
 Record = dict
-
-
-@dataclass
-class RunOptions:
-    """What the user may tune about a run (interfaces.md §1 and §4).
-
-    Engines ignore the options that do not apply to them.
-    """
-
-    workers: int | None = None  # FRONT: worker threads (None: number of cores)
-    throttle: tuple[float, float] | None = None  # admit input while inputs < a + b * outputs
-    box_concurrency: int | None = None  # default concurrent calls per box instance (None: engine default)
-    box_concurrency_per_box: dict[str, int] = field(default_factory=dict)
-    steal: bool = True
-    seed: int | None = None
-    stats: bool = False  # collect statistics (cheap counters are always kept)
-    spark_master: str | None = None
-    spark_conf: dict[str, str] = field(default_factory=dict)
-    spark_splits: str | None = None  # "auto", "all", or a comma list of positions / net names
-    spark_batch: int | None = None
-
-
-# engine name -> "module:function"; the function has the signature of `start`.
-ENGINES: dict[str, str] = {
-    "reference": "snet.reference:start",
-    "front": "snet.backends.front:start",
-}
-DEFAULT_ENGINE = "front"  # passes every conformance case with 1, 2 and 4 workers
-
-
-def engine_names() -> list[str]:
-    return sorted(ENGINES)
 
 
 def engine_function(name: str | None) -> Callable:

@@ -29,6 +29,7 @@ from snet.backends import RunOptions
 from snet.execution import Execution
 from snet.core.semantics import unfinished_warning
 from snet.plan import Kind, Plan
+from snet.stats import RunStats
 
 DEFAULT_BOX_CONCURRENCY: int | None = None  # None: the number of workers
 
@@ -108,11 +109,9 @@ class FrontExecution(Execution):
         except Exception:
             pass
 
-    def stats(self) -> dict:
-        stats = self.runtime.statistics()
-        if self.executor is not None:
-            stats[self.executor.name] = self.executor.stats()
-        return {"engine": "front", "workers": self.workers, **stats}
+    def stats(self) -> RunStats:
+        executor = self.executor.stats() if self.executor is not None else None
+        return RunStats.from_front(self.runtime.statistics(), executor)
 
 
 def start(plan: Plan, records: Iterable[Record], options: RunOptions | None = None) -> FrontExecution:

@@ -1,29 +1,47 @@
-"""``snet run``: compile, bind, read records, run, write records (interfaces.md §1).
+"""``snet run``: check options, load, read records, run, write records (interfaces.md §1).
 
 Order of events, which the exit statuses depend on:
 
-1. compile the ``.snet`` file (errors: exit 2, every diagnostic printed);
-2. bind every declared box (missing ones: exit 2), before any record is read;
+1. turn the options' text into values and check them (:mod:`snet.options`
+   does the checking; its messages are relabelled with the flag's spelling):
+   exit 2;
+2. load the network through the embedding API (:func:`snet.api.load`):
+   compile the ``.snet`` file (errors: exit 2, every diagnostic printed),
+   then bind every declared box (missing ones: exit 2), before any record
+   is read;
 3. open input and output (a missing input file: exit 2);
 4. run; outputs are written as they arrive and flushed at least every
    ``FLUSH_SECONDS`` so that a consumer on a pipe sees them promptly;
 5. on a run-time error, a bad input record or Ctrl-C, the outputs produced
    so far are written and flushed, then the error is reported (exit 1).
+
+The API reports compile and termination warnings on the ``snet`` logger;
+the command shows that logger's warnings on standard error, one bare line
+each.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
 
-from snet.backends import RunOptions, start
-from snet.core.boxes import bind_boxes, resolve_box_sources
-from snet.errors import SNetInterrupted, SNetUsageError
+from snet.errors import SNetInterrupted, SNetOptionError, SNetUsageError
+from snet.options import RunOptions
+from snet.stats import RunStats
 
 FLUSH_SECONDS = 0.05
+
+# How the command line spells each run option, for the messages of snet.options.
+FLAGS = {
+    "engine": "--engine", "workers": "-w/--workers", "throttle": "--throttle",
+    "box_concurrency": "--box-concurrency", "box_concurrency_per_box": "--box-concurrency",
+    "steal": "--no-steal", "seed": "--seed", "stats": "--stats", "spark_master": "--spark",
+    "spark_conf": "--spark-conf", "spark_splits": "--spark-splits", "spark_batch": "--spark-batch",
+}
 
 
 def parse_throttle(text: str | None) -> tuple[float, float] | None:
@@ -33,8 +51,6 @@ def parse_throttle(text: str | None) -> tuple[float, float] | None:
         offset, factor = (float(x) for x in text.split(","))
     except ValueError:
         raise SNetUsageError(f"--throttle takes OFFSET,FACTOR (two numbers), not '{text}'") from None
-    if offset < 1 or factor < 0:
-        raise SNetUsageError("--throttle needs OFFSET >= 1 and FACTOR >= 0, or no input is ever admitted")
     return offset, factor
 
 
@@ -47,8 +63,6 @@ def parse_box_concurrency(values: list[str]) -> tuple[int | None, dict[str, int]
             n = int(number)
         except ValueError:
             raise SNetUsageError(f"--box-concurrency takes N or NAME=N, not '{value}'") from None
-        if n < 1:
-            raise SNetUsageError(f"--box-concurrency must be at least 1, not {n}")
         if eq:
             per_box[name] = n
         else:
@@ -67,47 +81,61 @@ def parse_spark_conf(values: list[str]) -> dict[str, str]:
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
-    if args.workers is not None and args.workers < 1:
-        raise SNetUsageError(f"-w/--workers must be at least 1, not {args.workers}")
+    """The run options the command line gives; a bad value is an error naming its flag."""
     default, per_box = parse_box_concurrency(args.box_concurrency)
-    return RunOptions(
-        workers=args.workers,
-        throttle=parse_throttle(args.throttle),
-        box_concurrency=default,
-        box_concurrency_per_box=per_box,
-        steal=not args.no_steal,
-        seed=args.seed,
-        stats=args.stats,
-        spark_master=args.spark or os.environ.get("SNET_SPARK_MASTER") or None,
-        spark_conf=parse_spark_conf(args.spark_conf),
-        spark_splits=args.spark_splits,
-        spark_batch=args.spark_batch,
-    )
+    try:
+        return RunOptions(
+            engine=args.engine,
+            workers=args.workers,
+            throttle=parse_throttle(args.throttle),
+            box_concurrency=default,
+            box_concurrency_per_box=per_box,
+            steal=not args.no_steal,
+            seed=args.seed,
+            stats=args.stats,
+            spark_master=args.spark or os.environ.get("SNET_SPARK_MASTER") or None,
+            spark_conf=parse_spark_conf(args.spark_conf),
+            spark_splits=args.spark_splits,
+            spark_batch=args.spark_batch,
+        )
+    except SNetOptionError as e:
+        raise e.relabelled(FLAGS.get(e.option, e.option)) from None
+
+
+class NetFile(os.PathLike):
+    """The network file's name exactly as given, as a path for :func:`snet.api.load`.
+
+    A path-like, so that a name is never read as program text; not a
+    ``pathlib.Path``, which would drop a leading ``./`` from the positions
+    in messages (``snet check`` prints the name as given too).
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __fspath__(self) -> str:
+        return self.name
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from snet.api import load
     from snet.recordio import detect_format, open_writer, read_records
-    from snet.spg.build import compile_file
 
-    if not os.path.isfile(args.net_file):
-        raise SNetUsageError(f"network file not found: {args.net_file}")
-    graph = compile_file(args.net_file, net=args.net)
-    for warning in graph.warnings:
-        print(warning, file=sys.stderr)
-    boxes = bind_boxes(graph, resolve_box_sources(args.boxes, args.net_file))
     options = options_from_args(args)
+    if args.progress is not None and args.progress <= 0:
+        raise SNetUsageError(f"--progress takes a positive number of seconds, not {args.progress}")
+    show_warnings()
+    network = load(NetFile(args.net_file), boxes=args.boxes, net=args.net)
 
     in_format = detect_format(args.input, args.input_format or args.format)
     out_format = detect_format(args.output, args.output_format or args.format)
     if args.input not in (None, "-") and not os.path.isfile(args.input):
         raise SNetUsageError(f"input file not found: {args.input}")
-    if args.progress is not None and args.progress <= 0:
-        raise SNetUsageError(f"--progress takes a positive number of seconds, not {args.progress}")
     records = read_records(args.input, in_format, allow_pickle=args.allow_pickle)
     writer = open_writer(args.output, out_format)
     if args.progress is not None and options.spark_master:
         log_spark_batches()
-    execution = start(args.engine, graph, boxes, records, options)
+    execution = network.execute(records, options)
     progress = Progress(execution, args.progress) if args.progress is not None else None
     try:
         last_flush = time.monotonic()
@@ -130,9 +158,19 @@ def run_command(args: argparse.Namespace) -> int:
             progress.report(final=True)
         if args.stats:
             print_stats(execution.stats())
-    for warning in execution.warnings:
-        print(warning, file=sys.stderr)
     return 0
+
+
+def show_warnings() -> None:
+    """Show the warnings of the ``snet`` logger on standard error, as bare lines."""
+    logger = logging.getLogger("snet")
+    if not any(getattr(h, "snet_warnings", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setLevel(logging.WARNING)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.snet_warnings = True
+        logger.addHandler(handler)
+        logger.propagate = False  # the command owns standard error: no second copy from a root handler
 
 
 class Progress:
@@ -168,24 +206,20 @@ class Progress:
         except Exception:  # a run being torn down: skip this line
             return
         now = time.monotonic()
-        out = stats.get("records_out", 0)
+        out = stats.records_out
         then, before = self.last
         rate = (out - before) / (now - then) if now > then else 0.0
         self.last = (now, out)
         line = (f"snet progress: {'done, ' if final else ''}{now - self.started:.1f} s, "
-                f"in {stats.get('records_in', 0)}, out {out} ({rate:.0f}/s)")
-        spark = stats.get("spark")
-        if spark:
-            splits = spark.get("splits", {}).values()
-            line += (f"; spark: {sum(s['batches'] for s in splits)} batches, "
-                     f"{sum(s['records'] for s in splits)} records, {spark.get('seconds', 0.0):.1f} s")
+                f"in {stats.records_in}, out {out} ({rate:.0f}/s)")
+        spark = stats.spark
+        if spark is not None:
+            line += f"; spark: {spark.batches} batches, {spark.records} records, {spark.seconds:.1f} s"
         print(line, file=sys.stderr, flush=True)
 
 
 def log_spark_batches() -> None:
     """Show the Spark part's per-batch log lines (logger ``snet.spark``, INFO) on standard error."""
-    import logging
-
     logger = logging.getLogger("snet.spark")
     if not any(getattr(h, "snet_progress", False) for h in logger.handlers):
         handler = logging.StreamHandler(sys.stderr)
@@ -195,45 +229,14 @@ def log_spark_batches() -> None:
     logger.setLevel(logging.INFO)
 
 
-def print_stats(stats: dict) -> None:
+def print_stats(stats: RunStats) -> None:
     """Statistics on standard error: a readable summary, then the same data as one JSON line.
 
     The JSON line starts with ``snet stats: `` so scripts can find and parse it.
     """
     print(format_stats(stats), file=sys.stderr)
-    print("snet stats: " + json.dumps(stats, sort_keys=True, default=str), file=sys.stderr)
+    print("snet stats: " + json.dumps(stats.to_json(), sort_keys=True, default=str), file=sys.stderr)
 
 
-def format_stats(stats: dict) -> str:
-    lines = ["-- snet run statistics --"]
-    boxes = stats.get("boxes", {})
-    for key in sorted(stats):
-        value = stats[key]
-        if key == "boxes":
-            continue
-        if isinstance(value, dict):
-            inner = ", ".join(f"{k}={_num(v)}" for k, v in sorted(value.items()) if not isinstance(v, (dict, list)))
-            lines.append(f"{key:>22}: {inner}")
-            if key == "spark":
-                for where, split in sorted(value.get("splits", {}).items()):
-                    inner = ", ".join(f"{k}={_num(v)}" for k, v in sorted(split.items())
-                                      if not isinstance(v, (dict, list)) and k != "split")
-                    lines.append(f"{'split ' + where:>22}: {inner}")
-        elif isinstance(value, list):
-            lines.append(f"{key:>22}: " + ", ".join(_num(v) for v in value))
-        else:
-            lines.append(f"{key:>22}: {_num(value)}")
-    if boxes:
-        lines.append(f"{'box':>22}  {'calls':>10}  {'seconds':>10}  {'us/call':>10}")
-        for name, entry in sorted(boxes.items()):
-            calls = entry.get("calls", 0)
-            seconds = entry.get("seconds", 0.0)
-            per_call = 1e6 * seconds / calls if calls else 0.0
-            lines.append(f"{name:>22}  {calls:>10}  {seconds:>10.4f}  {per_call:>10.1f}")
-    return "\n".join(lines)
-
-
-def _num(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+def format_stats(stats: RunStats) -> str:
+    return stats.format_table()

@@ -16,7 +16,9 @@ The executors need three things the driver has:
   added with ``addPyFile``, so executors run exactly the driver's version
   even where the project is not installed.  The FRONT engine's compiled
   extension is not needed on executors: replicas run in the reference
-  engine's machinery.
+  engine's machinery.  The zip also holds the pure-Python packages that
+  machinery imports (``SHIPPED_PACKAGES``: attrs, for the run options and
+  statistics).
 
 :class:`RunContext` bundles the first two; it travels once per run
 (a broadcast on classic Spark, the UDF closure on Spark Connect).
@@ -133,24 +135,26 @@ def dump_context(context: RunContext) -> bytes:
 
 
 _ZIP: str | None = None
+SHIPPED_PACKAGES = ("snet", "attr", "attrs")  # snet and the pure-Python packages the executors import from it
 
 
 def package_zip() -> str:
-    """A zip of the driver's snet package (pure Python), built once per process."""
+    """A zip of the driver's snet package and ``SHIPPED_PACKAGES`` (pure Python), built once per process."""
     global _ZIP
     if _ZIP is not None and os.path.isfile(_ZIP):
         return _ZIP
-    import snet
+    import importlib
 
-    root = os.path.dirname(os.path.abspath(snet.__file__))
     folder = tempfile.mkdtemp(prefix="snet-spark-")
     target = os.path.join(folder, "snet.zip")
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
-        for directory, dirs, files in os.walk(root):
-            dirs[:] = [d for d in dirs if d != "__pycache__"]
-            for name in files:
-                if name.endswith((".py", ".lark")):
-                    full = os.path.join(directory, name)
-                    z.write(full, os.path.join("snet", os.path.relpath(full, root)))
+        for package in SHIPPED_PACKAGES:
+            root = os.path.dirname(os.path.abspath(importlib.import_module(package).__file__))
+            for directory, dirs, files in os.walk(root):
+                dirs[:] = [d for d in dirs if d != "__pycache__"]
+                for name in files:
+                    if name.endswith((".py", ".lark")):
+                        full = os.path.join(directory, name)
+                        z.write(full, os.path.join(package, os.path.relpath(full, root)))
     _ZIP = target
     return target

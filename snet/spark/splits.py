@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 from snet.splitexec import SplitExecutor, select_splits, split_positions
 from snet.spg.nodes import PropertyGraph
+from snet.stats import SparkStats, SplitStats
 
 Record = dict
 
@@ -67,10 +68,16 @@ class SparkSplits(SplitExecutor):
 
         return SparkSplitRunner(self.graph, node_id, self.boxes, self.master, self.conf, self.batch_size)
 
-    def stats(self) -> dict:
-        selected = sorted(self.graph.nodes[i].span.location if self.graph.nodes[i].span else str(i)
-                          for i in self.selected)
-        return {"master": self.master, "selected": selected, **super().stats()}
+    def stats(self) -> SparkStats:
+        return SparkStats(
+            master=self.master,
+            batch_size=self.batch_size,
+            selected=tuple(sorted(self.graph.nodes[i].span.location if self.graph.nodes[i].span else str(i)
+                                  for i in self.selected)),
+            flushes=self.flushes,
+            seconds=self.flush_seconds,
+            splits={r.where: SplitStats.from_runner(r.stats()) for r in self.runners.values()},
+        )
 
 
 __all__ = ["SparkSplits", "select_splits", "split_positions"]

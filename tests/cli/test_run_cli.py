@@ -146,9 +146,17 @@ def test_ctrl_c_stops_cleanly_with_outputs_written(netdir, engine):
 
 def test_stats_summary_lists_each_spark_split():
     from snet.commands.run import format_stats
+    from snet.stats import BoxStats, RunStats, SparkStats, SplitStats
 
-    text = format_stats({"records_in": 8, "spark": {"master": "local[2]", "flushes": 2, "splits": {
-        "net.snet:1:35": {"split": "net.snet:1:35", "batches": 2, "records": 8, "seconds": 1.5, "boxes": {}}}}})
-    lines = text.splitlines()
-    assert "spark: flushes=2, master=local[2]" in text
-    assert any(line.strip() == "split net.snet:1:35: batches=2, records=8, seconds=1.5" for line in lines), text
+    split = SplitStats(split="net.snet:1:35", path="rdd", partitions=2, replicas=0, batches=2, records=8, copies=0,
+                       tasks=4, seconds=1.5, job_seconds=1.25, max_batch_seconds=1.0, seconds_per_batch=0.75,
+                       executor_seconds=2.0, bytes_out=100, bytes_in=50, boxes={"f": BoxStats(8, 0.5)})
+    spark = SparkStats(master="local[2]", batch_size=4096, selected=("net.snet:1:35",), flushes=2, seconds=1.5,
+                       splits={"net.snet:1:35": split})
+    text = format_stats(RunStats(engine="reference", workers=1, seconds=2.0, records_in=8, records_out=8,
+                                 spark=spark))
+    lines = [line.strip() for line in text.splitlines()]
+    assert "spark: batch_size=4096, flushes=2, master=local[2], seconds=1.5" in lines, text
+    assert ("split net.snet:1:35: batches=2, bytes_in=50, bytes_out=100, copies=0, executor_seconds=2, "
+            "job_seconds=1.25, max_batch_seconds=1, partitions=2, path=rdd, records=8, replicas=0, seconds=1.5, "
+            "seconds_per_batch=0.75, tasks=4") in lines, text

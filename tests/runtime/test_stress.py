@@ -69,7 +69,7 @@ def test_million_records_through_ten_boxes_in_bounded_memory():
     # Input is admitted only when a worker is idle, so the records in flight
     # stay few: memory after the first tenth does not grow with the input.
     assert rss_bytes() - early < 64 * 2**20
-    assert execution.stats()["entities"]["peak"] <= 12
+    assert execution.stats().front.entities.peak <= 12
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -109,7 +109,7 @@ def test_sieve_feedback_form(workers):
     assert primes == primes_up_to(SIEVE_LIMIT)
     # The last state is left waiting for a candidate that never comes.
     assert len(execution.warnings) == 1
-    assert execution.stats()["entities"]["peak"] <= 8
+    assert execution.stats().front.entities.peak <= 8
 
 
 def test_long_stateful_run_keeps_a_bounded_entity_graph():
@@ -126,8 +126,8 @@ def test_long_stateful_run_keeps_a_bounded_entity_graph():
         count = sum(1 for _ in execution)
     assert count == n
     stats = execution.stats()
-    assert stats["entities"]["peak"] <= 16
-    assert stats["entities"]["alive"] <= 16
+    assert stats.front.entities.peak <= 16
+    assert stats.front.entities.alive <= 16
 
 
 def test_stateful_star_dissolves_finished_replicas():
@@ -138,7 +138,7 @@ def test_stateful_star_dissolves_finished_replicas():
     with net.run(records, engine="front", workers=1) as execution:
         count = sum(1 for _ in execution)
     assert count == n
-    assert execution.stats()["entities"]["alive"] < 100
+    assert execution.stats().front.entities.alive < 100
 
 
 def test_stateful_star_stays_small_with_several_workers_on_a_stream():
@@ -156,8 +156,8 @@ def test_stateful_star_stays_small_with_several_workers_on_a_stream():
         with net.run(records, engine="front", workers=workers, throttle=(64, 2)) as execution:
             count = sum(1 for _ in execution)
         assert count == n
-        entities = execution.stats()["entities"]
-        assert entities["peak"] < entities["created"] // 10
+        entities = execution.stats().front.entities
+        assert entities.peak < entities.created // 10
 
 
 @pytest.mark.parametrize("workers", [2, 4])
@@ -173,9 +173,9 @@ def test_stateful_star_unthrottled_keeps_a_small_peak(workers):
     with net.run(records, engine="front", workers=workers) as execution:
         count = sum(1 for _ in execution)
     assert count == n
-    entities = execution.stats()["entities"]
-    assert entities["created"] == 2 * n + 2
-    assert entities["peak"] < 20_000, entities
+    entities = execution.stats().front.entities
+    assert entities.created == 2 * n + 2
+    assert entities.peak < 20_000, entities
 
 
 def test_endless_input_with_throttle_runs_in_constant_memory():
@@ -193,5 +193,5 @@ def test_endless_input_with_throttle_runs_in_constant_memory():
                 break
             if seen % 10_000 == 0:
                 stats = execution.stats()
-                assert stats["records_in"] <= 16 + stats["records_out"]
+                assert stats.records_in <= 16 + stats.records_out
     assert rss_bytes() - early < 32 * 2**20

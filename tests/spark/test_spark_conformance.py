@@ -68,8 +68,8 @@ def test_case_with_spark_equals_expected(spark_options, name, rule):
     check(out, name)
     stats = execution.stats()
     if rule == "all":
-        assert stats["spark"]["selected"], "every case here has a split"
-        assert sum(s["records"] for s in stats["spark"]["splits"].values()) > 0
+        assert stats.spark.selected, "every case here has a split"
+        assert stats.spark.records > 0
 
 
 @pytest.mark.parametrize("name", ["split_sync_per_key", "split_range", "fibonacci", "split_det_order"])
@@ -78,8 +78,8 @@ def test_case_with_tiny_batches(spark_options, name):
     check(out, name)
     local_out, local = case_run(name)
     assert execution.warnings == local.warnings
-    splits = execution.stats()["spark"]["splits"]
-    assert max(s["batches"] for s in splits.values()) >= 3
+    splits = execution.stats().spark.splits
+    assert max(s.batches for s in splits.values()) >= 3
 
 
 # -- ordering around Spark splits ---------------------------------------------
@@ -115,7 +115,7 @@ def test_deterministic_parallel_around_a_spark_split_stays_ordered(spark_options
     out = list(execution)
     assert out == local
     assert out[:3] == [{"v": 0, "<k>": 0}, {"x": 0}, {"v": 1000, "<k>": 1}]
-    assert len(execution.stats()["spark"]["selected"]) == 1
+    assert len(execution.stats().spark.selected) == 1
 
 
 STAR = """
@@ -139,8 +139,8 @@ def test_spark_splits_in_star_replicas_keep_star_order(spark_options):
     local = list(net.run(records, engine="reference"))
     execution = net.run(records, **spark_options())
     assert list(execution) == local
-    split = next(iter(execution.stats()["spark"]["splits"].values()))
-    assert split["replicas"] == 0 and split["records"] == sum(i % 4 + 1 for i in range(10))
+    split = next(iter(execution.stats().spark.splits.values()))
+    assert split.replicas == 0 and split.records == sum(i % 4 + 1 for i in range(10))
 
 
 FEEDBACK = """
@@ -263,4 +263,4 @@ def test_nested_replicas_fire_their_initialisers_per_outer_replica(spark_options
     execution = net.run(records, **spark_options(spark_batch=batch))
     assert list(execution) == local
     assert sum(1 for r in local if "<x>" in r) == 2 * 4  # one init per (k, j) replica, two records each
-    assert next(iter(execution.stats()["spark"]["splits"].values()))["replicas"] == 2
+    assert next(iter(execution.stats().spark.splits.values())).replicas == 2

@@ -56,8 +56,8 @@ def test_a_waiting_input_iterator_gets_the_outputs_of_what_it_gave(spark):
         if len(got) % 5 == 0:
             answered.set()
     assert sorted(got) == sorted(2 * (10 * r + i) for r in range(3) for i in range(5))
-    split = next(iter(execution.stats()["spark"]["splits"].values()))
-    assert split["batches"] == 3 and split["records"] == 15
+    split = next(iter(execution.stats().spark.splits.values()))
+    assert split.batches == 3 and split.records == 15
 
 
 def test_throttled_endless_input_keeps_flowing_through_a_spark_split(spark):
@@ -71,10 +71,10 @@ def test_throttled_endless_input_keeps_flowing_through_a_spark_split(spark):
     finally:
         execution.close()
     assert len(got) == 100 and all(v % 2 == 0 for v in got)
-    assert stats["records_in"] <= 16 + stats["records_out"]
+    assert stats.records_in <= 16 + stats.records_out
     # the throttle admits at most 16 records ahead of the outputs, so batches run before they are full
-    split = next(iter(stats["spark"]["splits"].values()))
-    assert split["batches"] >= 100 // 32
+    split = next(iter(stats.spark.splits.values()))
+    assert split.batches >= 100 // 32
 
 
 def test_full_batches_while_input_flows(spark):
@@ -84,8 +84,8 @@ def test_full_batches_while_input_flows(spark):
                         spark_batch=50)
     out = list(execution)
     assert sorted(r["v"] for r in out) == [2 * i for i in range(200)]
-    split = next(iter(execution.stats()["spark"]["splits"].values()))
-    assert split["records"] == 200 and split["batches"] == 4  # 4 full batches, none cut short
+    split = next(iter(execution.stats().spark.splits.values()))
+    assert split.records == 200 and split.batches == 4  # 4 full batches, none cut short
 
 
 def slow(v, k):

@@ -53,10 +53,10 @@ def test_synchro_cells_keep_state_across_small_batches(spark_options, batch):
     assert multiset(out) == multiset(local)
     assert execution.warnings == local_run.warnings
     assert len(execution.warnings) == 1
-    stats = execution.stats()["spark"]["splits"]["hand.snet:1:33"]
-    assert stats["batches"] == -(-len(records) // batch)
-    assert stats["records"] == len(records)
-    assert stats["replicas"] == 6
+    stats = execution.stats().spark.splits["hand.snet:1:33"]
+    assert stats.batches == -(-len(records) // batch)
+    assert stats.records == len(records)
+    assert stats.replicas == 6
 
 
 def test_range_split_copies_in_ascending_order(spark_options):
@@ -80,8 +80,8 @@ def test_box_split_orders_outputs_per_input(spark_options, deterministic):
     local, _ = run(graph, {"work": work}, records)
     out, execution = run(graph, {"work": work}, records, **spark_options(spark_batch=16))
     assert out == local
-    stats = execution.stats()["spark"]["splits"]["hand.snet:1:54"]
-    assert stats["batches"] == 3 and stats["boxes"]["work"]["calls"] == 40
+    stats = execution.stats().spark.splits["hand.snet:1:54"]
+    assert stats.batches == 3 and stats.boxes["work"].calls == 40
 
 
 def test_dataframe_path_gives_the_same_results(spark_options):
@@ -92,7 +92,7 @@ def test_dataframe_path_gives_the_same_results(spark_options):
                          **spark_options(spark_batch=5, spark_conf={"snet.path": "dataframe"}))
     assert multiset(out) == multiset(local)
     assert sorted(execution.warnings) == sorted(local_run.warnings)
-    assert execution.stats()["spark"]["splits"]["hand.snet:1:54"]["path"] == "dataframe"
+    assert execution.stats().spark.splits["hand.snet:1:54"].path == "dataframe"
 
 
 def test_box_exception_on_an_executor_reads_like_a_local_one(spark_options):
@@ -180,8 +180,8 @@ out = list(run)
 key = lambda r: sorted(r.items())
 assert sorted(out, key=key) == sorted(local, key=key), (out, local)
 assert sorted(run.warnings) == sorted(local_run.warnings) and run.warnings, run.warnings
-split = run.stats()["spark"]["splits"]["hand.snet:1:54"]
-assert split["path"] == "dataframe" and split["batches"] == 3, split
+split = run.stats().spark.splits["hand.snet:1:54"]
+assert split.path == "dataframe" and split.batches == 3, split
 print("CONNECT OK")
 '''
 

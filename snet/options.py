@@ -1,0 +1,188 @@
+"""The options of a run, checked once, where they enter.
+
+:class:`RunOptions` is what a user may tune about a run (interfaces.md §1
+and §4).  Every way in builds one: ``Network.run`` and ``Network.session``
+through :meth:`RunOptions.from_keywords`, ``snet run`` from its parsed
+arguments.  The class is frozen and its validators run at construction, so
+an engine never sees a value it cannot honour: a bad one is a
+:class:`~snet.errors.SNetOptionError` (a usage error, exit status 2) raised
+before any thread starts or any record is read, not a hang (a throttle that
+admits nothing), a crash (a negative worker count reaching the runtime) or
+a silent reinterpretation (0 workers read as "all cores").
+
+Each message starts with the option's name, so that the command line can
+put its own spelling of the option in front of the same text
+(:meth:`~snet.errors.SNetOptionError.relabelled`).
+
+Checks are on Python values only; turning command-line text into values
+(``"10,2"`` into a pair of numbers) is the command line's business.
+"""
+
+from __future__ import annotations
+
+import difflib
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from snet.errors import SNetOptionError, SNetUsageError
+
+SEED_RANGE = (-2**31, 2**31 - 1)  # the scheduler takes the seed as a C int
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+# -- validators (attrs calls them with the instance, the attribute and the value) ---
+
+def _positive_or_none(_, attribute: attrs.Attribute, value: Any) -> None:
+    if value is None:
+        return
+    if not _is_int(value):
+        raise SNetOptionError(attribute.name, f" must be an int >= 1 or None, not {value!r}")
+    if value < 1:
+        raise SNetOptionError(attribute.name, f" must be at least 1, not {value!r}")
+
+
+def _flag(_, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise SNetOptionError(attribute.name, f" must be True or False, not {value!r}")
+
+
+def _throttle(_, attribute: attrs.Attribute, value: Any) -> None:
+    if value is None:
+        return
+    if not (isinstance(value, tuple) and len(value) == 2 and all(map(_is_number, value))):
+        raise SNetOptionError(attribute.name, f" takes (OFFSET, FACTOR), two numbers, not {value!r}")
+    offset, factor = value
+    if not (offset >= 1 and factor >= 0):  # also refuses NaN
+        raise SNetOptionError(attribute.name, f" needs OFFSET >= 1 and FACTOR >= 0, or no input is ever "
+                                              f"admitted; not ({offset:g}, {factor:g})")
+
+
+def _per_box(_, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, dict):
+        raise SNetOptionError(attribute.name, f" must be a mapping from box name to int, not {value!r}")
+    for name, limit in value.items():
+        if not isinstance(name, str):
+            raise SNetOptionError(attribute.name, f" takes box names as keys, not {name!r}")
+        if not _is_int(limit) or limit < 1:
+            raise SNetOptionError(attribute.name, f" must be at least 1 for box '{name}', not {limit!r}")
+
+
+# engine name -> "module:function"; the function has the signature of `start`.
+ENGINES: dict[str, str] = {
+    "reference": "snet.reference:start",
+    "front": "snet.backends.front:start",
+}
+DEFAULT_ENGINE = "front"  # passes every conformance case with 1, 2 and 4 workers
+
+
+def engine_names() -> list[str]:
+    return sorted(ENGINES)
+
+
+def _engine(_, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or value not in ENGINES):
+        shown = f"'{value}'" if isinstance(value, str) else repr(value)
+        raise SNetOptionError(attribute.name, f": unknown engine {shown} (engines: {', '.join(engine_names())})")
+
+
+def _seed(_, attribute: attrs.Attribute, value: Any) -> None:
+    if value is None:
+        return
+    low, high = SEED_RANGE
+    if not _is_int(value) or not low <= value <= high:
+        raise SNetOptionError(attribute.name, f" must be an int from {low} to {high} or None, not {value!r}")
+
+
+def _optional_text(_, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise SNetOptionError(attribute.name, f" must be a non-empty string or None, not {value!r}")
+
+
+def _spark_conf(_, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise SNetOptionError(attribute.name, f" must be a mapping from str to str, not {value!r}")
+
+
+# -- converters: normalise the accepted shapes, pass anything else on to the validator ---
+
+def _pair(value: Any) -> Any:
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(map(_is_number, value)):
+        return float(value[0]), float(value[1])
+    return value
+
+
+def _dict(value: Any) -> Any:
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+@attrs.frozen
+class RunOptions:
+    """What the user may tune about a run; engines ignore what does not apply to them.
+
+    Raises:
+        SNetOptionError: at construction, for any value out of its range;
+            the message names the option and the value.
+    """
+
+    engine: str | None = attrs.field(default=None, validator=_engine)  # None: the default engine
+    workers: int | None = attrs.field(default=None, validator=_positive_or_none)  # FRONT threads; None: cores
+    # admit input while inputs < offset + factor * outputs
+    throttle: tuple[float, float] | None = attrs.field(default=None, converter=_pair, validator=_throttle)
+    # concurrent calls per box instance (None: engine default), and per box name
+    box_concurrency: int | None = attrs.field(default=None, validator=_positive_or_none)
+    box_concurrency_per_box: dict[str, int] = attrs.field(factory=dict, converter=_dict, validator=_per_box)
+    steal: bool = attrs.field(default=True, validator=_flag)
+    seed: int | None = attrs.field(default=None, validator=_seed)
+    stats: bool = attrs.field(default=False, validator=_flag)  # collect statistics (cheap counters always kept)
+    spark_master: str | None = attrs.field(default=None, validator=_optional_text)
+    spark_conf: dict[str, str] = attrs.field(factory=dict, converter=_dict, validator=_spark_conf)
+    # "auto", "all", or a comma list of positions / net names
+    spark_splits: str | None = attrs.field(default=None, validator=_optional_text)
+    spark_batch: int | None = attrs.field(default=None, validator=_positive_or_none)
+
+    @classmethod
+    def from_keywords(cls, **keywords: Any) -> "RunOptions":
+        """The options of ``Network.run(records, **keywords)``.
+
+        As the constructor, and besides: ``box_concurrency`` may also be a
+        mapping from box name to number (it becomes
+        ``box_concurrency_per_box``), and an unknown keyword is a usage
+        error that suggests the option it probably meant.
+        """
+        unknown = sorted(set(keywords) - set(OPTION_NAMES))
+        if unknown:
+            raise SNetUsageError(unknown_option_message(unknown[0]))
+        per_box = isinstance(keywords.get("box_concurrency"), Mapping)
+        if per_box:
+            if "box_concurrency_per_box" in keywords:
+                raise SNetUsageError("give per-box limits either as box_concurrency or as box_concurrency_per_box, "
+                                     "not both")
+            keywords["box_concurrency_per_box"] = keywords.pop("box_concurrency")
+        try:
+            return cls(**keywords)
+        except SNetOptionError as e:
+            if per_box and e.option == "box_concurrency_per_box":
+                raise e.relabelled("box_concurrency") from None
+            raise
+
+
+OPTION_NAMES: tuple[str, ...] = tuple(a.name for a in attrs.fields(RunOptions))
+
+
+def unknown_option_message(name: str) -> str:
+    close = difflib.get_close_matches(name, OPTION_NAMES, n=1)
+    hint = f"did you mean '{close[0]}'?" if close else "options: " + ", ".join(OPTION_NAMES)
+    return f"unknown run option '{name}' ({hint})"
+
+
+__all__ = ["RunOptions", "OPTION_NAMES", "SEED_RANGE"]

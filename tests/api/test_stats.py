@@ -1,0 +1,92 @@
+"""``Execution.stats()``: a typed snapshot with the same figures on every engine, and its two formatters."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import snet
+from snet.stats import BoxStats, FrontStats, ReferenceStats, RunStats
+
+SOURCE = "net n { box double ((a) -> (a)); box keep ((a) -> (a) | (b)); } connect double .. keep;"
+
+
+def double(a):
+    return {"a": 2 * a}
+
+
+def keep(a):
+    return {"a": a} if a % 4 == 0 else {"b": a}
+
+
+@pytest.fixture
+def net():
+    return snet.load(SOURCE, boxes={"double": double, "keep": keep})
+
+
+@pytest.mark.parametrize("engine", ["reference", "front"])
+def test_stats_of_a_finished_run(net, engine):
+    execution = net.run([{"a": i} for i in range(10)], engine=engine, workers=1)
+    assert len(list(execution)) == 10
+    stats = execution.stats()
+    assert isinstance(stats, RunStats)
+    assert stats.engine == engine and stats.workers == 1
+    assert stats.records_in == 10 and stats.records_out == 10
+    assert 0 < stats.seconds < 60
+    assert set(stats.boxes) == {"double", "keep"}
+    assert all(isinstance(b, BoxStats) and b.calls == 10 and b.seconds >= 0 for b in stats.boxes.values())
+    assert stats.spark is None
+    if engine == "front":
+        assert isinstance(stats.front, FrontStats) and stats.reference is None
+        assert len(stats.front.workers) == 1 and stats.front.workers[0].inputs == 10
+        assert stats.front.entities.created >= 2
+        assert stats.front.entities.peak >= stats.front.entities.alive
+        assert stats.front.steals == 0  # one worker has no one to steal from
+    else:
+        assert isinstance(stats.reference, ReferenceStats) and stats.front is None
+        assert stats.reference.instances >= 2
+
+
+@pytest.mark.parametrize("engine", ["reference", "front"])
+def test_the_json_form_keeps_the_keys_of_the_stats_line(net, engine):
+    execution = net.run([{"a": 1}, {"a": 2}], engine=engine, workers=1)
+    list(execution)
+    data = json.loads(json.dumps(execution.stats().to_json()))
+    assert data["engine"] == engine and data["records_in"] == 2 and data["records_out"] == 2
+    assert set(data["boxes"]["double"]) == {"calls", "seconds"} and data["boxes"]["double"]["calls"] == 2
+    if engine == "front":
+        assert set(data["entities"]) == {"created", "alive", "peak"}
+        assert {"invocations", "continuations", "steals", "licences_stolen",
+                "records_moved_past_identities"} <= set(data)
+        assert [set(w) for w in data["workers"]] == [{"busy_seconds", "invocations", "continuations", "inputs",
+                                                      "licences_stolen"}]
+    else:
+        assert data["instances"] >= 2 and "workers" not in data
+
+
+def test_the_table_names_each_figure(net):
+    execution = net.run([{"a": i} for i in range(3)], engine="front", workers=1)
+    list(execution)
+    lines = [line.strip() for line in execution.stats().format_table().splitlines()]
+    assert lines[0] == "-- snet run statistics --"
+    assert "engine: front" in lines and "workers: 1" in lines and "records_in: 3" in lines
+    assert any(line.startswith("entities: alive=") for line in lines)
+    assert any(line.startswith("worker 0: busy_seconds=") for line in lines)
+    assert lines[-3].split() == ["box", "calls", "seconds", "us/call"]
+    assert [line.split()[:2] for line in lines[-2:]] == [["double", "3"], ["keep", "3"]]
+
+
+def test_a_session_reports_the_same_object(net):
+    with net.session(engine="reference") as session:
+        session.feed({"a": 4})
+        assert session.get(timeout=5.0) == {"a": 8}
+        stats = session.stats()
+    assert isinstance(stats, RunStats) and stats.records_in == 1 and stats.records_out == 1
+
+
+def test_a_snapshot_is_frozen(net):
+    execution = net.run([{"a": 1}], engine="reference")
+    list(execution)
+    with pytest.raises(AttributeError):
+        execution.stats().records_in = 0

@@ -1,0 +1,94 @@
+"""`snet run` refuses bad options with exit 2 before reading a record, naming the flag; `--stats`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SNET = [sys.executable, "-m", "snet"]
+
+
+def snet_run(*args, cwd, stdin=None, timeout=60):
+    return subprocess.run(SNET + ["run", *map(str, args)], cwd=cwd, input=stdin, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture
+def netdir(tmp_path: Path) -> Path:
+    (tmp_path / "net.snet").write_text("net n { box f ((a) -> (a)); box g ((a) -> (a)); } connect f .. g;\n")
+    (tmp_path / "net.py").write_text("def f(a):\n    return {'a': a + 1}\n\ndef g(a):\n    return {'a': 2 * a}\n")
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"a": i}) + "\n" for i in range(5)))
+    return tmp_path
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--throttle", "0,0"], "error: --throttle needs OFFSET >= 1 and FACTOR >= 0, or no input is ever admitted"),
+    (["--throttle", "1,-1"], "error: --throttle needs OFFSET >= 1 and FACTOR >= 0"),
+    (["-w", "0"], "error: -w/--workers must be at least 1, not 0"),
+    (["-w", "-1"], "error: -w/--workers must be at least 1, not -1"),
+    (["--engine", "warp"], "error: --engine: unknown engine 'warp' (engines: front, reference)"),
+    (["--box-concurrency", "-1"], "error: --box-concurrency must be at least 1, not -1"),
+    (["--box-concurrency", "f=0"], "error: --box-concurrency must be at least 1 for box 'f', not 0"),
+    (["--spark-batch", "0"], "error: --spark-batch must be at least 1, not 0"),
+    (["--seed", str(2**40)], "error: --seed must be an int from"),
+    (["--wokers", "2"], "unrecognized arguments: --wokers 2 (--wokers: did you mean --workers?)"),
+    (["--box-concurency=2"], "(--box-concurency: did you mean --box-concurrency?)"),
+])
+def test_bad_option_exits_2_before_reading_input(netdir, args, message):
+    result = snet_run("net.snet", "-i", "in.jsonl", "-o", "out.jsonl", *args, cwd=netdir)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr, result.stderr
+    assert not (netdir / "out.jsonl").exists()  # nothing was opened, let alone read or run
+
+
+def test_a_flag_given_as_text_that_is_no_number(netdir):
+    result = snet_run("net.snet", "--box-concurrency", "f=many", cwd=netdir, stdin="")
+    assert result.returncode == 2
+    assert "--box-concurrency takes N or NAME=N, not 'f=many'" in result.stderr
+
+
+@pytest.mark.parametrize("engine", ["reference", "front"])
+def test_stats_print_the_table_and_a_json_line(netdir, engine):
+    result = snet_run("net.snet", "-i", "in.jsonl", "--engine", engine, "-w", "1", "--stats", cwd=netdir)
+    assert result.returncode == 0, result.stderr
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [{"a": 2 * (i + 1)} for i in range(5)]
+    lines = result.stderr.splitlines()
+    start = lines.index("-- snet run statistics --")
+    table = [line.strip() for line in lines[start:]]
+    assert f"engine: {engine}" in table and "workers: 1" in table
+    assert "records_in: 5" in table and "records_out: 5" in table
+    assert [line.split()[:2] for line in table if line.split()[:1] in (["f"], ["g"])] == [["f", "5"], ["g", "5"]]
+    stats_lines = [line for line in lines if line.startswith("snet stats: ")]
+    assert len(stats_lines) == 1
+    stats = json.loads(stats_lines[0][len("snet stats: "):])
+    assert stats["engine"] == engine and stats["records_in"] == 5 and stats["records_out"] == 5
+    assert stats["boxes"]["f"]["calls"] == 5 and stats["boxes"]["g"]["calls"] == 5
+    if engine == "front":
+        assert len(stats["workers"]) == 1 and stats["workers"][0]["inputs"] == 5
+        assert stats["entities"]["created"] >= 2
+    else:
+        assert stats["instances"] >= 2
+
+
+@pytest.mark.parametrize("engine", ["reference", "front"])
+def test_warnings_reach_standard_error_once(netdir, engine):
+    (netdir / "warn.snet").write_text("net warn connect [{x} -> {x, <t=u+1>}] .. [| {x}, {y} |];\n")
+    result = snet_run("warn.snet", "--engine", engine, "-w", "1", cwd=netdir, stdin='{"x": 1, "<u>": 2}\n')
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        "warn.snet:1:30: warning: filter output reads tag '<u>', which its pattern does not name",
+        "  net warn connect [{x} -> {x, <t=u+1>}] .. [| {x}, {y} |];",
+        "                               ^",
+        "warn.snet:1:43: warning: synchro-cell discarded with 1 of 2 patterns filled",
+    ]
+
+
+def test_the_net_file_is_named_as_given(netdir):
+    (netdir / "bad.snet").write_text("net bad connect [{a} -> {b=a}\n")
+    result = snet_run("./bad.snet", cwd=netdir, stdin="")
+    assert result.returncode == 2
+    assert result.stderr.startswith("./bad.snet:1:"), result.stderr
