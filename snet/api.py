@@ -142,6 +142,9 @@ class _LoggedExecution(Execution):
                 log.warning("%s", warning)
             raise
 
+    def ready(self) -> bool:
+        return self.inner.ready()
+
     def close(self) -> None:
         self.inner.close()
 

@@ -40,6 +40,14 @@ class Execution:
     def __next__(self) -> Record:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def ready(self) -> bool:
+        """True when the next output is there already (``next`` will not wait for the network).
+
+        A consumer that buffers its writes flushes when this is False, so
+        whatever the network produced is visible before it waits for more.
+        """
+        return False
+
     def close(self) -> None:
         """Stop the run (if still going) and release its resources."""
 

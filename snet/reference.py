@@ -484,6 +484,9 @@ class ReferenceExecution(Execution):
                 self.warnings.extend(self.engine.termination_warnings())
             raise
 
+    def ready(self) -> bool:
+        return bool(self.engine.sink.outbox)
+
     def close(self) -> None:
         self._gen.close()
         if self.engine.executor is not None:

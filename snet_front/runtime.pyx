@@ -112,6 +112,10 @@ cdef class Runtime(Network):
                     self.cond.wait(timeout)
                 self.consumer_waiting = False
 
+    def has_output(self):
+        """True when an output is waiting for the consumer."""
+        return len(self.outputs) > 0
+
     def halt(self):
         """Ask the workers to stop (they finish the invocation they are in); ``close`` joins them."""
         self.stop = True

@@ -80,6 +80,9 @@ class FrontExecution(Execution):
             self.close()
             raise
 
+    def ready(self) -> bool:
+        return self.runtime.has_output()
+
     def _finish(self) -> None:
         if self._ended:
             return

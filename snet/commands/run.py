@@ -11,7 +11,8 @@ Order of events, which the exit statuses depend on:
    is read;
 3. open input and output (a missing input file: exit 2);
 4. run; outputs are written as they arrive and flushed at least every
-   ``FLUSH_SECONDS`` so that a consumer on a pipe sees them promptly;
+   ``FLUSH_SECONDS``, and whenever the next output is not ready yet, so that
+   a consumer on a pipe sees every output before the run waits for more;
 5. on a run-time error, a bad input record or Ctrl-C, the outputs produced
    so far are written and flushed, then the error is reported (exit 1).
 
@@ -23,13 +24,14 @@ each.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import sys
 import time
 
-from snet.errors import SNetInterrupted, SNetOptionError, SNetUsageError
+from snet.errors import SNetRuntimeError, SNetInterrupted, SNetOptionError, SNetUsageError
 from snet.options import RunOptions
 from snet.stats import RunStats
 
@@ -131,10 +133,19 @@ def run_command(args: argparse.Namespace) -> int:
     out_format = detect_format(args.output, args.output_format or args.format)
     if args.input not in (None, "-") and not os.path.isfile(args.input):
         raise SNetUsageError(f"input file not found: {args.input}")
+    if _same_file(args.input, args.output):
+        raise SNetUsageError(f"the output file {args.output} is the input file: writing it would destroy the input")
     records = read_records(args.input, in_format, allow_pickle=args.allow_pickle)
     writer = open_writer(args.output, out_format)
+    where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
     if args.progress is not None and options.spark_master:
         log_spark_batches()
+    # Boxes that print write to standard error from the start: standard output carries the records only.
+    with contextlib.redirect_stdout(sys.stderr):
+        return _run(network, records, options, writer, where, args)
+
+
+def _run(network, records, options, writer, where: str, args: argparse.Namespace) -> int:
     execution = network.execute(records, options)
     progress = Progress(execution, args.progress) if args.progress is not None else None
     try:
@@ -142,23 +153,43 @@ def run_command(args: argparse.Namespace) -> int:
         for record in execution:
             writer.write(record)
             now = time.monotonic()
-            if now - last_flush >= FLUSH_SECONDS:
+            # Flush before waiting for the network, and at least every FLUSH_SECONDS while outputs stream.
+            if not execution.ready() or now - last_flush >= FLUSH_SECONDS:
                 writer.flush()
                 last_flush = now
     except KeyboardInterrupt:
         raise SNetInterrupted("interrupted; the outputs produced so far were written") from None
+    except OSError as e:
+        raise _write_failed(where, e) from None
     finally:
         if progress is not None:
             progress.stop()
         try:
             execution.close()
         finally:
-            writer.close()
+            try:
+                writer.close()
+            except OSError as e:
+                raise _write_failed(where, e) from None
         if progress is not None:
             progress.report(final=True)
         if args.stats:
             print_stats(execution.stats())
     return 0
+
+
+def _same_file(input_path, output_path) -> bool:
+    """True when ``-o`` names the file ``-i`` reads (opening it for writing would truncate the input)."""
+    if input_path in (None, "-") or output_path in (None, "-") or not os.path.exists(output_path):
+        return False
+    try:
+        return os.path.samefile(input_path, output_path)
+    except OSError:
+        return False
+
+
+def _write_failed(where: str, error: OSError) -> SNetRuntimeError:
+    return SNetRuntimeError(f"cannot write the {where}: {error.strerror or error}")
 
 
 def show_warnings() -> None:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -69,3 +73,40 @@ def test_closing_a_run_does_not_wait_for_a_box_call_that_does_not_return():
     t0 = time.monotonic()
     execution.close()
     assert time.monotonic() - t0 < 2.0
+BOXES = textwrap.dedent("""
+    import time
+
+    def f(x):
+        if x:
+            time.sleep(1000)
+        return {"y": x}
+""")
+
+
+def test_one_ctrl_c_stops_the_cli_while_a_box_sleeps(tmp_path):
+    """The outputs so far are written, exit 1, within about a second of the interrupt."""
+    (tmp_path / "n.snet").write_text(PASS)
+    (tmp_path / "n.py").write_text(BOXES)
+    (tmp_path / "in.jsonl").write_text('{"x": 0}\n{"x": 1}\n')
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "snet", "run", str(tmp_path / "n.snet"), "-i",
+                             str(tmp_path / "in.jsonl"), "-o", str(out), "-w", "2"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (out.exists() and out.read_text().strip()):
+            time.sleep(0.05)
+        # Flushed although the network is busy with the next record.
+        assert out.read_text().replace(" ", "").strip() == '{"y":0}'
+        time.sleep(0.2)  # the second record is inside the box now
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=10)
+        elapsed = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 1
+    assert elapsed < 2.5, elapsed
+    assert "interrupted" in proc.stderr.read()
+    assert out.read_text().replace(" ", "").splitlines() == ['{"y":0}']
