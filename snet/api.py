@@ -200,9 +200,9 @@ class Session:
             self._outputs.put(_END)
 
     def _check(self) -> None:
+        """Raise the run's error: from the first call after it on, every call raises it again."""
         if self._error is not None:
-            error, self._error = self._error, None
-            raise error
+            raise self._error
 
     def feed(self, record: Mapping) -> None:
         """Hand one record to the network."""
@@ -217,7 +217,11 @@ class Session:
             self.feed(record)
 
     def poll(self) -> list[Record]:
-        """The outputs produced so far and not yet taken (never blocks)."""
+        """The outputs produced so far and not yet taken (never blocks).
+
+        After a run-time error the outputs that reached the output before it
+        are returned first; the call that finds none raises the error.
+        """
         out = []
         while True:
             try:
@@ -228,7 +232,8 @@ class Session:
                 self._outputs.put(_END)
                 break
             out.append(item)
-        self._check()
+        if not out:
+            self._check()
         return out
 
     def get(self, timeout: float | None = None) -> Record | None:
@@ -273,12 +278,16 @@ class Session:
         return out
 
     def abort(self) -> None:
-        """Stop at once: no more input is read, the run is closed, outputs not taken are dropped."""
+        """Stop at once: no more input is read, the run is closed, outputs not taken are dropped.
+
+        Does not wait for a box call that is running (the engine abandons it
+        after a second at most, see ``Execution.close``).
+        """
         self._stop = True
         self._closed = True
         self._inputs.put(_END)
-        self._done.wait(5.0)
         self._execution.close()
+        self._thread.join(2.0)
 
     def stats(self) -> RunStats:
         return self._execution.stats()

@@ -306,6 +306,7 @@ class ReferenceEngine:
         self.records_out = 0
         self.instances = 0
         self.parked: list[tuple[PlanNode, Record]] = []  # records that stay in a sync-star for ever
+        self.stopped = False
 
     # -- building ---------------------------------------------------------
 
@@ -420,6 +421,8 @@ class ReferenceEngine:
         stack = self.stack
         outbox = self.sink.outbox
         while stack:
+            if self.stopped:  # closed from another thread (a session's abort)
+                return
             inst, port, record = stack.pop()
             if inst is _FIRE:
                 port.fire(self)
@@ -444,6 +447,8 @@ class ReferenceEngine:
         yield from self.drain()
         inst, port = root
         for record in records:
+            if self.stopped:
+                return
             self.records_in += 1
             if type(record) is not dict:
                 record = dict(record)
@@ -488,6 +493,9 @@ class ReferenceExecution(Execution):
         return bool(self.engine.sink.outbox)
 
     def close(self) -> None:
+        if self._gen.gi_running:  # iterated in another thread: it stops at its next step
+            self.engine.stopped = True
+            return
         self._gen.close()
         if self.engine.executor is not None:
             self.engine.executor.close()
