@@ -267,11 +267,29 @@ def operators(node: PlanNode) -> dict[str, Any]:
 
 
 def sync_operand(node: StarNode) -> SyncNode | None:
-    """The synchro-cell that is a star's whole operand (through named nets), if any."""
+    """The synchro-cell that is, in effect, a star's whole operand, if any.
+
+    Named nets and ``[]`` stages around it change nothing a record sees
+    (``[| {a}, {b} |] .. []`` passes exactly what the cell passes), so they
+    are looked through.
+    """
     operand = node.operand
-    while isinstance(operand, NetNode):
-        operand = operand.body
-    return operand if isinstance(operand, SyncNode) else None
+    while True:
+        if isinstance(operand, NetNode):
+            operand = operand.body
+        elif isinstance(operand, SerialNode):
+            rest = [s for s in operand.stages if not _is_identity(s)]
+            if len(rest) != 1:
+                return None
+            operand = rest[0]
+        else:
+            return operand if isinstance(operand, SyncNode) else None
+
+
+def _is_identity(node: Node) -> bool:
+    while isinstance(node, NetNode):
+        node = node.body
+    return isinstance(node, IdentityNode)
 
 
 def lower(graph: PropertyGraph, boxes: Mapping[str, Callable], *, box_concurrency: int | None = None,

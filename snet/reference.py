@@ -60,6 +60,7 @@ from collections import deque
 from typing import Iterable, Iterator
 
 from snet.execution import Execution
+from snet.errors import SNetRuntimeError
 from snet.core.semantics import SyncCell, cannot_terminate, log_parked, unfinished_warning
 from snet.plan import Kind, Plan, PlanNode
 from snet.stats import BoxStats, ReferenceStats, RunStats, executor_part
@@ -163,10 +164,6 @@ class _Star(_Instance):
         if self.matcher.first(record) >= 0:
             engine.emit(self.out, record)
             return
-        node = self.node
-        if node.kind == Kind.SYNC_STAR and not node.shape.matcher.matching(record, range(node.shape.count)):
-            engine.park(node, record)  # it would pass every replica unchanged (snet.core.semantics)
-            return
         if port == len(self.replicas):
             # Create replica `port`; its initialisers fire before the record enters.
             engine.emit(None, record, lazy=(self, port))
@@ -178,6 +175,93 @@ class _Star(_Instance):
         self.replicas.append(target)
         engine.emit(target, record)
         engine.fire_pending()
+
+
+class _SyncStar(_Instance):
+    """``[| ... |] * P``: the replicas' cells in one instance, indexed so pairing costs no walk.
+
+    Replica *k*'s operand is one synchro-cell, so a record's way along the
+    replicas is fixed by the cells alone: a fired cell passes it unchanged
+    and the exit test of an unchanged record gives the same answer before
+    every replica.  So the record goes straight to the first unfired cell
+    after its position with an empty slot among the patterns it matches
+    (``waiting[i]``: the unfired cells whose slot *i* is empty, in replica
+    order), or to a new replica's cell at the end.  A merged record goes on
+    from the replica after its cell.  When a guard cannot be evaluated on
+    the record (it lacks a tag), the plain walk along the unfired cells
+    finds the same cell the definition does and fails there.
+    """
+
+    __slots__ = ("matcher", "shape", "cell_node", "cells", "waiting", "replicas")
+
+    def __init__(self, node: PlanNode, out: Target, cell_node: PlanNode):
+        super().__init__(node, out)
+        self.matcher = node.exits
+        self.shape = node.shape
+        self.cell_node = cell_node
+        self.cells: dict[int, tuple[int, SyncCell]] = {}  # replica -> the unfired cells, in replica order
+        self.waiting = [deque() for _ in range(node.shape.count)]
+        self.replicas = 0
+
+    def receive(self, engine, port, record):
+        after = -1  # the replica the record has passed
+        everything = range(self.shape.count)
+        while True:
+            if self.matcher.first(record) >= 0:
+                engine.emit(self.out, record)
+                return
+            try:
+                hits = self.shape.matcher.matching(record, everything)
+            except SNetRuntimeError:
+                hits = None
+            if hits is not None and not hits:  # it would pass every later replica unchanged
+                engine.park(self.node, record)
+                return
+            entry = self._walk(record, after) if hits is None else self._indexed(hits, after)
+            if entry is None:
+                entry = self._new_cell(engine)
+            k, cell = entry
+            before = tuple(cell.empty)
+            result = cell.accept(record)
+            for i in before:
+                if cell.fired or i not in cell.empty:
+                    self.waiting[i].remove(entry)
+            if result is None:  # stored
+                return
+            if cell.fired:
+                del self.cells[k]
+            elif hits is None and k == self.replicas - 1:  # a fresh cell let it pass: so would every later one
+                engine.park(self.node, result)
+                return
+            after = k
+            record = result
+
+    def _indexed(self, hits, after):
+        best = None
+        for i in hits:
+            for entry in self.waiting[i]:
+                if entry[0] > after:
+                    if best is None or entry[0] < best[0]:
+                        best = entry
+                    break
+        return best
+
+    def _walk(self, record, after):
+        """The first unfired cell after ``after`` (its guards then decide, as in the definition)."""
+        for k in self.cells:
+            if k > after:
+                return self.cells[k]
+        return None
+
+    def _new_cell(self, engine):
+        entry = (self.replicas, self.shape.new_cell())
+        self.replicas += 1
+        engine.instances += 1
+        engine.cells.append((entry[1], self.cell_node))
+        self.cells[entry[0]] = entry
+        for q in self.waiting:
+            q.append(entry)
+        return entry
 
 
 class _Split(_Instance):
@@ -344,8 +428,10 @@ class ReferenceEngine:
             par = _Parallel(node, out)
             par.branches = [self.build(b, out) for b in node.children]
             return self._gated(node, (par, 0))
-        if kind in (Kind.STAR, Kind.SYNC_STAR):  # the operand's cells are built per replica
+        if kind == Kind.STAR:
             return self._gated(node, (_Star(node, out), 0))
+        if kind == Kind.SYNC_STAR:
+            return self._gated(node, (_SyncStar(node, out, self.plan.nodes[node.cell]), 0))
         if kind == Kind.SPLIT:
             return self._gated(node, (_Split(node, out), 0))
         if kind == Kind.EXECUTOR_SPLIT:

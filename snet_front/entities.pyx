@@ -114,8 +114,8 @@ cdef class SyncEntity(Entity):
 cdef class SyncStarEntity(Entity):
     """``[| ... |] * P`` run as one entity (the zipper of the C runtime).
 
-    ``cells`` holds ``(replica, cell)`` for the unfired cells in replica
-    order; fired cells are identities, and the exit test of an unchanged
+    ``cells`` maps each unfired cell's replica to ``(replica, cell)``, in
+    replica order (a dict: a fired cell leaves it at no cost); fired cells are identities, and the exit test of an unchanged
     record gives the same answer at every replica, so a record only needs
     the unfired ones.  ``waiting[i]`` lists, in replica order, the unfired
     cells whose slot *i* is empty.  A record matching the patterns M goes to
@@ -128,7 +128,7 @@ cdef class SyncStarEntity(Entity):
     cdef object matcher
     cdef object shape
     cdef int sync_node
-    cdef list cells
+    cdef dict cells  # replica -> (replica, cell), the unfired ones, in replica order
     cdef list waiting
     cdef object all_patterns
     cdef long replicas
@@ -163,11 +163,7 @@ cdef class SyncStarEntity(Entity):
                             entry = cand
                         break
             if entry is None:
-                entry = (self.replicas, self.shape.new_cell())
-                self.replicas += 1
-                self.cells.append(entry)
-                for q in self.waiting:
-                    q.append(entry)
+                entry = self.new_cell()
             cell = entry[1]
             before = tuple(cell.empty)
             res = cell.accept(rec)
@@ -178,7 +174,7 @@ cdef class SyncStarEntity(Entity):
                 self.rt.note_partial(cell, self.sync_node, False)
                 return 0
             # It fired (a record that fills a slot is stored or completes the cell).
-            self.cells.remove(entry)
+            del self.cells[entry[0]]
             self.rt.note_partial(cell, self.sync_node, True)
             after = entry[0]
             rec = res
@@ -197,22 +193,19 @@ cdef class SyncStarEntity(Entity):
 
     cdef int walk(self, Writer w, object rec, GStack st, long after) except -1:
         """The plain walk along the unfired cells after replica ``after``, as the reference does it."""
-        cdef Py_ssize_t i = 0
         cells = self.cells
-        while i < len(cells) and cells[i][0] <= after:
-            i += 1
         while True:
             if self.matcher(rec) >= 0:
                 w.write(self.resolve_out(), make_item(rec, st), True)
                 return 0
-            fresh = i == len(cells)
+            entry = None
+            for k in cells:  # in replica order
+                if k > after:
+                    entry = cells[k]
+                    break
+            fresh = entry is None
             if fresh:
-                entry = (self.replicas, self.shape.new_cell())
-                self.replicas += 1
-                cells.append(entry)
-                for q in self.waiting:
-                    q.append(entry)
-            entry = cells[i]
+                entry = self.new_cell()
             cell = entry[1]
             before = tuple(cell.empty)
             res = cell.accept(rec)
@@ -223,14 +216,22 @@ cdef class SyncStarEntity(Entity):
                 self.rt.note_partial(cell, self.sync_node, False)
                 return 0
             if cell.fired:
-                del cells[i]
+                del cells[entry[0]]
                 self.rt.note_partial(cell, self.sync_node, True)
             elif fresh:  # a fresh cell let it pass unchanged: so will every later one
                 self.rt.park(self.node, rec)
                 return 0
-            else:
-                i += 1
+            after = entry[0]
             rec = res
+
+    cdef object new_cell(self):
+        """A new replica's cell at the end of the chain: (replica, cell), on every waiting list."""
+        entry = (self.replicas, self.shape.new_cell())
+        self.replicas += 1
+        self.cells[entry[0]] = entry
+        for q in self.waiting:
+            q.append(entry)
+        return entry
 
 
 # -- factories ------------------------------------------------------------------
@@ -266,7 +267,7 @@ cdef Entity make_sync_star(Network net, int n, Ctx ctx):
     z.matcher = node.exits.first
     z.shape = node.shape
     z.sync_node = node.cell
-    z.cells = []
+    z.cells = {}
     return z
 
 

@@ -130,11 +130,21 @@ def test_long_stateful_run_keeps_a_bounded_entity_graph():
     assert stats.front.entities.alive <= 16
 
 
+# A star whose replicas each hold two synchro-cells in a row: a replica
+# dissolves (becomes an identity writers skip) once both cells fired.  (A
+# single cell, with or without `[]` stages, runs as one sync-star entity.)
+TWO_CELLS = "net s connect ([| {a}, {b} |] .. [| {a, b}, {c} |]) * {a, b, c};"
+
+
+def triples(n):
+    return (r for i in range(n) for r in ({"a": i}, {"b": i}, {"c": i}))
+
+
 def test_stateful_star_dissolves_finished_replicas():
-    """``([| {a}, {b} |] .. []) * {a, b}``: every replica dissolves once its cell fired."""
-    net = snet.load("net s connect ([| {a}, {b} |] .. []) * {a, b};")
+    """Every replica dissolves once its cells fired."""
+    net = snet.load(TWO_CELLS)
     n = 20_000
-    records = [r for i in range(n) for r in ({"a": i}, {"b": i})]
+    records = list(triples(n))
     with net.run(records, engine="front", workers=1) as execution:
         count = sum(1 for _ in execution)
     assert count == n
@@ -149,11 +159,11 @@ def test_stateful_star_stays_small_with_several_workers_on_a_stream():
     a stretch of it alive for a while, so the bound is loose: a small
     fraction of the replicas created.
     """
-    net = snet.load("net s connect ([| {a}, {b} |] .. []) * {a, b};")
+    net = snet.load(TWO_CELLS)
     n = 50_000
     for workers in (2, 4):
-        records = (r for i in range(n) for r in ({"a": i}, {"b": i}))
-        with net.run(records, engine="front", workers=workers, throttle=(64, 2)) as execution:
+        records = triples(n)
+        with net.run(records, engine="front", workers=workers, throttle=(64, 3)) as execution:
             count = sum(1 for _ in execution)
         assert count == n
         entities = execution.stats().front.entities
@@ -164,17 +174,17 @@ def test_stateful_star_stays_small_with_several_workers_on_a_stream():
 def test_stateful_star_unthrottled_keeps_a_small_peak(workers):
     """Without a throttle too: a worker waiting for a busy entity admits no input,
     so records do not pile up at the front of the chain and keep it alive.
-    200,000 pairs create 400,002 entities; at most a few thousand are alive at
-    once (1,000-7,000 measured; 36,000 and 73,000 when waiting workers admitted
-    input)."""
-    net = snet.load("net s connect ([| {a}, {b} |] .. []) * {a, b};")
+    200,000 triples create 600,002 entities; at most a few thousand are alive
+    at once (with one cell per replica: 1,000-7,000 measured; 36,000 and
+    73,000 when waiting workers admitted input)."""
+    net = snet.load(TWO_CELLS)
     n = 200_000
-    records = (r for i in range(n) for r in ({"a": i}, {"b": i}))
+    records = triples(n)
     with net.run(records, engine="front", workers=workers) as execution:
         count = sum(1 for _ in execution)
     assert count == n
     entities = execution.stats().front.entities
-    assert entities.created == 2 * n + 2
+    assert entities.created == 3 * n + 2  # per replica: the incarnation and two cells
     assert entities.peak < 20_000, entities
 
 
