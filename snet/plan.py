@@ -182,10 +182,20 @@ class ParallelPlan(PlanNode):
 
 @attrs.frozen(kw_only=True, eq=False)
 class StarPlan(PlanNode):
-    """``A * P`` / ``A ** P``: ``exits.first(record) >= 0`` leaves the star."""
+    """``A * P`` / ``A ** P``: ``exits.first(record) >= 0`` leaves the star.
+
+    ``loops``: the operand holds no state (no synchro-cell, no initialiser),
+    so every replica is the same as a fresh one and engines may run one
+    operand instance whose outputs come back to the exit test, instead of a
+    new replica per unfolding: a star unfolded a million times then costs
+    the memory of one replica.  Streams stay FIFO per unfolding depth (the
+    shared entities keep arrival order), and ``**`` still orders by the
+    record that entered the star.
+    """
 
     kind = Kind.STAR
     exits: PatternMatcher
+    loops: bool = False
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -365,7 +375,8 @@ def _template(node: Node, common: dict, boxes: Mapping[str, Callable], concurren
         cell = sync_operand(node)
         if cell is not None:
             return SyncStarPlan(exits=matcher, cell=cell.id, shape=SyncPatterns(cell), **common)
-        return StarPlan(exits=matcher, **common)
+        loops = not node.operand.stateful and not node.operand.has_initialisers
+        return StarPlan(exits=matcher, loops=loops, **common)
     if isinstance(node, SplitNode):
         if in_executor:
             return ExecutorSplitPlan(keys=SplitKeys(node), **common)

@@ -151,19 +151,27 @@ class _Parallel(_Instance):
 
 
 class _Star(_Instance):
-    """Port *k* is the exit test before replica *k* (0-based); replica *k* writes to port *k+1*."""
+    """Port *k* is the exit test before replica *k* (0-based); replica *k* writes to port *k+1*.
 
-    __slots__ = ("matcher", "replicas")
+    A star whose operand holds no state (``node.loops``) has one operand
+    instance, built once, that writes back to port 1: every replica would
+    be the same as a fresh one.
+    """
+
+    __slots__ = ("matcher", "replicas", "loops")
 
     def __init__(self, node: PlanNode, out: Target):
         super().__init__(node, out)
         self.matcher = node.exits
         self.replicas: list[Target] = []
+        self.loops = node.loops
 
     def receive(self, engine, port, record):
         if self.matcher.first(record) >= 0:
             engine.emit(self.out, record)
             return
+        if self.loops:
+            port = 0
         if port == len(self.replicas):
             # Create replica `port`; its initialisers fire before the record enters.
             engine.emit(None, record, lazy=(self, port))

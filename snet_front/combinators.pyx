@@ -66,6 +66,7 @@ cdef class StarShared:
     cdef Ctx ctx
     cdef object matcher
     cdef bint det
+    cdef bint loops  # a stateless operand: incarnations 0 and 1 share one operand instance
     cdef Collector coll
     cdef Entity out  # the star's out, shared by the exits of every incarnation
     cdef int jlock  # guards `out`
@@ -119,10 +120,15 @@ cdef class StarEntity(Entity):
             self.nxt = nxt
             cop = new_ctx(nxt, Instance.__new__(Instance), sh.ctx)
             dest = open_replica(rt, w, self.node, cop, st)
+            if sh.loops:
+                # A stateless operand: one instance for every unfolding.  Its outputs
+                # come back to incarnation 1, which tests them and sends them into the
+                # same instance again: the chain never grows past two incarnations.
+                nxt.op_entry = dest
         if dest.identity:
             dest = bypass(dest)
         self.op_entry = dest
-        if not leader and not self.identity and (
+        if not sh.loops and not leader and not self.identity and (
                 (type(dest) is StarEntity and (<StarEntity>dest).sh is sh)
                 or (dest.identity and dest.out is self.nxt)):
             # The operand dissolved completely (its entry is a later
@@ -482,6 +488,7 @@ cdef Entity make_star(Network rt, int n, Ctx ctx):
     sh.ctx = ctx
     sh.matcher = rt.nodes[n].exits.first
     sh.det = rt.det[n]
+    sh.loops = rt.nodes[n].loops
     if sh.det:
         sh.coll = new_collector(rt, n, ctx)
     st.setup(rt, n, ctx)

@@ -46,3 +46,28 @@ def test_dropping_an_embedded_execution_of_a_deep_star_keeps_the_host_alive(tmp_
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "alive"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["front", "reference"])
+def test_a_million_unfoldings_of_a_stateless_star_in_small_memory(engine):
+    """One operand instance serves every unfolding of a stateless star (was 2 GB on FRONT, 256 MB on the reference)."""
+    script = (
+        "import resource, snet\n"
+        f"net = snet.load({DEEP!r})\n"
+        f"execution = net.run([{{'<n>': 1000000}}], engine={engine!r})\n"
+        "assert list(execution) == [{'<done>': 0}]\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.strip()) < 150, f"peak {done.stdout.strip()} MB"
+
+
+def test_a_stateless_star_keeps_two_incarnations():
+    import snet
+
+    net = snet.load(DEEP)
+    execution = net.run([{"<n>": 10000}, {"<n>": 5}], workers=2)
+    assert list(execution) == [{"<done>": 0}, {"<done>": 0}]
+    assert execution.stats().front.entities.created < 10
