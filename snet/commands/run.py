@@ -28,6 +28,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 import time
 
@@ -141,8 +142,29 @@ def run_command(args: argparse.Namespace) -> int:
     if args.progress is not None and options.spark_master:
         log_spark_batches()
     # Boxes that print write to standard error from the start: standard output carries the records only.
-    with contextlib.redirect_stdout(sys.stderr):
+    # SIGTERM (what service managers send) stops the run as Ctrl-C does.
+    with contextlib.redirect_stdout(sys.stderr), _terminate_as_interrupt():
         return _run(network, records, options, writer, where, args)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    def on_term(signum, frame):
+        raise _Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, on_term)
+    except ValueError:  # not the main thread (an embedding caller): leave the signal alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run(network, records, options, writer, where: str, args: argparse.Namespace) -> int:
@@ -157,8 +179,9 @@ def _run(network, records, options, writer, where: str, args: argparse.Namespace
             if not execution.ready() or now - last_flush >= FLUSH_SECONDS:
                 writer.flush()
                 last_flush = now
-    except KeyboardInterrupt:
-        raise SNetInterrupted("interrupted; the outputs produced so far were written") from None
+    except KeyboardInterrupt as e:
+        what = "terminated (SIGTERM)" if isinstance(e, _Terminated) else "interrupted"
+        raise SNetInterrupted(f"{what}; the outputs produced so far were written") from None
     except OSError as e:
         raise _write_failed(where, e) from None
     finally:

@@ -110,3 +110,31 @@ def test_one_ctrl_c_stops_the_cli_while_a_box_sleeps(tmp_path):
     assert elapsed < 2.5, elapsed
     assert "interrupted" in proc.stderr.read()
     assert out.read_text().replace(" ", "").splitlines() == ['{"y":0}']
+
+
+@pytest.mark.parametrize("engine", ["front", "reference"])
+def test_sigterm_stops_the_cli_like_ctrl_c(tmp_path, engine):
+    """What a service manager sends: outputs so far written, exit 1, one clean line, statistics."""
+    (tmp_path / "n.snet").write_text(PASS)
+    (tmp_path / "n.py").write_text(BOXES)
+    (tmp_path / "in.jsonl").write_text('{"x": 0}\n{"x": 1}\n')
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "snet", "run", str(tmp_path / "n.snet"), "-i",
+                             str(tmp_path / "in.jsonl"), "-o", str(out), "--engine", engine, "--stats"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (out.exists() and out.read_text().strip()):
+            time.sleep(0.05)
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = proc.stderr.read()
+    assert code == 1
+    assert "error: terminated (SIGTERM); the outputs produced so far were written" in stderr
+    assert "Traceback" not in stderr
+    assert "snet stats: " in stderr
+    assert out.read_text().replace(" ", "").splitlines() == ['{"y":0}']
