@@ -19,7 +19,7 @@ RECORDS = int(os.environ.get("SNET_SOAK_RECORDS", "10000000"))
 NET = """
 net soak {
   box tag ((x) -> (x, <k>));
-} connect tag .. ([| {x, <k>}, {y} |] * {x, y});
+} connect (tag | [{y} -> {y}]) .. ([| {x, <k>}, {y} |] * {x, y});
 """
 
 
