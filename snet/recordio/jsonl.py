@@ -9,6 +9,11 @@ allowed it.  The checks cost one dict lookup per key on the common path:
 labels already seen are remembered in two sets, so ``is_valid_label`` runs
 once per distinct label, not once per record.
 
+Every problem with a line is a ``RecordFileError`` on that line, also those
+Python's decoder reports other than as syntax errors: an integer of more
+digits than ``int()`` converts and a value nested deeper than the decoder's
+recursion allows.
+
 Lines are read as bytes and decoded one at a time so that an invalid UTF-8
 byte is reported on its own line.  Blank lines are skipped; Python's decoder
 rules apply otherwise (``NaN``/``Infinity`` are accepted, and of a key given
@@ -30,7 +35,8 @@ from snet.errors import SNetRuntimeError
 from snet.records import is_valid_label
 from snet.recordio.streams import BatchWriter, RecordFileError
 from snet.recordio.values import (
-    ALLOW_PICKLE_HINT, ValueFormError, is_json_exact, pickle_text, unpickle_text)
+    ALLOW_PICKLE_HINT, ValueFormError, is_json_exact, long_integer_problem, nesting_problem, pickle_text,
+    unpickle_text)
 
 PICKLE_KEY: Final = "$pickle"
 _BOM: Final = "\ufeff"
@@ -47,8 +53,8 @@ _JSON_TYPE_NAMES: Final = {list: "an array", str: "a string", int: "a number", f
 def _json_text(value: Any, limit: int = 40) -> str:
     try:
         text = json.dumps(value)
-    except (TypeError, ValueError):
-        text = repr(value)
+    except (TypeError, ValueError, RecursionError):
+        text = f"a {type(value).__name__}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -79,11 +85,9 @@ def read_jsonl(f: IO, name: str, *, allow_pickle: bool = False) -> Iterator[dict
         except ValueError as exc:
             if not line.strip():
                 continue
-            msg = getattr(exc, "msg", None)
-            if msg is None:  # e.g. an integer beyond the interpreter's digit limit
-                raise RecordFileError(name, lineno, f"invalid JSON: {exc}") from None
-            hint = " (is this S-Net XML? give --format xml)" if line.lstrip().startswith("<") else ""
-            raise RecordFileError(name, lineno, f"invalid JSON: {msg} (column {exc.colno}){hint}") from None
+            raise RecordFileError(name, lineno, _syntax_problem(line, exc)) from None
+        except RecursionError:
+            raise RecordFileError(name, lineno, f"JSON value {nesting_problem()}") from None
         if type(record) is not dict:
             kind = _JSON_TYPE_NAMES.get(type(record), type(record).__name__)
             raise RecordFileError(name, lineno, f"a record must be a JSON object, not {kind}")
@@ -115,6 +119,17 @@ def _learn_label(label: str, name: str, lineno: int, fields: set, tags: set) -> 
 def _bad_tag(name: str, lineno: int, label: str, value: Any) -> RecordFileError:
     kind = "binding tag" if label.startswith("<#") else "tag"
     return RecordFileError(name, lineno, f"{kind} {label} must hold an integer, not {_json_text(value)}")
+
+
+def _syntax_problem(line: str, exc: ValueError) -> str:
+    msg = getattr(exc, "msg", None)
+    if msg is None:  # not a syntax error: an integer beyond the interpreter's digit limit
+        return f"invalid JSON: {long_integer_problem()}" if "integer string conversion" in str(exc) \
+            else f"invalid JSON: {exc}"
+    hint = " (is this S-Net XML? give --format xml)" if line.lstrip().startswith("<") else ""
+    if line.startswith(_BOM):
+        hint = " (a byte-order mark in the middle of the input: were files joined?)"
+    return f"invalid JSON: {msg} (column {exc.colno}){hint}"
 
 
 def _field_from_json(value: dict, label: str, name: str, lineno: int, allow_pickle: bool) -> Any:
