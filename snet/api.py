@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 from snet.backends import Execution, RunOptions, start
 from snet.core.boxes import bind_boxes, resolve_box_sources
 from snet.errors import SNetError, SNetUsageError
+from snet.recordio.inputs import check_input, checked_inputs
 from snet.spg.nodes import PropertyGraph
 
 log = logging.getLogger("snet")
@@ -105,7 +106,7 @@ class Network:
             run_options.box_concurrency_per_box = dict(box_concurrency)
         elif box_concurrency is not None:
             run_options.box_concurrency = int(box_concurrency)
-        execution = start(engine, self.graph, self.boxes, records, run_options)
+        execution = start(engine, self.graph, self.boxes, checked_inputs(records), run_options)
         return _LoggedExecution(execution)
 
     def session(self, **run_options: Any) -> "Session":
@@ -193,7 +194,7 @@ class Session:
         if self._closed:
             raise SNetUsageError("session is closed")
         self._check()
-        self._inputs.put(dict(record))
+        self._inputs.put(dict(check_input(record, self.fed + 1)))
         self.fed += 1
 
     def feed_many(self, records: Iterable[Mapping]) -> None:

@@ -5,9 +5,12 @@ value is an object, every key is a label in S-Net spelling, tags and binding
 tags hold integers (``true`` and ``2.0`` are refused: a bool or a float in a
 tag is a bug in whatever wrote the file, not a number to coerce), and a field
 whose whole value is ``{"$pickle": "<base64>"}`` is unpickled if the caller
-allowed it.  The checks cost one dict lookup per key on the common path:
-labels already seen are remembered in two sets, so ``is_valid_label`` runs
-once per distinct label, not once per record.
+allowed it.  The rules and their messages are ``snet.records.record_problem``,
+which the embedding API applies to records handed in by Python code too.
+The checks cost one set lookup per key on the common path: labels already
+seen are remembered in two sets, so ``record_problem`` runs once per
+distinct label (and for a tag holding something else than an int), not once
+per record.
 
 Every problem with a line is a ``RecordFileError`` on that line, also those
 Python's decoder reports other than as syntax errors: an integer of more
@@ -32,7 +35,7 @@ import json
 from typing import IO, Any, Final, Iterator
 
 from snet.errors import SNetRuntimeError
-from snet.records import is_valid_label
+from snet.records import is_valid_label, record_problem
 from snet.recordio.streams import BatchWriter, RecordFileError
 from snet.recordio.values import (
     ALLOW_PICKLE_HINT, ValueFormError, is_json_exact, long_integer_problem, nesting_problem, pickle_text,
@@ -97,28 +100,20 @@ def read_jsonl(f: IO, name: str, *, allow_pickle: bool = False) -> Iterator[dict
                     record[label] = _field_from_json(value, label, name, lineno, allow_pickle)
             elif label in tag_labels:
                 if type(value) is not int:
-                    raise _bad_tag(name, lineno, label, value)
-            else:
-                _learn_label(label, name, lineno, field_labels, tag_labels)
-                if label in tag_labels:
-                    if type(value) is not int:
-                        raise _bad_tag(name, lineno, label, value)
-                elif type(value) is dict and PICKLE_KEY in value:
-                    record[label] = _field_from_json(value, label, name, lineno, allow_pickle)
+                    raise RecordFileError(name, lineno, record_problem({label: value}, _json_text))
+            else:  # a label not seen before: the full check (snet.records)
+                problem = record_problem({label: value}, _json_text)
+                if problem is not None:
+                    raise RecordFileError(name, lineno, problem)
+                if label[0] == "<":
+                    if len(tag_labels) < _KNOWN_LABELS_MAX:
+                        tag_labels.add(label)
+                else:
+                    if len(field_labels) < _KNOWN_LABELS_MAX:
+                        field_labels.add(label)
+                    if type(value) is dict and PICKLE_KEY in value:
+                        record[label] = _field_from_json(value, label, name, lineno, allow_pickle)
         yield record
-
-
-def _learn_label(label: str, name: str, lineno: int, fields: set, tags: set) -> None:
-    if not is_valid_label(label):
-        raise RecordFileError(
-            name, lineno, f"invalid label {json.dumps(label)}: a label is NAME (field), "
-                          f"<NAME> (tag) or <#NAME> (binding tag), NAME a letter or _ then letters, digits, _")
-    (tags if label.startswith("<") else fields).add(label)
-
-
-def _bad_tag(name: str, lineno: int, label: str, value: Any) -> RecordFileError:
-    kind = "binding tag" if label.startswith("<#") else "tag"
-    return RecordFileError(name, lineno, f"{kind} {label} must hold an integer, not {_json_text(value)}")
 
 
 def _syntax_problem(line: str, exc: ValueError) -> str:
