@@ -90,7 +90,10 @@ def encode_field(value: Any) -> tuple[str, bool]:
     """
     t = type(value)
     if t is int:
-        return f"(int){value}", True
+        try:
+            return f"(int){value}", True
+        except ValueError:  # more digits than the interpreter writes: read back from the pickle
+            return "(pickle)" + pickle_text(value), False
     if t is float:
         return f"(double){value!r}", True
     if t is str:

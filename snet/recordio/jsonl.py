@@ -38,8 +38,8 @@ from snet.errors import SNetRuntimeError
 from snet.records import is_valid_label, record_problem
 from snet.recordio.streams import BatchWriter, RecordFileError
 from snet.recordio.values import (
-    ALLOW_PICKLE_HINT, ValueFormError, is_json_exact, long_integer_problem, nesting_problem, pickle_text,
-    unpickle_text)
+    ALLOW_PICKLE_HINT, ValueFormError, is_json_exact, long_integer_problem, long_tag_error, nesting_problem,
+    pickle_text, unpickle_text)
 
 PICKLE_KEY: Final = "$pickle"
 _BOM: Final = "\ufeff"
@@ -148,29 +148,34 @@ def format_record_jsonl(record: dict) -> str:
         SNetRuntimeError: an invalid label, a tag that is not an int, or a
             field value that can be neither written as JSON nor pickled.
     """
-    for label, value in record.items():
-        if label not in _KNOWN_LABELS:
-            _check_output_label(label)
-        t = type(value)
-        if label[0] == "<":
-            if t is not int:
-                raise _bad_output_tag(label, value)
-        elif t is int or t is str or t is float or t is bool or value is None:
-            continue
-        elif t is list:
-            if not is_json_exact(value):
+    try:
+        for label, value in record.items():
+            if label not in _KNOWN_LABELS:
+                _check_output_label(label)
+            t = type(value)
+            if label[0] == "<":
+                if t is not int:
+                    raise _bad_output_tag(label, value)
+            elif t is int or t is str or t is float or t is bool or value is None:
+                continue
+            elif t is list:
+                if not is_json_exact(value):
+                    break
+            elif t is dict:
+                if (PICKLE_KEY in value and len(value) == 1) or not is_json_exact(value):
+                    break  # a lone "$pickle" key must be pickled, or it would read back as a pickle
+            else:
                 break
-        elif t is dict:
-            if (PICKLE_KEY in value and len(value) == 1) or not is_json_exact(value):
-                break  # a lone "$pickle" key must be pickled, or it would read back as a pickle
         else:
-            break
-    else:
-        try:
-            return _encode(record)
-        except ValueError:  # NaN/inf, or an int beyond the interpreter's digit limit
-            pass
-    return _encode(_prepared(record))
+            try:
+                return _encode(record)
+            except ValueError:  # NaN/inf, or an int beyond the interpreter's digit limit
+                pass
+        return _encode(_prepared(record))
+    except RecursionError:  # is_json_exact, the encoders and pickle all recurse
+        raise SNetRuntimeError(f"cannot write a record with a field value {nesting_problem()}") from None
+    except ValueError:  # fields were pickled if need be: a tag too long to write in decimal
+        raise long_tag_error(record) from None
 
 
 # Labels already validated for output; bounded so that a long-running service

@@ -31,6 +31,8 @@ import pickle
 import sys
 from typing import Any, Final
 
+from snet.errors import SNetRuntimeError
+
 # Protocol 4 is read by every Python since 3.4; higher ones gain nothing for
 # the small values that usually end up here.
 PICKLE_PROTOCOL: Final = 4
@@ -53,6 +55,17 @@ def long_integer_problem() -> str:
     which names a function the user of ``snet run`` cannot call.
     """
     return f"an integer of more than {sys.get_int_max_str_digits()} digits, the most this Python converts"
+
+
+def long_tag_error(record: dict) -> SNetRuntimeError:
+    """The error for writing `record`, one of whose tags holds an int too long to write in decimal."""
+    for label, value in record.items():
+        if label[0] == "<":
+            try:
+                str(value)
+            except ValueError:
+                return SNetRuntimeError(f"cannot write tag {label}: it holds {long_integer_problem()}")
+    return SNetRuntimeError(f"cannot write a tag: it holds {long_integer_problem()}")
 
 
 def nesting_problem() -> str:

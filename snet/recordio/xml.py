@@ -67,7 +67,7 @@ from snet.errors import SNetRuntimeError
 from snet.records import is_valid_label
 from snet.recordio.c4snet import decode_field, encode_field
 from snet.recordio.streams import BatchWriter, RecordFileError, read_chunk_function
-from snet.recordio.values import ValueFormError, long_integer_problem
+from snet.recordio.values import ValueFormError, long_integer_problem, long_tag_error, nesting_problem
 
 CHUNK_SIZE: Final = 1 << 16
 # Expat re-scans an unfinished token from its start each time it is fed more
@@ -546,32 +546,37 @@ def format_record_xml(record: dict) -> str:
         SNetRuntimeError: an invalid label, a tag that is not an int, or a
             field value that can be neither written in any form nor pickled.
     """
-    parts = [_RECORD_OPEN]
-    append = parts.append
-    for label, value in record.items():
-        if label not in _KNOWN_LABELS:
-            if not isinstance(label, str) or not is_valid_label(label):
-                raise SNetRuntimeError(f"cannot write a record with the label {label!r}: not a label in S-Net spelling")
-            if len(_KNOWN_LABELS) < _KNOWN_LABELS_MAX:
-                _KNOWN_LABELS.add(label)
-        if label[0] == "<":
-            if type(value) is not int:
-                raise SNetRuntimeError(f"cannot write tag {label}: it holds a {type(value).__name__}, not an int")
-            if label[1] == "#":
-                append(f'<btag label="{label[2:-1]}">{value}</btag>')
+    try:
+        parts = [_RECORD_OPEN]
+        append = parts.append
+        for label, value in record.items():
+            if label not in _KNOWN_LABELS:
+                if not isinstance(label, str) or not is_valid_label(label):
+                    raise SNetRuntimeError(f"cannot write a record with the label {label!r}: not a label in S-Net spelling")
+                if len(_KNOWN_LABELS) < _KNOWN_LABELS_MAX:
+                    _KNOWN_LABELS.add(label)
+            if label[0] == "<":
+                if type(value) is not int:
+                    raise SNetRuntimeError(f"cannot write tag {label}: it holds a {type(value).__name__}, not an int")
+                if label[1] == "#":
+                    append(f'<btag label="{label[2:-1]}">{value}</btag>')
+                else:
+                    append(f'<tag label="{label[1:-1]}">{value}</tag>')
+                continue
+            try:
+                text, c4snet = encode_field(value)
+            except ValueError as exc:
+                raise SNetRuntimeError(f"cannot write field '{label}': {exc}") from None
+            if c4snet:
+                append(f'<field label="{label}">{text}</field>')
             else:
-                append(f'<tag label="{label[1:-1]}">{value}</tag>')
-            continue
-        try:
-            text, c4snet = encode_field(value)
-        except ValueError as exc:
-            raise SNetRuntimeError(f"cannot write field '{label}': {exc}") from None
-        if c4snet:
-            append(f'<field label="{label}">{text}</field>')
-        else:
-            append(f'<field label="{label}" interface="snet-python">{text}</field>')
-    append("</record>\n")
-    return "".join(parts)
+                append(f'<field label="{label}" interface="snet-python">{text}</field>')
+        append("</record>\n")
+        return "".join(parts)
+    except RecursionError:  # is_json_exact, the encoders and pickle all recurse
+        raise SNetRuntimeError(f"cannot write a record with a field value {nesting_problem()}") from None
+    except ValueError:  # encode_field's are caught above: a tag too long to write in decimal
+        raise long_tag_error(record) from None
 
 
 class XmlWriter(BatchWriter):

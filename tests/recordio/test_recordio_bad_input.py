@@ -3,7 +3,8 @@
 Readers must deliver every good record that precedes a bad one, in order,
 and only then raise ``FILE:LINE: error: PROBLEM`` -- whatever the problem
 is and wherever in a chunk it falls -- and must never end in a traceback or
-take time out of proportion to the input.
+take time out of proportion to the input.  Writers given a value no format
+can spell raise ``SNetRuntimeError`` naming it, not a bare Python error.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ import io
 import json
 
 import pytest
-from recordio_helpers import read_error, read_text
+from recordio_helpers import read_error, read_text, write_text
 
 import snet.recordio.xml as xml_reader
-from snet.recordio import RecordFileError, read_records
+from snet.errors import SNetRuntimeError
+from snet.recordio import RecordFileError, format_record_jsonl, format_record_xml, read_records
 from snet.recordio.xml import DeclarationFilter
 
 XML_RECORD = '<record type="data"><field label="x">(int){i}</field><tag label="t">{i}</tag></record>\n'
@@ -267,3 +269,31 @@ def test_jsonl_deep_nesting_from_a_text_source_is_a_positioned_error():
     assert got == expected(2)
     assert str(info.value).startswith("t:3: error: JSON value nested too deeply")
 
+
+# --------------------------------------------------------------------------
+# Writers
+
+def deeply_nested(depth: int = 100_000) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("fmt", [format_record_jsonl, format_record_xml])
+def test_writing_a_deeply_nested_value_is_an_error_naming_the_problem(fmt):
+    with pytest.raises(SNetRuntimeError, match="cannot write a record with a field value nested too deeply"):
+        fmt({"a": deeply_nested()})
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "xml"])
+def test_an_int_field_too_long_for_decimal_is_pickled(fmt):
+    value = 10 ** 5000
+    assert read_text(write_text([{"a": value}], fmt), fmt, allow_pickle=True) == [{"a": value}]
+
+
+@pytest.mark.parametrize("fmt", [format_record_jsonl, format_record_xml])
+@pytest.mark.parametrize("label", ["<t>", "<#b>"])
+def test_a_tag_too_long_for_decimal_is_an_error_naming_it(fmt, label):
+    with pytest.raises(SNetRuntimeError, match=f"cannot write tag {label}: it holds an integer of more than"):
+        fmt({"<u>": 1, label: -10 ** 5000})
