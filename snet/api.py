@@ -30,6 +30,7 @@ from snet.backends import Execution, start
 from snet.core.boxes import bind_boxes, resolve_box_sources
 from snet.errors import SNetError, SNetUsageError
 from snet.options import RunOptions
+from snet.recordio.inputs import check_input, checked_inputs
 from snet.spg.nodes import PropertyGraph
 from snet.stats import RunStats
 
@@ -115,10 +116,14 @@ class Network:
         """
         run_options = RunOptions.from_keywords(workers=workers, engine=engine, throttle=throttle,
                                                box_concurrency=box_concurrency, **options)
-        return self.execute(records, run_options)
+        return self.execute(checked_inputs(records), run_options)
 
     def execute(self, records: Iterable[Mapping], options: RunOptions) -> Execution:
-        """Run the network over ``records`` with options already built; as :meth:`run`."""
+        """Run the network over ``records`` with options already built; as :meth:`run`.
+
+        The records are not checked here: the callers (:meth:`run`, the
+        record readers of ``snet run``) have checked them already.
+        """
         return _LoggedExecution(start(options.engine, self.graph, self.boxes, records, options))
 
     def session(self, **run_options: Any) -> "Session":
@@ -209,7 +214,7 @@ class Session:
         if self._closed:
             raise SNetUsageError("session is closed")
         self._check()
-        self._inputs.put(dict(record))
+        self._inputs.put(dict(check_input(record, self.fed + 1)))
         self.fed += 1
 
     def feed_many(self, records: Iterable[Mapping]) -> None:

@@ -15,7 +15,7 @@ that in one place.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 Record = dict  # label (S-Net spelling) -> value
 
@@ -69,3 +69,55 @@ def is_valid_label(label: object) -> bool:
         return False
     return bool(name) and (name[0].isalpha() or name[0] == "_") and all(
         ch.isalnum() or ch == "_" for ch in name) and name.isascii()
+
+
+# --------------------------------------------------------------------------
+# The input check
+
+_LABEL_RULE = ("a label is NAME (field), <NAME> (tag) or <#NAME> (binding tag), "
+               "NAME a letter or _ then letters, digits, _")
+
+
+def _python_spelling(value: object, limit: int = 40) -> str:
+    """`value` as messages about Python values show it: a short ``repr``, with its type unless built in."""
+    try:
+        text = repr(value)
+    except Exception:  # a broken __repr__ must not hide the error being reported
+        text = "?"
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    t = type(value)
+    return text if t.__module__ == "builtins" else f"{text} (a {t.__module__}.{t.__qualname__})"
+
+
+def record_problem(record: object, spell: Callable[[object], str] = _python_spelling) -> str | None:
+    """What makes `record` unfit to enter a network, or None if nothing does.
+
+    The one definition of a well-formed input record, applied wherever
+    records come in (record files, ``Network.run``, ``Session.feed``), so
+    that every way in refuses the same records in the same words: a mapping
+    whose keys are labels in S-Net spelling and whose tags and binding tags
+    hold exactly an ``int``.  A ``bool``, a float holding a whole number, a
+    numeric string or an ``int`` subclass is refused rather than coerced: it
+    is a bug in whatever produced the record, and coercing it would let a
+    ``True`` or a ``2.0`` travel through the network and come out as a tag.
+    Field values are not looked at.
+
+    Args:
+        record: the candidate record.
+        spell: how the message shows a label or value: ``_python_spelling``
+            for Python callers; a reader passes the spelling of its format.
+
+    Returns:
+        None, or the problem (the first one found, in key order) as a message
+        without a position; the caller adds where the record came from.
+    """
+    if not isinstance(record, Mapping):
+        return f"a record must be a mapping from labels to values, not {spell(record)}"
+    for label, value in record.items():
+        if not is_valid_label(label):
+            return f"invalid label {spell(label)}: {_LABEL_RULE}"
+        if label[0] == "<" and type(value) is not int:
+            kind = "binding tag" if label[1] == "#" else "tag"
+            return f"{kind} {label} must hold an integer, not {spell(value)}"
+    return None

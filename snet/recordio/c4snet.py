@@ -46,7 +46,8 @@ import re
 from typing import Any, Final
 
 from snet.recordio.values import (
-    ALLOW_PICKLE_HINT, ValueFormError, is_json_exact, pickle_text, unpickle_text)
+    ALLOW_PICKLE_HINT, ValueFormError, is_json_exact, long_integer_problem, nesting_problem, pickle_text,
+    unpickle_text)
 
 _INT_TYPES: Final = frozenset({
     "int", "short", "long", "long long", "signed", "signed int", "signed short", "signed long",
@@ -89,7 +90,10 @@ def encode_field(value: Any) -> tuple[str, bool]:
     """
     t = type(value)
     if t is int:
-        return f"(int){value}", True
+        try:
+            return f"(int){value}", True
+        except ValueError:  # more digits than the interpreter writes: read back from the pickle
+            return "(pickle)" + pickle_text(value), False
     if t is float:
         return f"(double){value!r}", True
     if t is str:
@@ -132,61 +136,72 @@ def decode_field(text: str, allow_pickle: bool) -> Any:
         ValueFormError: the text is not a value in any known form; the
             message says what is wrong.
     """
-    head = text[:3]
-    if head == "(in":
-        m = _FAST_INT.match(text)
-        if m is not None:
-            return int(m.group(1))
-        m = _FAST_INT_ARRAY.match(text)
-        if m is not None:
-            items = m.group(2).split(",")
-            if len(items) == int(m.group(1)):
-                return list(map(int, items))
-    elif head == "(do":
-        m = _FAST_DOUBLE.match(text)
-        if m is not None:
-            return float(m.group(1))
-    m = _HEAD.match(text)
-    if m is None:
-        shown = text.strip()
-        shown = shown if len(shown) <= 40 else shown[:37] + "..."
-        raise ValueFormError(f"not a C4SNet value (expected (TYPE)VALUE or (TYPE[N])V1,V2,...): '{shown}'")
-    ctype = " ".join(m.group(1).split())
-    count_text = m.group(2)
-    body = text[m.end():]
-    if ctype == "json" or ctype == "pickle":
-        if count_text is not None:
-            raise ValueFormError(f"({ctype}) takes no array size")
-        if ctype == "json":
-            try:
-                return json.loads(body)
-            except ValueError as exc:
-                raise ValueFormError(f"invalid JSON in (json) value: {exc}") from None
-        if not allow_pickle:
-            raise ValueFormError(f"a pickled Python value; {ALLOW_PICKLE_HINT}")
-        return unpickle_text(body)
-    if count_text == "":
-        raise ValueFormError(f"({ctype}[]) needs an array size")
-    if ctype in _CHAR_TYPES:
-        return _decode_chars(body, None if count_text is None else int(count_text), ctype)
-    if ctype in _INT_TYPES:
-        pattern, convert, kind = _INT, int, "an integer"
-    elif ctype in _FLOAT_TYPES:
-        pattern, convert, kind = _FLOAT, float, "a number"
-    else:
-        raise ValueFormError(f"unknown C4SNet type '{ctype}'")
-    if count_text is None:
-        if pattern.match(body) is None:
-            raise ValueFormError(f"({ctype}) value is not {kind}: '{_short(body)}'")
-        return convert(body)
-    count = int(count_text)
-    items = body.split(",") if body.strip() else []
-    if len(items) != count:
-        raise ValueFormError(f"({ctype}[{count}]) array holds {len(items)} items")
-    for item in items:
-        if pattern.match(item) is None:
-            raise ValueFormError(f"({ctype}[{count}]) item is not {kind}: '{_short(item)}'")
-    return list(map(convert, items))
+    try:
+        head = text[:3]
+        if head == "(in":
+            m = _FAST_INT.match(text)
+            if m is not None:
+                return int(m.group(1))
+            m = _FAST_INT_ARRAY.match(text)
+            if m is not None:
+                items = m.group(2).split(",")
+                if len(items) == int(m.group(1)):
+                    return list(map(int, items))
+        elif head == "(do":
+            m = _FAST_DOUBLE.match(text)
+            if m is not None:
+                return float(m.group(1))
+        m = _HEAD.match(text)
+        if m is None:
+            shown = text.strip()
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            raise ValueFormError(f"not a C4SNet value (expected (TYPE)VALUE or (TYPE[N])V1,V2,...): '{shown}'")
+        ctype = " ".join(m.group(1).split())
+        count_text = m.group(2)
+        body = text[m.end():]
+        if ctype == "json" or ctype == "pickle":
+            if count_text is not None:
+                raise ValueFormError(f"({ctype}) takes no array size")
+            if ctype == "json":
+                try:
+                    return json.loads(body)
+                except ValueError as exc:
+                    if getattr(exc, "msg", None) is None:  # not a syntax error: an over-long integer
+                        raise ValueFormError(f"(json) value holds {long_integer_problem()}") from None
+                    raise ValueFormError(f"invalid JSON in (json) value: {exc}") from None
+            if not allow_pickle:
+                raise ValueFormError(f"a pickled Python value; {ALLOW_PICKLE_HINT}")
+            return unpickle_text(body)
+        if count_text == "":
+            raise ValueFormError(f"({ctype}[]) needs an array size")
+        if ctype in _CHAR_TYPES:
+            return _decode_chars(body, None if count_text is None else int(count_text), ctype)
+        if ctype in _INT_TYPES:
+            pattern, convert, kind = _INT, int, "an integer"
+        elif ctype in _FLOAT_TYPES:
+            pattern, convert, kind = _FLOAT, float, "a number"
+        else:
+            raise ValueFormError(f"unknown C4SNet type '{ctype}'")
+        if count_text is None:
+            if pattern.match(body) is None:
+                raise ValueFormError(f"({ctype}) value is not {kind}: '{_short(body)}'")
+            return convert(body)
+        count = int(count_text)
+        items = body.split(",") if body.strip() else []
+        if len(items) != count:
+            raise ValueFormError(f"({ctype}[{count}]) array holds {len(items)} items")
+        for item in items:
+            if pattern.match(item) is None:
+                raise ValueFormError(f"({ctype}[{count}]) item is not {kind}: '{_short(item)}'")
+        return list(map(convert, items))
+    except ValueFormError:
+        raise
+    except ValueError as exc:  # int() of more digits than the interpreter converts
+        if "integer string conversion" in str(exc):
+            raise ValueFormError(long_integer_problem()) from None
+        raise ValueFormError(str(exc)) from None
+    except RecursionError:  # (json) nested deeper than the decoder goes
+        raise ValueFormError(f"(json) value {nesting_problem()}") from None
 
 
 def _decode_chars(body: str, count: int | None, ctype: str) -> str:

@@ -5,9 +5,17 @@ value is an object, every key is a label in S-Net spelling, tags and binding
 tags hold integers (``true`` and ``2.0`` are refused: a bool or a float in a
 tag is a bug in whatever wrote the file, not a number to coerce), and a field
 whose whole value is ``{"$pickle": "<base64>"}`` is unpickled if the caller
-allowed it.  The checks cost one dict lookup per key on the common path:
-labels already seen are remembered in two sets, so ``is_valid_label`` runs
-once per distinct label, not once per record.
+allowed it.  The rules and their messages are ``snet.records.record_problem``,
+which the embedding API applies to records handed in by Python code too.
+The checks cost one set lookup per key on the common path: labels already
+seen are remembered in two sets, so ``record_problem`` runs once per
+distinct label (and for a tag holding something else than an int), not once
+per record.
+
+Every problem with a line is a ``RecordFileError`` on that line, also those
+Python's decoder reports other than as syntax errors: an integer of more
+digits than ``int()`` converts and a value nested deeper than the decoder's
+recursion allows.
 
 Lines are read as bytes and decoded one at a time so that an invalid UTF-8
 byte is reported on its own line.  Blank lines are skipped; Python's decoder
@@ -27,10 +35,11 @@ import json
 from typing import IO, Any, Final, Iterator
 
 from snet.errors import SNetRuntimeError
-from snet.records import is_valid_label
+from snet.records import is_valid_label, record_problem
 from snet.recordio.streams import BatchWriter, RecordFileError
 from snet.recordio.values import (
-    ALLOW_PICKLE_HINT, ValueFormError, is_json_exact, pickle_text, unpickle_text)
+    ALLOW_PICKLE_HINT, ValueFormError, is_json_exact, long_integer_problem, long_tag_error, nesting_problem,
+    pickle_text, unpickle_text)
 
 PICKLE_KEY: Final = "$pickle"
 _BOM: Final = "\ufeff"
@@ -47,8 +56,8 @@ _JSON_TYPE_NAMES: Final = {list: "an array", str: "a string", int: "a number", f
 def _json_text(value: Any, limit: int = 40) -> str:
     try:
         text = json.dumps(value)
-    except (TypeError, ValueError):
-        text = repr(value)
+    except (TypeError, ValueError, RecursionError):
+        text = f"a {type(value).__name__}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -79,11 +88,9 @@ def read_jsonl(f: IO, name: str, *, allow_pickle: bool = False) -> Iterator[dict
         except ValueError as exc:
             if not line.strip():
                 continue
-            msg = getattr(exc, "msg", None)
-            if msg is None:  # e.g. an integer beyond the interpreter's digit limit
-                raise RecordFileError(name, lineno, f"invalid JSON: {exc}") from None
-            hint = " (is this S-Net XML? give --format xml)" if line.lstrip().startswith("<") else ""
-            raise RecordFileError(name, lineno, f"invalid JSON: {msg} (column {exc.colno}){hint}") from None
+            raise RecordFileError(name, lineno, _syntax_problem(line, exc)) from None
+        except RecursionError:
+            raise RecordFileError(name, lineno, f"JSON value {nesting_problem()}") from None
         if type(record) is not dict:
             kind = _JSON_TYPE_NAMES.get(type(record), type(record).__name__)
             raise RecordFileError(name, lineno, f"a record must be a JSON object, not {kind}")
@@ -93,28 +100,31 @@ def read_jsonl(f: IO, name: str, *, allow_pickle: bool = False) -> Iterator[dict
                     record[label] = _field_from_json(value, label, name, lineno, allow_pickle)
             elif label in tag_labels:
                 if type(value) is not int:
-                    raise _bad_tag(name, lineno, label, value)
-            else:
-                _learn_label(label, name, lineno, field_labels, tag_labels)
-                if label in tag_labels:
-                    if type(value) is not int:
-                        raise _bad_tag(name, lineno, label, value)
-                elif type(value) is dict and PICKLE_KEY in value:
-                    record[label] = _field_from_json(value, label, name, lineno, allow_pickle)
+                    raise RecordFileError(name, lineno, record_problem({label: value}, _json_text))
+            else:  # a label not seen before: the full check (snet.records)
+                problem = record_problem({label: value}, _json_text)
+                if problem is not None:
+                    raise RecordFileError(name, lineno, problem)
+                if label[0] == "<":
+                    if len(tag_labels) < _KNOWN_LABELS_MAX:
+                        tag_labels.add(label)
+                else:
+                    if len(field_labels) < _KNOWN_LABELS_MAX:
+                        field_labels.add(label)
+                    if type(value) is dict and PICKLE_KEY in value:
+                        record[label] = _field_from_json(value, label, name, lineno, allow_pickle)
         yield record
 
 
-def _learn_label(label: str, name: str, lineno: int, fields: set, tags: set) -> None:
-    if not is_valid_label(label):
-        raise RecordFileError(
-            name, lineno, f"invalid label {json.dumps(label)}: a label is NAME (field), "
-                          f"<NAME> (tag) or <#NAME> (binding tag), NAME a letter or _ then letters, digits, _")
-    (tags if label.startswith("<") else fields).add(label)
-
-
-def _bad_tag(name: str, lineno: int, label: str, value: Any) -> RecordFileError:
-    kind = "binding tag" if label.startswith("<#") else "tag"
-    return RecordFileError(name, lineno, f"{kind} {label} must hold an integer, not {_json_text(value)}")
+def _syntax_problem(line: str, exc: ValueError) -> str:
+    msg = getattr(exc, "msg", None)
+    if msg is None:  # not a syntax error: an integer beyond the interpreter's digit limit
+        return f"invalid JSON: {long_integer_problem()}" if "integer string conversion" in str(exc) \
+            else f"invalid JSON: {exc}"
+    hint = " (is this S-Net XML? give --format xml)" if line.lstrip().startswith("<") else ""
+    if line.startswith(_BOM):
+        hint = " (a byte-order mark in the middle of the input: were files joined?)"
+    return f"invalid JSON: {msg} (column {exc.colno}){hint}"
 
 
 def _field_from_json(value: dict, label: str, name: str, lineno: int, allow_pickle: bool) -> Any:
@@ -138,29 +148,34 @@ def format_record_jsonl(record: dict) -> str:
         SNetRuntimeError: an invalid label, a tag that is not an int, or a
             field value that can be neither written as JSON nor pickled.
     """
-    for label, value in record.items():
-        if label not in _KNOWN_LABELS:
-            _check_output_label(label)
-        t = type(value)
-        if label[0] == "<":
-            if t is not int:
-                raise _bad_output_tag(label, value)
-        elif t is int or t is str or t is float or t is bool or value is None:
-            continue
-        elif t is list:
-            if not is_json_exact(value):
+    try:
+        for label, value in record.items():
+            if label not in _KNOWN_LABELS:
+                _check_output_label(label)
+            t = type(value)
+            if label[0] == "<":
+                if t is not int:
+                    raise _bad_output_tag(label, value)
+            elif t is int or t is str or t is float or t is bool or value is None:
+                continue
+            elif t is list:
+                if not is_json_exact(value):
+                    break
+            elif t is dict:
+                if (PICKLE_KEY in value and len(value) == 1) or not is_json_exact(value):
+                    break  # a lone "$pickle" key must be pickled, or it would read back as a pickle
+            else:
                 break
-        elif t is dict:
-            if (PICKLE_KEY in value and len(value) == 1) or not is_json_exact(value):
-                break  # a lone "$pickle" key must be pickled, or it would read back as a pickle
         else:
-            break
-    else:
-        try:
-            return _encode(record)
-        except ValueError:  # NaN/inf, or an int beyond the interpreter's digit limit
-            pass
-    return _encode(_prepared(record))
+            try:
+                return _encode(record)
+            except ValueError:  # NaN/inf, or an int beyond the interpreter's digit limit
+                pass
+        return _encode(_prepared(record))
+    except RecursionError:  # is_json_exact, the encoders and pickle all recurse
+        raise SNetRuntimeError(f"cannot write a record with a field value {nesting_problem()}") from None
+    except ValueError:  # fields were pickled if need be: a tag too long to write in decimal
+        raise long_tag_error(record) from None
 
 
 # Labels already validated for output; bounded so that a long-running service

@@ -28,7 +28,10 @@ import base64
 import binascii
 import math
 import pickle
+import sys
 from typing import Any, Final
+
+from snet.errors import SNetRuntimeError
 
 # Protocol 4 is read by every Python since 3.4; higher ones gain nothing for
 # the small values that usually end up here.
@@ -41,6 +44,37 @@ ALLOW_PICKLE_HINT: Final = (
 
 class ValueFormError(ValueError):
     """A value's text form is malformed; the message says how."""
+
+
+def long_integer_problem() -> str:
+    """The message for an integer longer than ``int()`` converts (``sys.get_int_max_str_digits``).
+
+    Python refuses to convert decimal text of more than 4300 digits (by
+    default) because the conversion takes quadratic time; both formats
+    report such an integer with this message rather than the interpreter's,
+    which names a function the user of ``snet run`` cannot call.
+    """
+    return f"an integer of more than {sys.get_int_max_str_digits()} digits, the most this Python converts"
+
+
+def long_tag_error(record: dict) -> SNetRuntimeError:
+    """The error for writing `record`, one of whose tags holds an int too long to write in decimal."""
+    for label, value in record.items():
+        if label[0] == "<":
+            try:
+                str(value)
+            except ValueError:
+                return SNetRuntimeError(f"cannot write tag {label}: it holds {long_integer_problem()}")
+    return SNetRuntimeError(f"cannot write a tag: it holds {long_integer_problem()}")
+
+
+def nesting_problem() -> str:
+    """How a JSON value nested deeper than the decoder's recursion allows is described.
+
+    The C decoder counts its depth against the interpreter's recursion limit,
+    so the exact depth depends on how deep the reader itself is called.
+    """
+    return f"nested too deeply (more than about {sys.getrecursionlimit()} levels)"
 
 
 _EXACT_SCALARS: Final = frozenset({str, int, bool, type(None)})
