@@ -39,7 +39,7 @@ from snet.syntax import ast
 from snet.syntax.parser import parse
 from snet.typesys.metadata import definition_metadata
 from snet.typesys.scopes import Resolution, Scope, net_references, resolve
-from snet.typesys.types import TypeChecker, TypeInfo, box_type
+from snet.typesys.types import TypeChecker, TypeInfo
 from snet.typesys.warnings import find_warnings
 
 # Every use of a net is expanded into its own subtree, so nets that use each
@@ -250,7 +250,7 @@ class _GraphBuilder:
                                  name=net.name, body=body, placement=placement, **_flags((body,))))
 
     def box_occurrence(self, box: ast.BoxDecl, span, scope: Scope) -> BoxNode:
-        info = box_type(box)
+        info = self.checker.box_type(box)
         key = (id(box), id(scope))
         metadata = self._metadata.get(key)
         if metadata is None:
