@@ -83,12 +83,18 @@ class _Acceptance:
     product; here a declared variant that is itself a body variant is found
     by hashing, and otherwise only the body variants filed under one of
     ``d``'s labels are compared.  Each body variant is filed under its label
-    that the fewest body variants hold, so the lists stay short.
+    that the fewest body variants hold, so the lists stay short.  A body with
+    a few variants is compared directly.
     """
+
+    SMALL = 8  # up to this many body variants, comparing with each is cheaper than an index
 
     def __init__(self, variants) -> None:
         self.exact = frozenset(variants)
         self.any = frozenset() in self.exact  # {} is a subset of every variant
+        self.few = tuple(variants) if len(variants) <= self.SMALL else None
+        if self.few is not None:
+            return
         count: dict[str, int] = {}
         for v in self.exact:
             for label in v:
@@ -102,6 +108,8 @@ class _Acceptance:
     def __call__(self, d: frozenset) -> bool:
         if self.any or d in self.exact:
             return True
+        if self.few is not None:
+            return any(v <= d for v in self.few)
         by_label = self.by_label
         for label in d:
             for v in by_label.get(label, ()):

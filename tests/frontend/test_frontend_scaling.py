@@ -209,9 +209,12 @@ def test_serial_chain_folded_in_place_equals_the_pairwise_rule(stages):
 @settings(max_examples=200, deadline=None)
 @given(st.lists(variants, min_size=1, max_size=8).map(unique), st.lists(variants, max_size=8))
 def test_w1_acceptance_equals_comparing_every_pair(body, declared):
-    accepts = _Acceptance(body)
-    for d in declared:
-        assert accepts(d) == any(v <= d for v in body)
+    class Indexed(_Acceptance):
+        SMALL = 0  # always through the index
+
+    for accepts in (_Acceptance(body), Indexed(body)):
+        for d in declared:
+            assert accepts(d) == any(v <= d for v in body)
 
 
 def _metadata_by_scanning(definition, scope) -> dict:
