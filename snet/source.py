@@ -13,6 +13,7 @@ as the language reference requires.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 
 
@@ -56,8 +57,18 @@ class Span:
         return self.location
 
 
+# A source line longer than this is shown as a window of this many characters
+# around the column, cut ends marked with "...".  Shorter lines are shown whole.
+EXCERPT_WIDTH = 100
+_CUT = "..."
+
+
 def render(span: Span | None, severity: str, message: str) -> str:
     """Format a message with its position, the source line and a caret.
+
+    A line longer than :data:`EXCERPT_WIDTH` characters is cut to a window
+    of that many characters around the column, each cut end marked with
+    ``...``; the caret stays under the character the column counts.
 
     Args:
         span: where the message points; None for a message with no position.
@@ -73,6 +84,39 @@ def render(span: Span | None, severity: str, message: str) -> str:
     text = span.source.line(span.line)
     if not text:
         return head
-    # Keep tabs so that the caret lines up in a terminal that expands them.
-    pad = "".join("\t" if ch == "\t" else " " for ch in text[: span.column - 1])
-    return f"{head}\n  {text}\n  {pad}^"
+    shown, pad = excerpt(text, span.column)
+    return f"{head}\n  {shown}\n  {pad}^"
+
+
+def excerpt(text: str, column: int, width: int = EXCERPT_WIDTH) -> tuple[str, str]:
+    """The part of line `text` to show for 1-based `column`, and the padding before its caret.
+
+    A line of at most `width` characters is shown whole.  A longer one is
+    cut to `width` characters with the column near the middle (or the
+    line's first or last `width` characters near its ends), and each cut end
+    gets ``...``.  The padding keeps tabs, so that the caret lines up in a
+    terminal that expands them, and gives a wide character two spaces and a
+    combining mark none.
+    """
+    at = min(max(column - 1, 0), len(text))
+    if len(text) <= width:
+        return text, _pad(text[:at])
+    start = max(0, min(at - width // 2, len(text) - width))
+    end = start + width
+    head = _CUT if start > 0 else ""
+    tail = _CUT if end < len(text) else ""
+    return head + text[start:end] + tail, " " * len(head) + _pad(text[start:at])
+
+
+def _pad(before: str) -> str:
+    if before.isascii():
+        return "".join("\t" if ch == "\t" else " " for ch in before)
+    return "".join(_blank(ch) for ch in before)
+
+
+def _blank(ch: str) -> str:
+    if ch == "\t":
+        return "\t"
+    if unicodedata.combining(ch):
+        return ""
+    return "  " if unicodedata.east_asian_width(ch) in ("W", "F") else " "

@@ -35,8 +35,10 @@ def check_command(args: argparse.Namespace) -> int:
         raise SNetUsageError(f"cannot read {path}: {e}") from None
     verbose = getattr(args, "verbose", False)
     analysis, graph = compile_analysis(text, path, getattr(args, "net", None), require_run=not verbose)
-    for warning in analysis.warnings:
-        print(warning.render(), file=sys.stderr)
+    # The graph holds the warnings already rendered; render them here only without a graph (-v).
+    rendered = graph.warnings if graph is not None else [w.render() for w in analysis.warnings]
+    for warning in rendered:
+        print(warning, file=sys.stderr)
     if graph is not None and getattr(args, "boxes", None):
         from snet.core.boxes import bind_boxes, resolve_box_sources
         bind_boxes(graph, resolve_box_sources(args.boxes, path))

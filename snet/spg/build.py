@@ -37,9 +37,9 @@ from snet.spg.nodes import (BoxDeclaration, BoxNode, FeedbackNode, FilterClause,
                             SplitNode, StarNode, SyncNode)
 from snet.syntax import ast
 from snet.syntax.parser import parse
-from snet.typesys.metadata import definition_metadata
+from snet.typesys.metadata import MetadataIndex
 from snet.typesys.scopes import Resolution, Scope, net_references, resolve
-from snet.typesys.types import TypeChecker, TypeInfo, box_type
+from snet.typesys.types import TypeChecker, TypeInfo
 from snet.typesys.warnings import find_warnings
 
 # Every use of a net is expanded into its own subtree, so nets that use each
@@ -231,6 +231,7 @@ class _GraphBuilder:
         self.checker = checker
         self.nodes: list[Node | None] = []
         self._metadata: dict[tuple[int, int], dict[str, str]] = {}
+        self._metadata_index = MetadataIndex()
 
     def _new_id(self) -> int:
         if len(self.nodes) >= MAX_NODES:
@@ -250,11 +251,11 @@ class _GraphBuilder:
                                  name=net.name, body=body, placement=placement, **_flags((body,))))
 
     def box_occurrence(self, box: ast.BoxDecl, span, scope: Scope) -> BoxNode:
-        info = box_type(box)
+        info = self.checker.box_type(box)
         key = (id(box), id(scope))
         metadata = self._metadata.get(key)
         if metadata is None:
-            metadata = self._metadata[key] = definition_metadata(box, scope)
+            metadata = self._metadata[key] = self._metadata_index.metadata(box, scope)
         return self._add(BoxNode(
             id=self._new_id(), span=span, in_type=info.in_type, out_type=info.out_type,
             has_boxes=True, has_initialisers=box.inputs is None, name=box.name,

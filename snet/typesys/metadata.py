@@ -29,26 +29,74 @@ def element_keys(element: ast.MetaElement) -> dict[str, str]:
     return out
 
 
-def definition_metadata(definition, scope: Scope) -> dict[str, str]:
+def definition_metadata(definition, scope: Scope, index: "MetadataIndex | None" = None) -> dict[str, str]:
     """The metadata of a box or net definition used from `scope`.
 
     Args:
         definition: an :class:`ast.BoxDecl` or :class:`ast.NetDef`.
         scope: the scope in which the occurrence's name was resolved.
+        index: the per-scope index to use; pass the same one for every
+            occurrence of a program (a fresh one is made otherwise).
     """
-    kind_default = "boxdefault" if isinstance(definition, ast.BoxDecl) else "netdefault"
-    named = "box" if isinstance(definition, ast.BoxDecl) else "net"
-    chain = scope.chain()
-    merged: dict[str, str] = {}
-    for level in ("default", kind_default, named):
-        for s in chain:
-            for block in s.metadata:
+    return dict((index or MetadataIndex()).metadata(definition, scope))
+
+
+class MetadataIndex:
+    """The metadata elements of each scope, filed by key and by name.
+
+    Without it every box occurrence would go through every block on its
+    lexical chain; a program with one ``<box name="...">`` block per box
+    would then cost the product of boxes and blocks.  With it, an
+    occurrence reads the defaults merged once per scope, and only the named
+    entries that carry its own name.
+    """
+
+    def __init__(self) -> None:
+        self._by_scope: dict[int, tuple[dict[str, list], dict[tuple[str, str], list]]] = {}
+        self._defaults: dict[tuple[int, str], dict[str, str]] = {}
+        self._keep: list[Scope] = []  # keeps the ids above stable
+
+    def _filed(self, scope: Scope) -> tuple[dict[str, list], dict[tuple[str, str], list]]:
+        filed = self._by_scope.get(id(scope))
+        if filed is None:
+            by_key: dict[str, list] = {}
+            by_name: dict[tuple[str, str], list] = {}
+            for block in scope.metadata:
                 for element in block.elements:
-                    if element.key != level:
-                        continue
-                    if level == named:
-                        name = element.attribute("name")
-                        if name is None or s.lookup(name) is not definition:
-                            continue
+                    by_key.setdefault(element.key, []).append(element)
+                    name = element.attribute("name")
+                    if name is not None:
+                        by_name.setdefault((element.key, name), []).append(element)
+            filed = self._by_scope[id(scope)] = (by_key, by_name)
+            self._keep.append(scope)
+        return filed
+
+    def _base(self, scope: Scope, kind_default: str) -> dict[str, str]:
+        """``<default>`` entries, then the kind's default entries, over the chain of `scope`."""
+        key = (id(scope), kind_default)
+        merged = self._defaults.get(key)
+        if merged is None:
+            chain = scope.chain()
+            merged = {}
+            for level in ("default", kind_default):
+                for s in chain:
+                    for element in self._filed(s)[0].get(level, ()):
+                        merged.update(element_keys(element))
+            self._defaults[key] = merged
+            self._keep.append(scope)
+        return merged
+
+    def metadata(self, definition, scope: Scope) -> dict[str, str]:
+        """See :func:`definition_metadata`; read-only: occurrences with no named
+        entry share the dict of their scope's defaults."""
+        is_box = isinstance(definition, ast.BoxDecl)
+        named = "box" if is_box else "net"
+        base = self._base(scope, "boxdefault" if is_box else "netdefault")
+        merged = None
+        for s in scope.chain():
+            for element in self._filed(s)[1].get((named, definition.name), ()):
+                if s.lookup(definition.name) is definition:
+                    if merged is None:
+                        merged = dict(base)
                     merged.update(element_keys(element))
-    return merged
+        return base if merged is None else merged

@@ -89,14 +89,19 @@ class Resolution:
 
     def definitions(self) -> Iterator[tuple[object, Scope]]:
         """Every definition in the file with its holding scope, in source order."""
-        def walk(defs, scope):
-            for d in defs:
-                if isinstance(d, ast.Metadata):
-                    continue
-                yield d, scope
-                if isinstance(d, ast.NetDef) and d.definitions is not None:
-                    yield from walk(d.definitions, self._inner[id(d)])
-        yield from walk(self.program.definitions, self.file_scope)
+        # An explicit stack: nested generators would cost the nesting depth per definition.
+        stack = [(iter(self.program.definitions), self.file_scope)]
+        while stack:
+            defs, scope = stack[-1]
+            d = next(defs, None)
+            if d is None:
+                stack.pop()
+                continue
+            if isinstance(d, ast.Metadata):
+                continue
+            yield d, scope
+            if isinstance(d, ast.NetDef) and d.definitions is not None:
+                stack.append((iter(d.definitions), self._inner[id(d)]))
 
     def nets(self) -> Iterator[tuple[ast.NetDef, int]]:
         """Every net in source order with its nesting depth (0 = top level)."""

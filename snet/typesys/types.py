@@ -92,6 +92,8 @@ class TypeChecker:
         self._net: dict[int, TypeInfo] = {}
         self._body: dict[int, TypeInfo] = {}
         self._sig: dict[int, tuple[DeclaredMap, ...]] = {}
+        self._typedef: dict[int, Type] = {}
+        self._box: dict[int, TypeInfo] = {}
 
     # ---- declared types
 
@@ -101,9 +103,36 @@ class TypeChecker:
             if isinstance(atom, ast.RecordType):
                 out.append(atom.label_set())
             else:
-                definition = scope.lookup(atom.name)
-                out.extend(self.type_of(definition.type, self.res.home(definition)))
+                out.extend(self.type_def(scope.lookup(atom.name)))
         return unique(out)
+
+    def type_def(self, definition: ast.TypeDef) -> Type:
+        """The variants of a ``type`` definition, each definition expanded once.
+
+        Types may name a type several times (``type B = A | A;``), so
+        expanding names at every use could take exponential time.  The
+        definitions a type depends on are expanded first, from an explicit
+        stack, so a long chain of types does not recurse either.
+        """
+        done = self._typedef
+        cached = done.get(id(definition))
+        if cached is not None:
+            return cached
+        stack = [definition]
+        while stack:
+            d = stack[-1]
+            if id(d) in done:
+                stack.pop()
+                continue
+            scope = self.res.home(d)
+            pending = [t for t in (scope.lookup(a.name) for a in d.type.atoms if isinstance(a, ast.TypeRef))
+                       if id(t) not in done]
+            if pending:
+                stack.extend(pending)
+                continue
+            done[id(d)] = self.type_of(d.type, scope)
+            stack.pop()
+        return done[id(definition)]
 
     def signature_maps(self, signature: ast.Signature, scope: Scope) -> tuple[DeclaredMap, ...]:
         """The type maps of a signature with every type and typesig name expanded."""
@@ -169,6 +198,13 @@ class TypeChecker:
         t = self.body_type(net)
         return f"{format_type(t.in_type)} -> {'...' if t.open_out else format_type(t.out_type)}"
 
+    def box_type(self, box: ast.BoxDecl) -> TypeInfo:
+        """:func:`box_type`, memoised per declaration."""
+        cached = self._box.get(id(box))
+        if cached is None:
+            cached = self._box[id(box)] = box_type(box)
+        return cached
+
     # ---- expressions
 
     def infer(self, expr, scope: Scope) -> TypeInfo:
@@ -184,7 +220,7 @@ class TypeChecker:
         if isinstance(e, ast.NameRef):
             target = scope.lookup(e.name)
             if isinstance(target, ast.BoxDecl):
-                return box_type(target)
+                return self.box_type(target)
             return self.net_type(target)
         if isinstance(e, ast.Identity):
             return TypeInfo((frozenset(),), (frozenset(),), frozenset())
@@ -197,10 +233,7 @@ class TypeChecker:
             union = frozenset().union(*patterns)
             return TypeInfo(unique(patterns), unique((union, frozenset())), union)
         if isinstance(e, ast.Serial):
-            info = self.infer(e.stages[0], scope)
-            for stage in e.stages[1:]:
-                info = serial_type(info, self.infer(stage, scope))
-            return info
+            return serial_chain_type([self.infer(stage, scope) for stage in e.stages])
         if isinstance(e, ast.Parallel):
             infos = [self.infer(b, scope) for b in e.branches]
             return TypeInfo(unique(v for i in infos for v in i.in_type),
@@ -234,22 +267,51 @@ def box_type(box: ast.BoxDecl) -> TypeInfo:
 
 def serial_type(a: TypeInfo, b: TypeInfo) -> TypeInfo:
     """The serial rule of §5.2 for ``A .. B``."""
-    if not a.in_type:
-        ins = b.in_type
-    elif not b.in_type:
-        ins = a.in_type
-    elif a.prov is EVERY:
-        ins = a.in_type
-    else:
-        ins = unique(v | (w - a.prov) for v in a.in_type for w in b.in_type)
-    prov = EVERY if a.prov is EVERY or b.prov is EVERY else a.prov | b.prov
-    return TypeInfo(ins, b.out_type, prov, b.open_out)
+    return serial_chain_type((a, b))
+
+
+def serial_chain_type(stages) -> TypeInfo:
+    """The serial rule of §5.2 folded left to right over ``S1 .. S2 .. Sn``.
+
+    The result is the one of applying :func:`serial_type` stage by stage, but
+    the growing Prov and input variants are extended in place instead of
+    being copied at every stage, so a chain of n stages costs the size of its
+    stages' types, not n times the size of the result.  Duplicate input
+    variants are removed only where variants multiply (a stage with several
+    input variants) and at the end: variants that become equal stay equal
+    under the same extension, so the first-appearance order is the same.
+    """
+    first = stages[0]
+    if len(stages) == 1:
+        return first
+    ins: list[set] = [set(v) for v in first.in_type]
+    prov: set | None = EVERY if first.prov is EVERY else set(first.prov)
+    for b in stages[1:]:
+        if not ins:
+            ins = [set(w) for w in b.in_type]
+        elif b.in_type and prov is not EVERY:
+            if len(b.in_type) == 1:
+                extra = b.in_type[0] - prov
+                if extra:
+                    for v in ins:
+                        v |= extra
+            else:
+                fresh = [w - prov for w in b.in_type]
+                ins = [set(v) | w for v in unique(frozenset(v) for v in ins) for w in fresh]
+        if prov is not EVERY:
+            if b.prov is EVERY:
+                prov = EVERY
+            else:
+                prov |= b.prov
+    last = stages[-1]
+    return TypeInfo(unique(frozenset(v) for v in ins), last.out_type,
+                    EVERY if prov is EVERY else frozenset(prov), last.open_out)
 
 
 def _prov_union(provs) -> frozenset | None:
-    out = frozenset()
+    out: set = set()
     for p in provs:
         if p is EVERY:
             return EVERY
-        out = out | p
-    return out
+        out |= p
+    return frozenset(out)

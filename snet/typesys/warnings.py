@@ -49,27 +49,73 @@ def find_warnings(res: Resolution, checker: TypeChecker) -> list[Diagnostic]:
 
 def _signature_warnings(net: ast.NetDef, checker: TypeChecker, out: list[Diagnostic]) -> None:
     body = checker.body_type(net)
+    accepts = _Acceptance(body.in_type) if body.in_type else None
+    body_text: str | None = None  # the body's In, written once for every W1 of this net
     for m in checker.declared(net):
         span = m.span if m.span is not None else net.span
-        if body.in_type:
+        if accepts is not None:
             for d in m.inputs:
-                if not any(v <= d for v in body.in_type):
+                if not accepts(d):
+                    if body_text is None:
+                        body_text = format_type(body.in_type)
                     out.append(Diagnostic(
                         "warning", span,
                         f"net '{net.name}': declared input {format_labels(d)} is accepted by no input "
-                        f"variant of its body ({format_type(body.in_type)})"))
+                        f"variant of its body ({body_text})"))
         if m.outputs is None or body.prov is EVERY:
             continue
         inputs = frozenset().union(*m.inputs)
-        missing: list[str] = []
+        missing: dict[str, None] = {}  # insertion-ordered, with constant-time membership
         for variant in m.outputs:
             for label in sorted(variant):
-                if label not in body.prov and label not in inputs and label not in missing:
-                    missing.append(label)
+                if label not in body.prov and label not in inputs:
+                    missing.setdefault(label)
         for label in missing:
             out.append(Diagnostic(
                 "warning", span,
                 f"net '{net.name}': declared output label '{label}' is produced by nothing in its body"))
+
+
+class _Acceptance:
+    """``accepts(d)``: is some variant ``v`` of a body's In a subset of ``d``?
+
+    Comparing every declared variant with every body variant costs their
+    product; here a declared variant that is itself a body variant is found
+    by hashing, and otherwise only the body variants filed under one of
+    ``d``'s labels are compared.  Each body variant is filed under its label
+    that the fewest body variants hold, so the lists stay short.  A body with
+    a few variants is compared directly.
+    """
+
+    SMALL = 8  # up to this many body variants, comparing with each is cheaper than an index
+
+    def __init__(self, variants) -> None:
+        self.exact = frozenset(variants)
+        self.any = frozenset() in self.exact  # {} is a subset of every variant
+        self.few = tuple(variants) if len(variants) <= self.SMALL else None
+        if self.few is not None:
+            return
+        count: dict[str, int] = {}
+        for v in self.exact:
+            for label in v:
+                count[label] = count.get(label, 0) + 1
+        self.by_label: dict[str, list[frozenset]] = {}
+        for v in self.exact:
+            if v:
+                key = min(v, key=lambda label: (count[label], label))
+                self.by_label.setdefault(key, []).append(v)
+
+    def __call__(self, d: frozenset) -> bool:
+        if self.any or d in self.exact:
+            return True
+        if self.few is not None:
+            return any(v <= d for v in self.few)
+        by_label = self.by_label
+        for label in d:
+            for v in by_label.get(label, ()):
+                if v <= d:
+                    return True
+        return False
 
 
 def _expression_warnings(expr, out: list[Diagnostic]) -> None:
