@@ -9,12 +9,27 @@ metadata) is timed through
 * graph (expanding the run net into the property graph),
 * all of it together (``compile_source``).
 
+A second group times ``snet check`` (in process, output captured) on wide
+parallels of 1,000, 4,000 and 10,000 branches, in three shapes: filters with
+distinct tags all on one line; the same with a warning on every tenth
+branch; boxes with distinct labels declared and composed one per line, every
+tenth branch a filter with a warning.  It reports the
+time per branch, which stays flat when the front end is linear, and the
+peak memory of one more run under ``tracemalloc`` (not timed), per branch.
+
     python3 -m pytest bench/test_bench_frontend.py --benchmark-only -s
+    python3 -m pytest bench/test_bench_frontend.py --benchmark-only -s -k wide
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import tracemalloc
+
 import pytest
+
+from snet import cli
 
 from snet.spg.build import analyse, build_graph, compile_source
 from snet.syntax.parser import parse
@@ -108,3 +123,63 @@ def test_bench_compile_total(benchmark):
     assert len(graph.boxes) == 3 * MODULES
     benchmark.pedantic(compile_source, args=(TEXT, "big.snet"), rounds=3, iterations=1)
     _show(benchmark, "parse+check+graph")
+
+
+# ---- snet check on wide parallels
+
+SIZES = (1_000, 4_000, 10_000)
+
+
+def filters_one_line(n: int) -> str:
+    """``net big connect [{<a>} -> {<a>}] | [{<b0>} -> {<b0>}] | ...;`` on one line."""
+    branches = ["[{<a>} -> {<a>}]"] + [f"[{{<b{i}>}} -> {{<b{i}>}}]" for i in range(n - 1)]
+    return "net big connect " + " | ".join(branches) + ";\n"
+
+
+def boxes_per_line(n: int) -> str:
+    """n boxes with distinct labels, one per line; every tenth branch a filter with a warning."""
+    decls = "".join(f"box f{i} ((x{i}, <t{i}>) -> (y{i}) | (z{i}, <t{i}>));\n" for i in range(n))
+    branches = [f"[{{x{i}}} -> {{y{i}=w{i}}}]" if i % 10 == 9 else f"f{i}" for i in range(n)]
+    return decls + "net big connect\n    " + "\n  | ".join(branches) + ";\n"
+
+
+def warnings_one_line(n: int) -> str:
+    """Filters on one line, every tenth reading a field its pattern does not name (a warning)."""
+    branches = [f"[{{a{i}}} -> {{b{i}=c{i}}}]" if i % 10 == 9 else f"[{{<b{i}>}} -> {{<b{i}>}}]" for i in range(n)]
+    return "net big connect " + " | ".join(branches) + ";\n"
+
+
+WIDE = {"filters_one_line": filters_one_line, "warnings_one_line": warnings_one_line,
+        "boxes_per_line": boxes_per_line}
+
+
+def snet_check(path: str) -> str:
+    """``snet check PATH`` in this process; returns standard error."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli.main(["check", path])
+    assert status == 0, err.getvalue()[:2000]
+    return err.getvalue()
+
+
+@pytest.mark.parametrize("branches", SIZES)
+@pytest.mark.parametrize("shape", sorted(WIDE))
+def test_bench_check_wide_parallel(benchmark, tmp_path, shape, branches):
+    path = tmp_path / "big.snet"
+    path.write_text(WIDE[shape](branches))
+    err = snet_check(str(path))  # warm-up, and the output's size
+    tracemalloc.start()
+    try:
+        snet_check(str(path))
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    rounds = 3 if branches < 10_000 else 2
+    benchmark.pedantic(snet_check, args=(str(path),), rounds=rounds, iterations=1)
+    mean = benchmark.stats.stats.mean
+    figures = {"branches": branches, "seconds": round(mean, 3), "us_per_branch": round(mean / branches * 1e6),
+               "peak_mb": round(peak / 1e6, 1), "peak_bytes_per_branch": round(peak / branches),
+               "stderr_bytes": len(err)}
+    benchmark.extra_info.update(figures)
+    print(f"\n[check {shape}] {branches} branches in {mean:.2f} s: {mean / branches * 1e6:.0f} us/branch, "
+          f"peak {peak / 1e6:.1f} MB ({peak / branches:,.0f} bytes/branch), {len(err):,} bytes of warnings")

@@ -303,8 +303,8 @@ def test_memory_peak_of_a_one_line_program_with_4000_warnings_is_linear():
     finally:
         tracemalloc.stop()
     assert len(rendered) == 4000 and len(graph.nodes) == 4002
-    # About 4 KB per branch is measured; a message that repeats the whole line
-    # needs 2 x 113 KB per warning (about 900 MB in all).
+    # About 4 KB per branch is measured; with messages that repeated the whole
+    # line, 339 KB per branch (1.4 GB) was.
     assert peak < 4000 * 16 * 1024, f"{peak / 4000:.0f} bytes per branch"
 
 
