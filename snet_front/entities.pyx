@@ -137,7 +137,7 @@ cdef class SyncStarEntity(Entity):
         cdef object rec = record_of(item)
         cdef GStack st = stack_of(item)
         cdef long after = -1  # the replica the record has passed (-1: none yet)
-        cdef long best, k
+        cdef bint fresh
         if self.waiting is None:
             self.waiting = [deque() for _ in range(self.shape.count)]
             self.all_patterns = range(self.shape.count)
@@ -148,36 +148,52 @@ cdef class SyncStarEntity(Entity):
             try:
                 hits = self.shape.matcher.matching(rec, self.all_patterns)
             except SNetRuntimeError:
-                return self.walk(w, rec, st, after)  # let the guards fail where the reference's do
-            if not hits:  # it would pass every later replica unchanged: it stays here for ever
+                hits = None  # a guard cannot be evaluated: walk, so that it fails where the definition's walk does
+            if hits is not None and not hits:  # it would pass every later replica unchanged: it stays here for ever
                 self.rt.park(self.node, rec)
                 return 0
-            entry = None
-            best = -1
-            for i in hits:
-                for cand in <object>self.waiting[i]:
-                    k = cand[0]
-                    if k > after:
-                        if best < 0 or k < best:
-                            best = k
-                            entry = cand
-                        break
-            if entry is None:
+            entry = self.first_after(after) if hits is None else self.first_waiting(hits, after)
+            fresh = entry is None
+            if fresh:
                 entry = self.new_cell()
             cell = entry[1]
             before = tuple(cell.empty)
             res = cell.accept(rec)
             self.unlist(entry, before)
-            if res is None:
+            if res is None:  # stored
                 if st is not None:
                     w.drop(st)
                 self.rt.note_partial(cell, self.sync_node, False)
                 return 0
-            # It fired (a record that fills a slot is stored or completes the cell).
-            del self.cells[entry[0]]
-            self.rt.note_partial(cell, self.sync_node, True)
+            if cell.fired:
+                del self.cells[entry[0]]
+                self.rt.note_partial(cell, self.sync_node, True)
+            elif fresh:  # (walking) a fresh cell let it pass unchanged: so will every later one
+                self.rt.park(self.node, rec)
+                return 0
             after = entry[0]
             rec = res
+
+    cdef object first_waiting(self, object hits, long after):
+        """The earliest unfired cell after ``after`` with an empty slot among ``hits`` (None: none yet)."""
+        cdef long best = -1, k
+        entry = None
+        for i in hits:
+            for cand in <object>self.waiting[i]:
+                k = cand[0]
+                if k > after:
+                    if best < 0 or k < best:
+                        best = k
+                        entry = cand
+                    break
+        return entry
+
+    cdef object first_after(self, long after):
+        """The first unfired cell after replica ``after``, in replica order (None: none yet)."""
+        for k in self.cells:
+            if k > after:
+                return self.cells[k]
+        return None
 
     cdef int unlist(self, object entry, tuple before) except -1:
         """Take ``entry`` off the waiting lists of the slots it just filled (it is usually their head)."""
@@ -190,39 +206,6 @@ cdef class SyncStarEntity(Entity):
                 else:
                     q.remove(entry)
         return 0
-
-    cdef int walk(self, Writer w, object rec, GStack st, long after) except -1:
-        """The plain walk along the unfired cells after replica ``after``, as the reference does it."""
-        cells = self.cells
-        while True:
-            if self.matcher(rec) >= 0:
-                w.write(self.resolve_out(), make_item(rec, st), True)
-                return 0
-            entry = None
-            for k in cells:  # in replica order
-                if k > after:
-                    entry = cells[k]
-                    break
-            fresh = entry is None
-            if fresh:
-                entry = self.new_cell()
-            cell = entry[1]
-            before = tuple(cell.empty)
-            res = cell.accept(rec)
-            self.unlist(entry, before)
-            if res is None:
-                if st is not None:
-                    w.drop(st)
-                self.rt.note_partial(cell, self.sync_node, False)
-                return 0
-            if cell.fired:
-                del cells[entry[0]]
-                self.rt.note_partial(cell, self.sync_node, True)
-            elif fresh:  # a fresh cell let it pass unchanged: so will every later one
-                self.rt.park(self.node, rec)
-                return 0
-            after = entry[0]
-            rec = res
 
     cdef object new_cell(self):
         """A new replica's cell at the end of the chain: (replica, cell), on every waiting list."""
