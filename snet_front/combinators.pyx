@@ -27,12 +27,22 @@ cdef Entity open_replica(Network rt, Writer w, int node, Ctx c, GStack st):
     return rt.enter(operand, c)
 
 
+@cython.trashcan(True)
+cdef class Dispatcher(Entity):
+    """A parallel or split dispatcher: its branches end at its collector, or else share its out."""
+    cdef Collector coll  # deterministic order and/or initialiser barrier; None: branches share `out`
+
+    cdef Entity branch_exit(self):
+        if self.coll is not None:
+            return self.coll
+        return self.junction_out()
+
+
 @cython.final
 @cython.trashcan(True)
-cdef class ParallelEntity(Entity):
+cdef class ParallelEntity(Dispatcher):
     cdef object router
     cdef list branches  # entry entity per branch, created lazily
-    cdef Collector coll  # deterministic order and/or initialiser barrier; None: branches share `out`
 
     cdef int invoke(self, Writer w, object item) except -1:
         cdef object rec = record_of(item)
@@ -50,11 +60,6 @@ cdef class ParallelEntity(Entity):
         self.branches[b] = dest
         w.write(dest, item, True)
         return 0
-
-    cdef Entity branch_exit(self):
-        if self.coll is not None:
-            return self.coll
-        return self.junction_out()
 
 
 @cython.final
@@ -148,10 +153,9 @@ cdef class StarEntity(Entity):
 
 @cython.final
 @cython.trashcan(True)
-cdef class SplitEntity(Entity):
+cdef class SplitEntity(Dispatcher):
     cdef object keys
     cdef dict replicas
-    cdef Collector coll
 
     cdef int invoke(self, Writer w, object item) except -1:
         cdef object rec = record_of(item)
@@ -187,11 +191,6 @@ cdef class SplitEntity(Entity):
             self.replicas[v] = dest
             w.write(dest, item, i == n - 1)
         return 0
-
-    cdef Entity branch_exit(self):
-        if self.coll is not None:
-            return self.coll
-        return self.junction_out()
 
 
 @cython.final
