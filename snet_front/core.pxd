@@ -118,6 +118,7 @@ cdef class Network:
     cdef double input_since  # when the input reader entered the iterator (0: not in it)
     cdef bint throttled
     cdef double thr_off, thr_fac
+    cdef bint thr_overridden  # the throttle was overridden once to keep a quiescent network going (warned)
     cdef long out_bound  # outputs the consumer has not taken yet, at most, before input stops (0: no bound)
     cdef Ctx root_ctx
     cdef Entity root_entry
@@ -159,6 +160,8 @@ cdef class Network:
     cdef Entity exit_target(self, int n, Ctx ctx)
     cdef Entity make(self, int n, Ctx ctx)
     cdef bint admits_input(self)
+    cdef bint throttle_holds(self)
+    cdef void throttle_overridden(self)
     cdef int output(self, object item) except -1
     cdef void notify(self)
     cdef void wake_idle(self, bint everyone)

@@ -102,7 +102,7 @@ from cpython.mem cimport PyMem_Malloc, PyMem_Free
 import threading
 from collections import deque
 
-from snet.core.semantics import log_parked
+from snet.core.semantics import log_parked, log_throttle_overridden
 from snet.errors import SNetRuntimeError
 
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_try_lock, snet_unlock, snet_is_locked,
@@ -425,7 +425,28 @@ cdef class Network:
         """
         if self.out_bound and len(self.outputs) >= self.out_bound:
             return False
-        return not self.throttled or self.records_in < self.thr_off + self.thr_fac * self.records_out
+        if not self.throttle_holds():
+            return True
+        # The throttle exists to keep the network small, never to stop it:
+        # with nothing in flight (every pending record parked for ever) no
+        # output can come that would lift it, so a network that needs more
+        # inputs per output than ``factor`` would stall for ever.  Admit
+        # input then (the caller warns once, see ``throttle_overridden``).
+        return snet_atomic_load(&self.pending) == snet_atomic_load(&self.parked)
+
+    cdef bint throttle_holds(self):
+        """True while the throttle's rule ``inputs < offset + factor * outputs`` holds input back."""
+        return self.throttled and self.records_in >= self.thr_off + self.thr_fac * self.records_out
+
+    cdef void throttle_overridden(self):
+        """Input was admitted past the throttle because the network was idle: warn once."""
+        if self.thr_overridden:
+            return
+        self.thr_overridden = True
+        try:
+            log_throttle_overridden(self.thr_off, self.thr_fac, self.records_in, self.records_out)
+        except BaseException:
+            pass
 
     cdef int output(self, object item) except -1:
         self.outputs.append(record_of(item))  # every group was popped by its collector: bare records

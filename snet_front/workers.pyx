@@ -228,6 +228,8 @@ cdef class Worker(Writer):
                 return False
             if not rt.admits_input():
                 return False
+            if rt.throttle_holds():
+                rt.throttle_overridden()
             dest = rt.root_entry
             if dest is None:
                 dest = rt.enter(0, rt.root_ctx)

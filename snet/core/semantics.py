@@ -126,3 +126,14 @@ def cannot_terminate(span: Span | None, count: int, record: dict) -> SNetRuntime
 
 def log_parked(span: Span | None, record: dict) -> None:
     logging.getLogger("snet").warning("%s", parked_warning(span, record))
+
+
+def throttle_warning(offset: float, factor: float, inputs: int, outputs: int) -> str:
+    """The network went idle with the throttle holding its input: input is admitted anyway."""
+    return (f"warning: throttle ({offset:g}, {factor:g}) held the input back after {inputs} input(s) and "
+            f"{outputs} output(s) while the network had nothing left to do; input is admitted whenever "
+            f"that happens (the network needs more inputs per output than the factor {factor:g} allows)")
+
+
+def log_throttle_overridden(offset: float, factor: float, inputs: int, outputs: int) -> None:
+    logging.getLogger("snet").warning("%s", throttle_warning(offset, factor, inputs, outputs))

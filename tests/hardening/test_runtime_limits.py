@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import signal
 import subprocess
 import sys
@@ -138,3 +139,31 @@ def test_sigterm_stops_the_cli_like_ctrl_c(tmp_path, engine):
     assert "Traceback" not in stderr
     assert "snet stats: " in stderr
     assert out.read_text().replace(" ", "").splitlines() == ['{"y":0}']
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_a_throttle_below_the_networks_ratio_never_stalls_the_run(tmp_path, workers):
+    """Three inputs per output against a factor of 0.5: input is admitted whenever the network runs dry.
+
+    Before, the throttle (4, 0.5) held the sixth input back while the only
+    cell waited for its third record, and the run hung with no message.
+    """
+    (tmp_path / "n.snet").write_text("net three connect [| {a}, {b}, {c} |] * {a, b, c};")
+    (tmp_path / "in.jsonl").write_text("".join(f'{{"{label}": {i}}}\n' for i in range(300) for label in "abc"))
+    proc = subprocess.run([sys.executable, "-m", "snet", "run", str(tmp_path / "n.snet"), "-i",
+                           str(tmp_path / "in.jsonl"), "--throttle", "4,0.5", "-w", str(workers)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    outputs = sorted(tuple(sorted(json.loads(line).items())) for line in proc.stdout.splitlines())
+    assert outputs == sorted(tuple(sorted({"a": i, "b": i, "c": i}.items())) for i in range(300))
+    warnings = [line for line in proc.stderr.splitlines() if "throttle (4, 0.5)" in line]
+    assert len(warnings) == 1, proc.stderr
+    assert "needs more inputs per output than the factor 0.5 allows" in warnings[0]
+
+
+def test_a_throttle_the_network_keeps_up_with_gives_no_warning(caplog):
+    net = snet.load(PASS, boxes={"f": lambda x: {"y": x}})
+    with caplog.at_level("WARNING", logger="snet"):
+        with net.run(({"x": i} for i in range(2000)), throttle=(4, 1), workers=2) as execution:
+            assert sorted(out["y"] for out in execution) == list(range(2000))
+    assert not [r for r in caplog.records if "throttle" in r.getMessage()]
