@@ -81,6 +81,6 @@ setup(
         "test": ["pytest>=8", "pytest-benchmark>=4", "hypothesis>=6", "interegular>=0.3",
                  "numpy>=1.24", "pyspark[connect]>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=18"],
     },
-    entry_points={"console_scripts": ["snet = snet.cli:main"]},
+    entry_points={"console_scripts": ["snet = snet.__main__:main"]},
     zip_safe=False,
 )

@@ -9,9 +9,14 @@ session open; everything else is reached through the ``snet`` command.
         ...
 """
 
+from typing import TYPE_CHECKING
+
 from snet._version import __version__
-from snet.errors import (SNetBindingError, SNetBoxError, SNetCompileError, SNetError, SNetRecordError,
-                         SNetRuntimeError, SNetUsageError)
+
+if TYPE_CHECKING:  # what type checkers see; at run time these load on first use (below)
+    from snet.api import Network, Session, load
+    from snet.errors import (SNetBindingError, SNetBoxError, SNetCompileError, SNetError, SNetRecordError,
+                             SNetRuntimeError, SNetUsageError)
 
 __all__ = ["__version__", "load", "Network", "Session", "SNetError", "SNetCompileError", "SNetBindingError",
            "SNetRuntimeError", "SNetBoxError", "SNetRecordError", "SNetUsageError"]
@@ -19,8 +24,13 @@ __all__ = ["__version__", "load", "Network", "Session", "SNetError", "SNetCompil
 
 def __getattr__(name):
     # The API pulls in the front end and the engines; import it on first use
-    # so that `import snet` stays cheap (the CLI and engines import submodules).
+    # so that `import snet` stays cheap (the CLI and engines import
+    # submodules) and the `snet` command can guard its own imports against
+    # Ctrl-C (snet/__main__.py).
     if name in ("load", "Network", "Session"):
         from snet import api
         return getattr(api, name)
+    if name.startswith("SNet") and name in __all__:
+        from snet import errors
+        return getattr(errors, name)
     raise AttributeError(f"module 'snet' has no attribute {name!r}")

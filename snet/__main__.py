@@ -1,5 +1,22 @@
-"""``python -m snet``: the same as the ``snet`` command."""
+"""The ``snet`` command's entry point (also ``python -m snet``).
 
-from snet.cli import main
+It imports nothing but :mod:`sys` before it guards against Ctrl-C: an
+interrupt while the command line module and its imports load gives the
+same one-line message and exit status as an interrupt during a run, never
+a traceback.
+"""
 
-raise SystemExit(main())
+import sys
+
+
+def main(argv=None):
+    try:
+        from snet.cli import main as cli_main
+        return cli_main(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted\n")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

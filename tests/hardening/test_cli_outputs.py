@@ -49,3 +49,35 @@ def test_a_full_disk_is_a_run_time_error_naming_the_output(net, tmp_path):
     assert done.returncode == 1
     assert "cannot write the output file /dev/full: No space left on device" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+INTERRUPT_WHILE_IMPORTING = """
+import importlib.abc, importlib.metadata, os, signal, sys
+
+class InterruptOnImport(importlib.abc.MetaPathFinder):
+    # Ctrl-C arriving while the command line module loads, at a known moment.
+    def find_spec(self, name, path, target=None):
+        if name == "snet.cli":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, InterruptOnImport())
+(entry,) = importlib.metadata.entry_points(group="console_scripts", name="snet")
+main = entry.load()  # what the installed `snet` script does first
+sys.exit(main(["check", "nothing.snet"]))
+"""
+
+
+def test_ctrl_c_while_the_command_starts_is_one_line_not_a_traceback(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", INTERRUPT_WHILE_IMPORTING], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr == "error: interrupted\n"
+
+
+def test_python_dash_m_snet_is_the_command(tmp_path):
+    (tmp_path / "n.snet").write_text("net n connect [];")
+    proc = subprocess.run([sys.executable, "-m", "snet", "check", str(tmp_path / "n.snet")], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
