@@ -200,7 +200,7 @@ def test_writer_output_is_c4snet_with_declaration_and_terminate_record():
     text = write_text([{"i": 5, "neg": -12, "f": 2.5, "s": "abc", "li": [1, -2, 3], "lf": [0.5, -1.25],
                         "<t>": -4, "<#b>": 2}, {"<only>": 7}], "xml")
     lines = text.splitlines()
-    assert lines[0] == '<?xml version="1.0"?>'
+    assert lines[0] == '<?xml version="1.0" ?>'  # exactly: interfaces.md §3
     assert lines[1] == ('<record xmlns="snet-home.org" type="data" mode="textual" interface="C4SNet">'
                         '<field label="i">(int)5</field><field label="neg">(int)-12</field>'
                         '<field label="f">(double)2.5</field><field label="s">(char[3])a,b,c</field>'
@@ -241,13 +241,13 @@ def test_close_writes_terminate_once_and_closes_only_own_files(tmp_path):
     writer = open_writer(out, "xml")
     writer.close()
     writer.close()
-    assert out.getvalue() == '<?xml version="1.0"?>\n<record xmlns="snet-home.org" type="terminate"/>\n'
+    assert out.getvalue() == '<?xml version="1.0" ?>\n<record xmlns="snet-home.org" type="terminate"/>\n'
     assert not out.closed
     path = tmp_path / "o.xml"
     with open_writer(str(path), "xml") as writer:
         writer.write({"s": "é"})
     text = path.read_text(encoding="utf-8")
-    assert text.startswith('<?xml version="1.0" encoding="UTF-8"?>\n')
+    assert text.startswith('<?xml version="1.0" ?>\n<record')
     assert list(read_records(str(path), "xml")) == [{"s": "é"}]
 
 
@@ -259,6 +259,21 @@ def test_writer_to_a_narrow_encoding_file_uses_character_references():
     f.flush()
     assert b"(char[1])&#233;" in raw.getvalue()
     assert list(read_records(io.BytesIO(raw.getvalue()), "xml")) == [{"s": "é"}]
+
+
+@pytest.mark.parametrize("codec", ["latin-1", "cp1252", "utf-16"])
+def test_writer_to_a_file_in_another_encoding_still_writes_a_utf8_document(codec):
+    """The declaration names no encoding, so the document must read as UTF-8: ASCII and references."""
+    raw = io.BytesIO()
+    f = io.TextIOWrapper(raw, encoding=codec)
+    with open_writer(f, "xml") as writer:
+        writer.write({"s": "é€ü", "<t>": 1})
+    f.flush()
+    text = raw.getvalue().decode(codec)
+    assert text.startswith('<?xml version="1.0" ?>\n')
+    assert text.isascii()
+    assert "(char[3])&#233;,&#8364;,&#252;" in text
+    assert list(read_records(io.BytesIO(text.encode()), "xml")) == [{"s": "é€ü", "<t>": 1}]
 
 
 def test_nothing_is_written_before_flush():
