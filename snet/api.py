@@ -68,7 +68,11 @@ def load(source: str | os.PathLike, boxes: Any = None, *, net: str | None = None
     else:
         graph = compile_source(str(source), "<string>", net=net)
     namespaces = resolve_box_sources(boxes, path)
-    return Network(graph, bind_boxes(graph, namespaces))
+    warnings: list[str] = []
+    network = Network(graph, bind_boxes(graph, namespaces, warnings))
+    for warning in warnings:
+        log.warning("%s", warning)
+    return network
 
 
 class Network:

@@ -41,7 +41,10 @@ def check_command(args: argparse.Namespace) -> int:
         print(warning, file=sys.stderr)
     if graph is not None and getattr(args, "boxes", None):
         from snet.core.boxes import bind_boxes, resolve_box_sources
-        bind_boxes(graph, resolve_box_sources(args.boxes, path))
+        warnings: list[str] = []
+        bind_boxes(graph, resolve_box_sources(args.boxes, path), warnings)
+        for warning in warnings:
+            print(warning, file=sys.stderr)
     if verbose:
         for name, _depth, signature in analysis.net_signatures():
             print(f"{name}: {signature}")

@@ -13,6 +13,8 @@ cdef class BoxCaller:
     cdef readonly object span
     cdef readonly bint initialiser
     cdef object take
+    cdef tuple kwnames
+    cdef object kwtake
     cdef Py_ssize_t arity
     cdef dict results
     cdef dict dropped

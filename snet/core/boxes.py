@@ -29,10 +29,11 @@ import os
 import sys
 import traceback
 from types import ModuleType
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from snet.errors import SNetBindingError, SNetBoxError, SNetError
 from snet.records import describe, format_labels
+from snet.source import render
 from snet.spg.nodes import BoxDeclaration, BoxNode, PropertyGraph
 
 Record = dict
@@ -112,20 +113,102 @@ def _lookup(namespace: Any, name: str) -> Any:
     return getattr(namespace, name, None)
 
 
-def _arity_problem(function: Callable, count: int) -> str | None:
+def label_parameter(label: str) -> str:
+    """The parameter name a label binds to by name: ``x`` for a field, ``n`` for ``<n>`` and ``<#n>``."""
+    if label.startswith("<#"):
+        return label[2:-1]
+    if label.startswith("<"):
+        return label[1:-1]
+    return label
+
+
+class ArgumentBinding(NamedTuple):
+    """How a box function receives the values of its input labels (interfaces.md §2)."""
+
+    positional: tuple  # labels whose values are passed by position, in this order
+    keywords: tuple  # (parameter, label) pairs passed by keyword
+    by_name: bool
+    note: str | None  # a warning for a likely slip, or None
+
+
+_NAMED_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def argument_binding(box: str, labels: Sequence[str], function: Callable) -> ArgumentBinding:
+    """Bind by name when the parameters are named after the labels, else by position.
+
+    By name: every label's name (``<n>`` and ``<#n>`` as ``n``) is a
+    parameter that can be given by keyword, and every parameter without a
+    default is a label's.  The values are then passed by position for the
+    longest run of leading parameters that are labels (no cost per call
+    over a positional box), and by keyword after it.  Otherwise they are
+    passed by position in the order of the declaration.  The note warns of
+    a likely slip: names that are the labels in another order (their
+    meaning changed from position to name), or names that match some
+    labels but not all (passed by position, so a name may receive another
+    label's value).
+    """
+    labels = tuple(labels)
+    positional = ArgumentBinding(labels, (), False, None)
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return positional  # builtins without a signature: by position
+    names = {label_parameter(label): label for label in labels}
+    if len(names) != len(labels):  # a field and a tag of the same name: only positions tell them apart
+        return positional
+    named = [p.name for p in parameters if p.kind in _NAMED_KINDS]
+    required = {p.name for p in parameters if p.default is p.empty and p.kind in _NAMED_KINDS}
+    order = [p.name for p in parameters if p.kind is not inspect.Parameter.VAR_POSITIONAL
+             and p.kind is not inspect.Parameter.VAR_KEYWORD]
+    label_names = tuple(names)
+    if names and set(names) <= set(named) and required <= set(names):
+        passed: list[str] = []
+        keywords: list[tuple[str, str]] = []
+        prefix = True  # still in the leading run of parameters that are labels
+        for p in parameters:
+            if p.name in names and p.kind in _NAMED_KINDS:
+                if prefix and p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
+                    passed.append(names[p.name])
+                else:
+                    keywords.append((p.name, names[p.name]))
+            else:
+                prefix = False
+        note = None
+        in_order = tuple(n for n in order if n in names)
+        if in_order != label_names:
+            note = (f"box '{box}' has its parameters ({', '.join(in_order)}) in another order than its input labels "
+                    f"({', '.join(labels)}): the values are passed by name")
+        return ArgumentBinding(tuple(passed), tuple(keywords), True, note)
+    shared = [n for n in order[:len(labels)] if n in names]
+    if shared:
+        pairs = ", ".join(f"{param} = {label}" for param, label in zip(order, labels))
+        return positional._replace(note=(
+            f"box '{box}' has parameters named after some of its input labels ({', '.join(labels)}) but not "
+            f"all: the values are passed by position ({pairs}); name every parameter after a label to pass "
+            f"them by name"))
+    return positional
+
+
+def _binding_problem(function: Callable, binding: ArgumentBinding) -> str | None:
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):
         return None  # builtins without a signature: trust them
     try:
-        signature.bind(*range(count))
+        signature.bind(*binding.positional, **{param: label for param, label in binding.keywords})
     except TypeError as e:
         return str(e)
     return None
 
 
-def bind_boxes(graph: PropertyGraph, namespaces: Sequence[Any]) -> dict[str, Callable]:
-    """Find every declared box; check it is callable with its input arity.
+def bind_boxes(graph: PropertyGraph, namespaces: Sequence[Any],
+               warnings: list[str] | None = None) -> dict[str, Callable]:
+    """Find every declared box; check it can be called with its input labels.
+
+    Args:
+        warnings: if given, receives the rendered warnings about argument
+            binding (see :func:`argument_binding`).
 
     Returns:
         box name -> Python callable.
@@ -150,7 +233,10 @@ def bind_boxes(graph: PropertyGraph, namespaces: Sequence[Any]) -> dict[str, Cal
         if not callable(function):
             problems.append(f"{_where(decl)}box '{decl.name}' is bound to a {type(function).__name__}, not a function")
             continue
-        problem = _arity_problem(function, len(decl.arguments))
+        binding = argument_binding(decl.name, decl.arguments, function)
+        if binding.note is not None and warnings is not None:
+            warnings.append(render(decl.span, "warning", binding.note))
+        problem = _binding_problem(function, binding)
         if problem is not None:
             problems.append(f"{_where(decl)}box '{decl.name}' cannot be called with its "
                             f"{len(decl.arguments)} input label(s) {format_labels(decl.arguments)}: {problem}")
@@ -193,9 +279,14 @@ class BoxCaller:
         self.name = node.name
         self.function = function
         self.arguments = tuple(node.arguments)
-        self.arity = len(self.arguments)
-        # the argument values of a record: one value for one label, a tuple for several
-        self.take = operator.itemgetter(*self.arguments) if self.arguments else None
+        binding = argument_binding(node.name, self.arguments, function)
+        passed = binding.positional
+        self.arity = len(passed)
+        # the positional argument values of a record: one value for one label, a tuple for several
+        self.take = operator.itemgetter(*passed) if passed else None
+        # parameters passed by keyword (binding by name, when they do not follow in label order)
+        self.kwnames = tuple(param for param, _ in binding.keywords)
+        self.kwtake = operator.itemgetter(*[label for _, label in binding.keywords]) if binding.keywords else None
         self.consumed = frozenset(node.arguments)
         # variant label set -> the labels in it whose values must be ints
         self.variants = {frozenset(v): tuple(l for l in v if l.startswith("<")) for v in node.variants}
@@ -217,11 +308,15 @@ class BoxCaller:
                 args = self.take(record)
             else:
                 args = ()
+            kwargs = None
+            if self.kwtake is not None:
+                values = self.kwtake(record)
+                kwargs = dict(zip(self.kwnames, (values,) if len(self.kwnames) == 1 else values))
         except KeyError as e:
             raise SNetBoxError(f"box '{self.name}' cannot take record {describe(record)}: it lacks {e.args[0]}",
                                self.span) from None
         try:
-            result = self.function(*args)
+            result = self.function(*args) if kwargs is None else self.function(*args, **kwargs)
             if result is None:
                 return []
             if type(result) is dict:
