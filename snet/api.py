@@ -26,6 +26,8 @@ import queue
 import threading
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
+import attrs
+
 from snet.backends import Execution, start
 from snet.core.boxes import bind_boxes, resolve_box_sources
 from snet.errors import SNetError, SNetUsageError
@@ -142,6 +144,7 @@ class _LoggedExecution(Execution):
         super().__init__()
         self.inner = inner
         self.warnings = inner.warnings
+        self.error_policy = inner.error_policy
 
     def __next__(self) -> Record:
         try:
@@ -158,7 +161,8 @@ class _LoggedExecution(Execution):
         self.inner.close()
 
     def stats(self) -> RunStats:
-        return self.inner.stats()
+        stats = self.inner.stats()
+        return attrs.evolve(stats, failures=self.failures) if self.failures else stats
 
 
 _END = object()

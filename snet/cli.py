@@ -54,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="disable work stealing between workers (for measurements)")
     run.add_argument("--seed", type=int, metavar="S",
                      help="seed the scheduler's tie-breaks (victim order), for reproducing runs")
+    run.add_argument("--on-error", choices=("stop", "skip"), default=None,
+                     help="at a run-time error in a box or filter: stop the run (default), or skip the record "
+                          "with a warning and go on (exit 0 when the input was all read)")
+    run.add_argument("--errors", metavar="FILE",
+                     help="write one JSON Lines error record per failing record to FILE; implies --on-error skip")
     run.add_argument("--stats", action="store_true",
                      help="print run statistics on standard error at the end")
     run.add_argument("--progress", type=float, nargs="?", const=2.0, default=None, metavar="SECONDS",

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator
 
 if TYPE_CHECKING:
+    from snet.errorpolicy import ErrorPolicy
     from snet.stats import RunStats
 
 Record = dict
@@ -31,8 +32,16 @@ class Execution:
     termination warnings, ``stats()`` returns what the engine measured.
     """
 
+    #: the policy that skips failing records (``on_error`` other than "stop"), set by the caller that starts the run
+    error_policy: "ErrorPolicy | None" = None
+
     def __init__(self) -> None:
         self.warnings: list[str] = []
+
+    @property
+    def failures(self) -> int:
+        """Records that failed in a box or a filter and were skipped (``on_error="skip"`` or a callable)."""
+        return self.error_policy.failures if self.error_policy is not None else 0
 
     def __iter__(self) -> Iterator[Record]:
         return self

@@ -113,6 +113,12 @@ def _spark_conf(_, attribute: attrs.Attribute, value: Any) -> None:
         raise SNetOptionError(attribute.name, f" must be a mapping from str to str, not {value!r}")
 
 
+def _on_error(_, attribute: attrs.Attribute, value: Any) -> None:
+    if not ((isinstance(value, str) and value in ("stop", "skip")) or callable(value)):
+        raise SNetOptionError(attribute.name, f" must be 'stop', 'skip' or a callable taking an error record, "
+                                              f"not {value!r}")
+
+
 # -- converters: normalise the accepted shapes, pass anything else on to the validator ---
 
 def _pair(value: Any) -> Any:
@@ -149,6 +155,8 @@ class RunOptions:
     # "auto", "all", or a comma list of positions / net names
     spark_splits: str | None = attrs.field(default=None, validator=_optional_text)
     spark_batch: int | None = attrs.field(default=None, validator=_positive_or_none)
+    # "stop" (the default), "skip", or a callable taking an error record (snet.errorpolicy)
+    on_error: Any = attrs.field(default="stop", validator=_on_error)
 
     @classmethod
     def from_keywords(cls, **keywords: Any) -> "RunOptions":

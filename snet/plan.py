@@ -59,6 +59,7 @@ import attrs
 from snet.core.boxes import BoxCaller
 from snet.core.compiled import PatternMatcher, Router, SplitKeys, compile_filter
 from snet.core.semantics import SyncPatterns
+from snet.errorpolicy import ErrorPolicy, SkippingBox, SkippingFilter
 from snet.source import Span
 from snet.spg.nodes import (BoxNode, FeedbackNode, FilterNode, IdentityNode, NetNode, Node, ParallelNode,
                             PropertyGraph, SerialNode, SplitNode, StarNode, SyncNode)
@@ -143,7 +144,7 @@ class BoxPlan(PlanNode):
 
     kind = Kind.BOX
     name: str
-    call: BoxCaller
+    call: Any  # a BoxCaller, or a SkippingBox around one
     concurrency: int | None = None
 
 
@@ -153,7 +154,7 @@ class InitBoxPlan(PlanNode):
 
     kind = Kind.INIT_BOX
     name: str
-    call: BoxCaller
+    call: Any  # a BoxCaller, or a SkippingBox around one
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -303,8 +304,12 @@ def _is_identity(node: Node) -> bool:
 
 
 def lower(graph: PropertyGraph, boxes: Mapping[str, Callable], *, box_concurrency: int | None = None,
-          box_concurrency_per_box: Mapping[str, int] | None = None, executor: Any = None) -> Plan:
+          box_concurrency_per_box: Mapping[str, int] | None = None, executor: Any = None,
+          on_error: ErrorPolicy | None = None) -> Plan:
     """Lower ``graph`` with its bound ``boxes`` into a :class:`Plan`.
+
+    ``on_error``: the policy that skips records failing in a box or a
+    filter (:mod:`snet.errorpolicy`); None stops the run at the first error.
 
     ``executor``: a split executor; the split nodes in its ``selected`` set
     become :class:`ExecutorSplitPlan` templates and ``plan.executor``.
@@ -331,7 +336,7 @@ def lower(graph: PropertyGraph, boxes: Mapping[str, Callable], *, box_concurrenc
                       exit=exits[node.id][0], next=exits[node.id][1], owns_init=owns_init[node.id],
                       deterministic=node.deterministic, holds_executor_split=holds[node.id])
         concurrency = per_box.get(node.name, box_concurrency) if isinstance(node, BoxNode) else None
-        templates.append(_template(node, common, boxes, concurrency, node.id in selected))
+        templates.append(_template(node, common, boxes, concurrency, node.id in selected, on_error))
     return Plan(tuple(templates), graph.net_name, graph.signature, executor if selected else None)
 
 
@@ -350,7 +355,7 @@ def _link(parent: Node, exits: list) -> None:
 
 
 def _template(node: Node, common: dict, boxes: Mapping[str, Callable], concurrency: int | None,
-              in_executor: bool) -> PlanNode:
+              in_executor: bool, on_error: ErrorPolicy | None) -> PlanNode:
     """The one place that maps property-graph node classes to templates and operators."""
     if isinstance(node, NetNode):
         return NetPlan(name=node.name, **common)
@@ -359,12 +364,15 @@ def _template(node: Node, common: dict, boxes: Mapping[str, Callable], concurren
     if isinstance(node, IdentityNode):
         return IdentityPlan(**common)
     if isinstance(node, BoxNode):
-        call = BoxCaller(node, boxes[node.name])
+        call: Any = BoxCaller(node, boxes[node.name])
+        if on_error is not None:
+            call = SkippingBox(call, on_error)
         if node.initialiser:
             return InitBoxPlan(name=node.name, call=call, **common)
         return BoxPlan(name=node.name, call=call, concurrency=concurrency, **common)
     if isinstance(node, FilterNode):
-        return FilterPlan(apply=compile_filter(node), **common)
+        apply = compile_filter(node)
+        return FilterPlan(apply=apply if on_error is None else SkippingFilter(apply, on_error), **common)
     if isinstance(node, SyncNode):
         return SyncPlan(shape=SyncPatterns(node), **common)
     if isinstance(node, ParallelNode):

@@ -153,6 +153,7 @@ class RunStats:
     front: FrontStats | None = None
     reference: ReferenceStats | None = None
     spark: SparkStats | None = None
+    failures: int = 0  # records skipped after an error (on_error other than "stop")
 
     @classmethod
     def from_front(cls, data: Mapping[str, Any], executor: Any = None) -> "RunStats":
@@ -177,6 +178,8 @@ class RunStats:
         """Nested plain data with the keys of the ``snet stats:`` line (see the module docstring)."""
         data: dict[str, Any] = {"engine": self.engine, "seconds": self.seconds, "records_in": self.records_in,
                                 "records_out": self.records_out, "boxes": _boxes_json(self.boxes)}
+        if self.failures:
+            data["failures"] = self.failures
         if self.front is not None:
             data.update(attrs.asdict(self.front))
         if self.reference is not None:

@@ -55,13 +55,18 @@ def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], 
     """Lower ``graph`` for this run and start it on ``engine`` over ``records``; returns the execution."""
     from snet.plan import lower
 
+    from snet.errorpolicy import policy_for
+
     options = options or RunOptions()
     run = engine_function(engine)
+    policy = policy_for(options.on_error)
     executor = split_executor(graph, boxes, options)
     try:
         plan = lower(graph, boxes, box_concurrency=options.box_concurrency,
-                     box_concurrency_per_box=options.box_concurrency_per_box, executor=executor)
-        return run(plan, records, options)
+                     box_concurrency_per_box=options.box_concurrency_per_box, executor=executor, on_error=policy)
+        execution = run(plan, records, options)
+        execution.error_policy = policy
+        return execution
     except BaseException:
         if executor is not None:
             executor.close()

@@ -31,6 +31,9 @@ import os
 import signal
 import sys
 import time
+from typing import Any
+
+import attrs
 
 from snet.errors import SNetRuntimeError, SNetInterrupted, SNetOptionError, SNetUsageError
 from snet.options import RunOptions
@@ -86,6 +89,11 @@ def parse_spark_conf(values: list[str]) -> dict[str, str]:
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     """The run options the command line gives; a bad value is an error naming its flag."""
     default, per_box = parse_box_concurrency(args.box_concurrency)
+    on_error: Any = args.on_error or "stop"
+    if args.errors is not None:
+        if args.on_error == "stop":
+            raise SNetUsageError("--errors FILE skips failing records: it cannot be combined with --on-error stop")
+        on_error = "skip"  # run_command hands the failures to the --errors file
     try:
         return RunOptions(
             engine=args.engine,
@@ -100,6 +108,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             spark_conf=parse_spark_conf(args.spark_conf),
             spark_splits=args.spark_splits,
             spark_batch=args.spark_batch,
+            on_error=on_error,
         )
     except SNetOptionError as e:
         raise e.relabelled(FLAGS.get(e.option, e.option)) from None
@@ -136,15 +145,62 @@ def run_command(args: argparse.Namespace) -> int:
         raise SNetUsageError(f"input file not found: {args.input}")
     if _same_file(args.input, args.output):
         raise SNetUsageError(f"the output file {args.output} is the input file: writing it would destroy the input")
+    if args.errors is not None and (_same_file(args.input, args.errors) or _same_file(args.errors, args.output)
+                                    or args.errors == args.output):
+        raise SNetUsageError(f"the error file {args.errors} is also the input or the output file")
     records = read_records(args.input, in_format, allow_pickle=args.allow_pickle)
+    dead = DeadLetters(args.errors) if args.errors is not None else None
+    if dead is not None:
+        options = attrs.evolve(options, on_error=dead.write)
     writer = open_writer(args.output, out_format)
     where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
     if args.progress is not None and options.spark_master:
         log_spark_batches()
     # Boxes that print write to standard error from the start: standard output carries the records only.
     # SIGTERM (what service managers send) stops the run as Ctrl-C does.
-    with contextlib.redirect_stdout(sys.stderr), _terminate_as_interrupt():
-        return _run(network, records, options, writer, where, args)
+    try:
+        with contextlib.redirect_stdout(sys.stderr), _terminate_as_interrupt():
+            return _run(network, records, options, writer, where, args)
+    finally:
+        if dead is not None:
+            dead.close()
+
+
+class DeadLetters:
+    """``--errors FILE``: one JSON Lines error record per failing record, flushed as it comes.
+
+    The file is opened when the run starts (a bad path is an error before
+    any record is read) and written line by line, so a run that dies later
+    leaves every failure it had reported.
+    """
+
+    def __init__(self, path: str):
+        try:
+            self._f = open(path, "w", encoding="utf-8")
+        except OSError as e:
+            raise SNetUsageError(f"cannot open the error file {path}: {e.strerror or e}") from None
+        self.path = path
+        self.count = 0
+
+    def write(self, error_record: dict) -> None:
+        from snet.recordio.jsonl import format_record_jsonl
+
+        try:  # the record as an input file would hold it, so that it can be fed again
+            error_record = {**error_record, "record": json.loads(format_record_jsonl(error_record["record"]))}
+        except Exception:
+            pass  # a value the record files cannot hold: shown by its repr below
+        line = json.dumps(error_record, ensure_ascii=False, default=_json_fallback)
+        self._f.write(line + "\n")
+        self._f.flush()
+        self.count += 1
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def _json_fallback(value: Any) -> Any:
+    """A value of a failing record that JSON cannot hold: its ``repr`` (the record is for a person to read)."""
+    return {"$repr": repr(value)}
 
 
 class _Terminated(KeyboardInterrupt):
@@ -198,6 +254,11 @@ def _run(network, records, options, writer, where: str, args: argparse.Namespace
             progress.report(final=True)
         if args.stats:
             print_stats(execution.stats())
+    failures = execution.failures
+    if failures:
+        where_to = f" (error records in {args.errors})" if args.errors is not None else ""
+        print(f"snet: {failures} record{'s' if failures != 1 else ''} failed and "
+              f"{'were' if failures != 1 else 'was'} skipped{where_to}", file=sys.stderr)
     return 0
 
 
