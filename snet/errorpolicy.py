@@ -10,7 +10,9 @@ combinator's collector sees one record fewer in that group, and moves on).
 The policy is applied where the plan is built (:func:`snet.plan.lower`):
 each box's caller and each filter's operator is wrapped once per run, so
 the engines never see the policy and a run with ``stop`` pays nothing for it.
-Errors of the other constructs (a record no parallel branch accepts, a tag a
+With tracked inputs (``Session.submit``, :mod:`snet.requests`) the future
+of the input a failing record came from fails with the error once that
+input is done.  Errors of the other constructs (a record no parallel branch accepts, a tag a
 split needs that the record lacks, a synchro-cell star that cannot
 terminate) say the network itself is wrong for its input and still stop the
 run under every policy.
@@ -28,6 +30,7 @@ import threading
 from typing import Any, Callable
 
 from snet.errors import SNetBoxError, SNetRuntimeError
+from snet.requests import current_request
 
 Record = dict
 STOP = "stop"
@@ -64,6 +67,9 @@ class ErrorPolicy:
         self._lock = threading.Lock()
 
     def failed(self, error: SNetRuntimeError, record: Record, box: str | None) -> None:
+        request = current_request()
+        if request is not None:  # a tracked input: its future fails with the error when it is done
+            request.failed(error)
         with self._lock:
             self.failures += 1
             if self.failures <= LOGGED_FAILURES:

@@ -57,12 +57,13 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from snet.execution import Execution
 from snet.errors import SNetRuntimeError
 from snet.core.semantics import SyncCell, cannot_terminate, log_parked, unfinished_warning
 from snet.plan import Kind, Plan, PlanNode
+from snet.requests import Request, set_current_request
 from snet.stats import BoxStats, ReferenceStats, RunStats, executor_part
 
 Record = dict
@@ -544,6 +545,9 @@ class ReferenceEngine:
             if self.stopped:
                 return
             self.records_in += 1
+            if type(record) is Request:
+                yield from self.run_request(inst, port, record)
+                continue
             if type(record) is not dict:
                 record = dict(record)
             self.stack.append((inst, port, record))
@@ -555,6 +559,33 @@ class ReferenceEngine:
         if self.parked:
             node, record = self.parked[0]
             raise cannot_terminate(node.span, len(self.parked), record)
+
+    def run_request(self, inst: Any, port: int, request: Request) -> Iterator[Record]:
+        """One tracked input (snet.requests): everything drained now comes from it.
+
+        Records it leaves in split executor batches are run at once, so that
+        the request is done when this returns, unless one of its records
+        stays in a synchro-cell star for ever (parked): then it is never done,
+        and fails with the run's error at the end.
+        """
+        set_current_request(request)
+        parked = len(self.parked)
+        try:
+            self.stack.append((inst, port, request.record))
+            collected = request.outputs
+            while True:
+                for out in self.drain():
+                    if collected is None:
+                        yield out
+                    else:
+                        collected.append(out)
+                if self.executor is None or not self.executor.pending:
+                    break
+                self.flush_executor()
+        finally:
+            set_current_request(None)
+        if len(self.parked) == parked:  # else a record of it stays in the network for ever: never done
+            request.finish()
 
     def termination_warnings(self) -> list[str]:
         warnings = [unfinished_warning(node.span, cell.filled(), cell.shape.count)

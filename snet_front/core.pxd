@@ -9,8 +9,9 @@ cdef class Group:
     # (in inboxes, being processed, or waiting in a box's reorder buffer);
     # it reaches 0 exactly once, and whoever brings it there wakes `owner`.
     cdef long count
-    cdef Entity owner  # the collector that orders this group
+    cdef Entity owner  # the collector that orders this group (None: a request's group)
     cdef list queue  # records of this group that arrived before it became the head
+    cdef object request  # a snet.requests.Request: the group of every record from one tracked input
 
 
 cdef class GStack:
@@ -163,6 +164,7 @@ cdef class Network:
     cdef bint throttle_holds(self)
     cdef void throttle_overridden(self)
     cdef int output(self, object item) except -1
+    cdef bint tracking  # some input carried a request (snet.requests): workers publish the current one
     cdef void notify(self)
     cdef void wake_idle(self, bint everyone)
     cdef void note_partial(self, object cell, int node, bint fired)
@@ -230,6 +232,16 @@ cdef inline GStack push(Group g, GStack st):
 cdef inline object record_of(object item):
     """The record an item carries (items are bare records or `Tagged`)."""
     return (<Tagged>item).rec if type(item) is Tagged else item
+
+
+cdef inline object request_of(object item):
+    """The tracked input an item comes from (the group at the bottom of its stack), or None."""
+    if type(item) is not Tagged:
+        return None
+    cdef GStack st = (<Tagged>item).stack
+    while st.next is not None:
+        st = st.next
+    return st.group.request
 
 
 cdef inline GStack stack_of(object item):

@@ -449,8 +449,16 @@ cdef class Network:
             pass
 
     cdef int output(self, object item) except -1:
-        self.outputs.append(record_of(item))  # every group was popped by its collector: bare records
+        # Every deterministic group was popped by its collector: what is left
+        # is a tracked input's group, whose outputs may go to its future.
         self.records_out += 1
+        if type(item) is Tagged:
+            request = request_of(item)
+            if request is not None and request.outputs is not None:
+                request.outputs.append((<Tagged>item).rec)
+                return 0
+            item = (<Tagged>item).rec
+        self.outputs.append(item)
         if self.consumer_waiting and len(self.outputs) >= NOTIFY_BATCH:
             self.notify()
         return 0

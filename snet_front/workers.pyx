@@ -14,11 +14,12 @@ from cpython.mem cimport PyMem_Malloc, PyMem_Free
 
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_try_lock, snet_unlock, snet_is_locked,
                                  snet_now)
-from snet_front.core cimport (Entity, Writer, Network, GStack, WakeUp, bypass, saturated, spin_lock,
-                              set_current_writer)
+from snet_front.core cimport (Entity, Writer, Network, Group, GStack, Tagged, WakeUp, bypass, saturated, spin_lock,
+                              set_current_writer, make_item, push, request_of)
 from snet_front.combinators cimport executor_due, flush_executor
 
 from snet.core.semantics import cannot_terminate
+from snet.requests import Request, set_current_request
 
 # Idle back-off (microseconds): short enough that a stolen licence is
 # picked up within a fraction of a millisecond, long enough that idle
@@ -35,6 +36,15 @@ cdef enum:
 cdef double IDLE_SLEEP_S = 0.02
 
 cdef object _WAKE = WakeUp.__new__(WakeUp)  # a wake-up item for a collector
+
+
+cdef Group request_group(object request):
+    """The group that follows every record of one tracked input; ``drop`` finishes the request at 0."""
+    cdef Group g = Group.__new__(Group)
+    g.count = 1
+    g.owner = None
+    g.request = request
+    return g
 
 
 @cython.final
@@ -69,6 +79,8 @@ cdef class Worker(Writer):
         cdef Network rt = self.rt
         if dest is rt.sink:
             rt.output(item)
+            if type(item) is Tagged:  # it leaves the network: its tracked input has one record fewer
+                self.drop((<Tagged>item).stack)
             return 0
         snet_atomic_add(&rt.pending, 1)
         if last and self.cont_e is None and snet_try_lock(&dest.lock):
@@ -116,7 +128,10 @@ cdef class Worker(Writer):
         """A record carrying ``st`` is gone: lower its groups, wake collectors that may move on."""
         while st is not None:
             if snet_atomic_add(&st.group.count, -1) == 0:
-                self.write(st.group.owner, _WAKE, False)
+                if st.group.owner is None:  # a tracked input: nothing from it is left inside
+                    st.group.request.finish()
+                else:
+                    self.write(st.group.owner, _WAKE, False)
             st = st.next
         return 0
 
@@ -125,6 +140,8 @@ cdef class Worker(Writer):
         cdef Network rt = self.rt
         cdef int rc
         while True:
+            if rt.tracking:
+                set_current_request(request_of(item))
             rc = e.invoke(self, item)
             if rc == 0:
                 snet_unlock(&e.lock)
@@ -253,7 +270,10 @@ cdef class Worker(Writer):
                 return False
             finally:
                 rt.input_since = 0
-            if type(rec) is not dict:
+            if type(rec) is Request:  # a tracked input: its records carry its group (snet.requests)
+                rt.tracking = True
+                rec = make_item(rec.record, push(request_group(rec), None))
+            elif type(rec) is not dict:
                 rec = dict(rec)
             rt.records_in += 1
             self.n_inputs += 1

@@ -28,9 +28,10 @@ import operator
 import os
 import sys
 import traceback
-from types import ModuleType
+from types import CoroutineType, ModuleType
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
+from snet.core.aloop import run_coroutine
 from snet.errors import SNetBindingError, SNetBoxError, SNetError
 from snet.records import describe, format_labels
 from snet.source import render
@@ -319,6 +320,10 @@ class BoxCaller:
             result = self.function(*args) if kwargs is None else self.function(*args, **kwargs)
             if result is None:
                 return []
+            if type(result) is CoroutineType:  # an async def box: awaited on the runtime's loop (aloop.py)
+                result = run_coroutine(result)
+                if result is None:
+                    return []
             if type(result) is dict:
                 results = (result,)
             elif isinstance(result, Mapping):
