@@ -1,7 +1,7 @@
 """asyncio fronts for sessions and runs: :class:`AsyncSession` and :func:`arun`.
 
 Neither blocks the event loop nor takes a thread per request.  An
-:class:`AsyncSession` is a :class:`snet.api.Session` whose runtime threads
+:class:`AsyncSession` is a :class:`snet.session.Session` whose runtime threads
 report to the loop with ``call_soon_threadsafe``: each output goes to an
 ``asyncio.Queue``, each input that is done wakes the callers waiting for
 room under ``max_pending``, and the end of the run wakes everyone.  A
@@ -17,9 +17,9 @@ import time
 from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Mapping
 
 from snet.errors import SNetUsageError
+from snet.session import Session
 
 if TYPE_CHECKING:
-    from snet.api import Network
     from snet.options import RunOptions
 
 Record = dict
@@ -33,13 +33,11 @@ class AsyncSession:
     ``await feed(record)`` hands in an input whose outputs come from
     ``await get()`` or ``async for``; ``await aclose()`` ends the input,
     waits for the network to terminate and returns the outputs not taken.
-    The rules are those of :class:`snet.api.Session` (``max_pending``,
+    The rules are those of :class:`snet.session.Session` (``max_pending``,
     ``on_error``, what an input's outputs are).
     """
 
-    def __init__(self, network: "Network", options: "RunOptions", max_pending: int | None = None):
-        from snet.api import Session
-
+    def __init__(self, network: Any, options: "RunOptions", max_pending: int | None = None):
         self._loop = asyncio.get_running_loop()
         self._outputs: asyncio.Queue = asyncio.Queue()
         self._room = asyncio.Event()
@@ -174,7 +172,7 @@ class AsyncSession:
             self.abort()
 
 
-async def arun(network: "Network", records: Any, options: "RunOptions",
+async def arun(network: Any, records: Any, options: "RunOptions",
                max_pending: int | None) -> AsyncIterator[Record]:
     """The outputs of a run over ``records`` (an iterable or an async iterable); see ``Network.arun``."""
     if not (hasattr(records, "__aiter__") or isinstance(records, Iterable)):

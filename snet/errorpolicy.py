@@ -60,30 +60,35 @@ class ErrorPolicy:
     serialised by a lock, so a handler need not be thread-safe.
     """
 
-    def __init__(self, handler: Callable[[dict], Any] | None = None):
+    def __init__(self, handler: Callable[[dict], Any] | None = None, quiet: bool = False):
         self.handler = handler
+        self.quiet = quiet  # no warnings: a policy that only collects (a split's replicas on an executor)
         self.failures = 0
-        self.handler_error: BaseException | None = None
         self._lock = threading.Lock()
 
     def failed(self, error: SNetRuntimeError, record: Record, box: str | None) -> None:
         request = current_request()
         if request is not None:  # a tracked input: its future fails with the error when it is done
             request.failed(error)
+        self.reported(error_record(error, record, box))
+
+    def reported(self, record: dict) -> None:
+        """Count, warn and hand on one error record (made here, or by a split's replicas on an executor)."""
         with self._lock:
             self.failures += 1
-            if self.failures <= LOGGED_FAILURES:
-                first = error.render().split("\n", 1)[0]
-                log.warning("%s (record skipped)", first.replace(": error: ", ": warning: ", 1)
-                            if ": error: " in first else "warning: " + first.removeprefix("error: "))
-            elif self.failures == LOGGED_FAILURES + 1:
-                log.warning("warning: more records failed and were skipped; only their number is reported from now on")
+            if not self.quiet:
+                if self.failures <= LOGGED_FAILURES:
+                    where = f"{record['at']}: " if record.get("at") else ""
+                    log.warning("%swarning: %s (record skipped)", where, record["error"])
+                elif self.failures == LOGGED_FAILURES + 1:
+                    log.warning("warning: more records failed and were skipped; only their number is reported "
+                                "from now on")
             if self.handler is not None:
                 try:
-                    self.handler(error_record(error, record, box))
+                    self.handler(record)
                 except Exception as e:  # the handler's own failure ends the run: nothing is lost silently
                     raise SNetRuntimeError(f"the on_error handler raised {type(e).__name__}: {e} while handling: "
-                                           f"{error.message}") from e
+                                           f"{record['error']}") from e
 
 
 def policy_for(on_error: Any) -> ErrorPolicy | None:

@@ -40,7 +40,7 @@ master), or none.
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import attrs
 
@@ -97,6 +97,10 @@ class SplitRunner:
     def warnings(self) -> list[str]:
         return []
 
+    def take_failures(self) -> list[dict]:
+        """The error records of records skipped since the last call (``on_error`` other than "stop")."""
+        return []
+
     def stats(self) -> dict:
         return {}
 
@@ -115,10 +119,15 @@ class SplitExecutor:
         batch_size: records per batch.
         linger: seconds an engine may let a partial batch wait for input
             before it runs it anyway (when nothing else is in flight).
+        error_policy: the run's :class:`snet.errorpolicy.ErrorPolicy`, set by
+            the caller that starts the run before the first batch; None stops
+            at the first error.  Runners skip failing records when it is set
+            and report them through :meth:`SplitRunner.take_failures`.
     """
 
     name = "executor"
     linger = 0.05
+    error_policy: Any = None
 
     def __init__(self, selected: Iterable[int], batch_size: int):
         if batch_size < 1:
@@ -176,6 +185,9 @@ class SplitExecutor:
                     runner = self.runners[node_id] = self.make_runner(node_id)
                 try:
                     done.extend(runner.process_many(batch[node_id]))
+                    if self.error_policy is not None:
+                        for record in runner.take_failures():
+                            self.error_policy.reported(record)
                 except SplitFailure as failure:
                     before = sorted((o for o in done + failure.done if o.seq < failure.seq), key=_seq)
                     return BatchResult(tuple(before), failure.error, failure.seq)

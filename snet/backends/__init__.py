@@ -61,6 +61,8 @@ def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], 
     run = engine_function(engine)
     policy = policy_for(options.on_error)
     executor = split_executor(graph, boxes, options)
+    if executor is not None:
+        executor.error_policy = policy
     try:
         plan = lower(graph, boxes, box_concurrency=options.box_concurrency,
                      box_concurrency_per_box=options.box_concurrency_per_box, executor=executor, on_error=policy)

@@ -114,6 +114,7 @@ class GroupResult:
     state: bytes | None  # the replica after the group (stateful operands only)
     warnings: list[str]  # unfinished-cell warnings if the run ended now
     error: ErrorReport | None = None
+    failures: list = field(default_factory=list)  # error records of the records skipped (on_error "skip")
 
 
 @dataclass(slots=True)
@@ -251,10 +252,14 @@ class ReplicaHost:
     replica between tasks, only the static machinery.
     """
 
-    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], split_node_id: int):
+    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], split_node_id: int,
+                 skip_errors: bool = False):
+        from snet.errorpolicy import ErrorPolicy
         from snet.reference import ReferenceEngine
 
-        self.plan = lower(graph, boxes)
+        self.failures: list[dict] = []  # error records of skipped records, handed back with each group
+        policy = ErrorPolicy(self.failures.append, quiet=True) if skip_errors else None
+        self.plan = lower(graph, boxes, on_error=policy)
         self.split = self.plan.nodes[split_node_id]
         self.operand = self.split.children[0]
         self.stateful = keeps_state(graph.nodes[split_node_id].operand)
@@ -310,6 +315,8 @@ class ReplicaHost:
             return result
         finally:
             engine.cells.clear()  # lazily built star replicas register cells; found again below
+            result.failures = self.failures[:]
+            self.failures.clear()
         if self.stateful:
             result.state, cells = dump_replica(self, target)
             result.warnings = pending_warnings(cells)
@@ -334,7 +341,7 @@ def host_for(run_id: str, context: Callable[[], bytes]) -> ReplicaHost:
     if host is None:
         from snet.spark.shipping import RunContext
         ctx: RunContext = pickle.loads(context())
-        host = ReplicaHost(ctx.graph, ctx.bind(), ctx.split_node_id)
+        host = ReplicaHost(ctx.graph, ctx.bind(), ctx.split_node_id, ctx.skip_errors)
         while len(_HOSTS) >= _KEEP_HOSTS:
             _HOSTS.pop(next(iter(_HOSTS)))
         _HOSTS[run_id] = host

@@ -83,7 +83,7 @@ class SparkSplitRunner(SplitRunner):
     """
 
     def __init__(self, graph: PropertyGraph, split_node_id: int, boxes: dict[str, Callable], master: str,
-                 conf: dict[str, str] | None = None, batch_size: int | None = None):
+                 conf: dict[str, str] | None = None, batch_size: int | None = None, skip_errors: bool = False):
         from snet.spark.session import get_session, is_connect_session, parallelism
         from snet.spark.shipping import dump_context, make_context
 
@@ -106,7 +106,8 @@ class SparkSplitRunner(SplitRunner):
         self.path = path
         self.partitions = int(own.get("snet.partitions") or parallelism(self.session))
         self.run_id = uuid.uuid4().hex
-        self.context = make_context(graph, split_node_id, boxes)
+        self.context = make_context(graph, split_node_id, boxes, skip_errors)
+        self.failures: list[dict] = []  # error records of skipped records, from the executors
         self.context_bytes = dump_context(self.context)
         self._ship()
         self._broadcast = None
@@ -186,6 +187,7 @@ class SparkSplitRunner(SplitRunner):
                 entry[1] += seconds
             for result in out.results:
                 keyed.extend(result.outputs)
+                self.failures.extend(result.failures)
                 if result.error is not None:
                     errors.append(result.error)
                 elif self.stateful:
@@ -212,6 +214,10 @@ class SparkSplitRunner(SplitRunner):
             first = min(errors, key=lambda e: e.key)
             raise SplitFailure(first.rebuild(), first.key[0], _fold([item for item in keyed if item[0] < first.key]))
         return _fold(keyed)
+
+    def take_failures(self) -> list[dict]:
+        failures, self.failures = self.failures, []
+        return failures
 
     def _group(self, batch: list[tuple[int, int, Record]]) -> tuple[list[Group], int]:
         """Items per replica: ``key = (seq, instance, value)``, ``fire`` for a new replica."""

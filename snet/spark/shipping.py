@@ -56,6 +56,7 @@ class RunContext:
     split_node_id: int
     files: dict[str, BoxFile] = field(default_factory=dict)
     functions: dict[str, Callable] = field(default_factory=dict)
+    skip_errors: bool = False  # on_error other than "stop": replicas skip failing records and report them
 
     def bind(self) -> dict[str, Callable]:
         """The box table on an executor."""
@@ -95,9 +96,10 @@ def _pickle_by_value(module: ModuleType | None) -> bool:
     return not os.path.abspath(path).startswith(_installed_roots())
 
 
-def make_context(graph: PropertyGraph, split_node_id: int, boxes: dict[str, Callable]) -> RunContext:
+def make_context(graph: PropertyGraph, split_node_id: int, boxes: dict[str, Callable],
+                 skip_errors: bool = False) -> RunContext:
     """Decide, per box used by the graph, how it travels."""
-    context = RunContext(graph, split_node_id)
+    context = RunContext(graph, split_node_id, skip_errors=skip_errors)
     for name in sorted(graph.used_boxes()):
         function = boxes[name]
         module = sys.modules.get(getattr(function, "__module__", None) or "")

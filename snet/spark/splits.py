@@ -66,7 +66,8 @@ class SparkSplits(SplitExecutor):
     def make_runner(self, node_id: int):
         from snet.spark.runner import SparkSplitRunner
 
-        return SparkSplitRunner(self.graph, node_id, self.boxes, self.master, self.conf, self.batch_size)
+        return SparkSplitRunner(self.graph, node_id, self.boxes, self.master, self.conf, self.batch_size,
+                                skip_errors=self.error_policy is not None)
 
     def stats(self) -> SparkStats:
         return SparkStats(

@@ -116,6 +116,30 @@ def test_box_exception_on_an_executor_reads_like_a_local_one(spark_options):
     assert got == [{"v": i, "<k>": i % 4} for i in range(13)]  # the outputs before the failing input
 
 
+def test_skipped_records_on_an_executor_are_reported_as_local_ones(spark_options, caplog):
+    """on_error="skip" with the failing box inside a split that runs on Spark: same outputs and error records."""
+    graph = handmade.box_split()
+
+    def work(v, k):
+        if v % 7 == 3:
+            raise ValueError(f"bad {v}")
+        return {"v": v, "<k>": k}
+
+    records = [{"v": i, "<k>": i % 4} for i in range(40)]
+    local_errors, spark_errors = [], []
+    local = list(start("reference", graph, {"work": work}, records, RunOptions(on_error=local_errors.append)))
+    options = spark_options(spark_batch=8, on_error=spark_errors.append)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="snet"):
+        execution = start(options.pop("engine"), graph, {"work": work}, records, RunOptions(**options))
+        out = list(execution)
+    assert multiset(out) == multiset(local) and len(out) == 34
+    assert sorted(map(json.dumps, spark_errors)) == sorted(map(json.dumps, local_errors))
+    assert len(spark_errors) == 6 and spark_errors[0]["exception"] == "ValueError"
+    assert execution.failures == 6
+    assert sum("(record skipped)" in r.getMessage() for r in caplog.records) == 6
+
+
 FLAKY = '''
 import os, sys
 
