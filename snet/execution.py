@@ -37,6 +37,16 @@ class Execution:
 
     def __init__(self) -> None:
         self.warnings: list[str] = []
+        self._releases: list = []  # what the run holds besides the engine (box process pools)
+
+    def add_release(self, release) -> None:
+        """Call ``release()`` when the run ends or is closed (see :meth:`release`)."""
+        self._releases.append(release)
+
+    def release(self) -> None:
+        """Release what :meth:`add_release` registered; engines call it from ``close`` and at the end."""
+        while self._releases:
+            self._releases.pop()()
 
     @property
     def failures(self) -> int:

@@ -155,6 +155,9 @@ class RunOptions:
     # "auto", "all", or a comma list of positions / net names
     spark_splits: str | None = attrs.field(default=None, validator=_optional_text)
     spark_batch: int | None = attrs.field(default=None, validator=_positive_or_none)
+    # box calls in a pool of worker processes: for every box, and per box name (snet.core.processes)
+    box_processes: int | None = attrs.field(default=None, validator=_positive_or_none)
+    box_processes_per_box: dict[str, int] = attrs.field(factory=dict, converter=_dict, validator=_per_box)
     # "stop" (the default), "skip", or a callable taking an error record (snet.errorpolicy)
     on_error: Any = attrs.field(default="stop", validator=_on_error)
 
@@ -167,6 +170,9 @@ class RunOptions:
         ``box_concurrency_per_box``), and an unknown keyword is a usage
         error that suggests the option it probably meant.
         """
+        if "processes" in keywords:  # the API's name: a number for every box, or a mapping per box
+            processes = keywords.pop("processes")
+            keywords["box_processes_per_box" if isinstance(processes, Mapping) else "box_processes"] = processes
         unknown = sorted(set(keywords) - set(OPTION_NAMES))
         if unknown:
             raise SNetUsageError(unknown_option_message(unknown[0]))

@@ -612,6 +612,7 @@ class ReferenceExecution(Execution):
             if self._finished is None:
                 self._finished = time.perf_counter()
                 self.warnings.extend(self.engine.termination_warnings())
+            self.release()
             raise
 
     def ready(self) -> bool:
@@ -620,10 +621,12 @@ class ReferenceExecution(Execution):
     def close(self) -> None:
         if self._gen.gi_running:  # iterated in another thread: it stops at its next step
             self.engine.stopped = True
+            self.release()
             return
         self._gen.close()
         if self.engine.executor is not None:
             self.engine.executor.close()
+        self.release()
 
     def stats(self) -> RunStats:
         e = self.engine

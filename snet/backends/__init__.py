@@ -13,7 +13,10 @@ The contract of every execution is in :mod:`snet.execution`.
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Callable, Iterable
+
+import attrs
 
 from snet.errors import SNetUsageError
 from snet.execution import Execution
@@ -60,16 +63,50 @@ def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], 
     options = options or RunOptions()
     run = engine_function(engine)
     policy = policy_for(options.on_error)
-    executor = split_executor(graph, boxes, options)
+    executor = split_executor(graph, boxes, options)  # with the functions themselves: they travel to Spark
     if executor is not None:
         executor.error_policy = policy
+    processes = None
     try:
-        plan = lower(graph, boxes, box_concurrency=options.box_concurrency,
-                     box_concurrency_per_box=options.box_concurrency_per_box, executor=executor, on_error=policy)
+        per_box = dict(options.box_concurrency_per_box)
+        processes, boxes, options = _box_processes(graph, boxes, options, per_box)
+        plan = lower(graph, boxes, box_concurrency=options.box_concurrency, box_concurrency_per_box=per_box,
+                     executor=executor, on_error=policy)
         execution = run(plan, records, options)
         execution.error_policy = policy
+        if processes is not None:
+            execution.add_release(processes.close)
         return execution
     except BaseException:
         if executor is not None:
             executor.close()
+        if processes is not None:
+            processes.close()
         raise
+
+
+def _box_processes(graph: PropertyGraph, boxes: dict[str, Callable], options: RunOptions, per_box: dict):
+    """Start the box process pools the options ask for: (pools or None, the box table to lower, options).
+
+    A box given N processes runs up to N calls at once (its concurrency,
+    unless set for it by name), and FRONT gets at least N workers unless
+    their number was given: each call holds a worker while it waits.
+    """
+    counts = {name: options.box_processes_per_box.get(name, options.box_processes)
+              for name in sorted(graph.used_boxes())}
+    counts = {name: n for name, n in counts.items() if n}
+    unknown = sorted(set(options.box_processes_per_box) - set(graph.used_boxes()))
+    if unknown:
+        raise SNetUsageError(f"box processes given for {', '.join(repr(n) for n in unknown)}, which the network "
+                             f"does not use (its boxes: {', '.join(sorted(graph.used_boxes())) or 'none'})")
+    if not counts:
+        return None, boxes, options
+    from snet.core.processes import BoxProcesses
+
+    processes = BoxProcesses(boxes, counts)
+    boxes = {**boxes, **{name: processes.function(name) for name in counts}}
+    for name, n in counts.items():
+        per_box.setdefault(name, n)
+    if options.workers is None:
+        options = attrs.evolve(options, workers=max(os.cpu_count() or 1, max(counts.values())))
+    return processes, boxes, options

@@ -104,6 +104,7 @@ class FrontExecution(Execution):
             self.runtime.close()
             if self.executor is not None:
                 self.executor.close()
+            self.release()
 
     def __del__(self) -> None:
         # An execution dropped unfinished must not leave workers reading its input.

@@ -47,6 +47,7 @@ FLAGS = {
     "box_concurrency": "--box-concurrency", "box_concurrency_per_box": "--box-concurrency",
     "steal": "--no-steal", "seed": "--seed", "stats": "--stats", "spark_master": "--spark",
     "spark_conf": "--spark-conf", "spark_splits": "--spark-splits", "spark_batch": "--spark-batch",
+    "box_processes": "--box-processes", "box_processes_per_box": "--box-processes", "on_error": "--on-error",
 }
 
 
@@ -60,7 +61,7 @@ def parse_throttle(text: str | None) -> tuple[float, float] | None:
     return offset, factor
 
 
-def parse_box_concurrency(values: list[str]) -> tuple[int | None, dict[str, int]]:
+def parse_box_concurrency(values: list[str], flag: str = "--box-concurrency") -> tuple[int | None, dict[str, int]]:
     default: int | None = None
     per_box: dict[str, int] = {}
     for value in values:
@@ -68,7 +69,7 @@ def parse_box_concurrency(values: list[str]) -> tuple[int | None, dict[str, int]
         try:
             n = int(number)
         except ValueError:
-            raise SNetUsageError(f"--box-concurrency takes N or NAME=N, not '{value}'") from None
+            raise SNetUsageError(f"{flag} takes N or NAME=N, not '{value}'") from None
         if eq:
             per_box[name] = n
         else:
@@ -89,6 +90,7 @@ def parse_spark_conf(values: list[str]) -> dict[str, str]:
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     """The run options the command line gives; a bad value is an error naming its flag."""
     default, per_box = parse_box_concurrency(args.box_concurrency)
+    processes, processes_per_box = parse_box_concurrency(args.box_processes, "--box-processes")
     on_error: Any = args.on_error or "stop"
     if args.errors is not None:
         if args.on_error == "stop":
@@ -109,6 +111,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             spark_splits=args.spark_splits,
             spark_batch=args.spark_batch,
             on_error=on_error,
+            box_processes=processes,
+            box_processes_per_box=processes_per_box,
         )
     except SNetOptionError as e:
         raise e.relabelled(FLAGS.get(e.option, e.option)) from None

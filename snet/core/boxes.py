@@ -388,14 +388,17 @@ class BoxCaller:
         return self({})
 
     def _raised(self, error: BaseException, record: Record) -> SNetBoxError:
-        tb = error.__traceback__
-        # Skip this module's frame: the user wants the box's own frames.  (Compiled, the frame
-        # names the .py source, not __file__, so the module is told by its globals.)
-        while tb is not None and tb.tb_frame.f_globals.get("__name__") == __name__:
-            tb = tb.tb_next
-        detail = "".join(traceback.format_exception(type(error), error, tb))
+        detail = getattr(error, "__snet_traceback__", None)  # raised in a box process (processes.py)
+        if detail is None:
+            tb = error.__traceback__
+            # Skip this module's frame: the user wants the box's own frames.  (Compiled, the frame
+            # names the .py source, not __file__, so the module is told by its globals.)
+            while tb is not None and tb.tb_frame.f_globals.get("__name__") == __name__:
+                tb = tb.tb_next
+            detail = "".join(traceback.format_exception(type(error), error, tb))
+        kind = getattr(error, "kind", None) if type(error).__name__ == "RemoteBoxException" else None
         return SNetBoxError(
-            f"box '{self.name}' raised {type(error).__name__}: {error} (input record {describe(record)})",
+            f"box '{self.name}' raised {kind or type(error).__name__}: {error} (input record {describe(record)})",
             self.span, detail)
 
     def _bad_variant(self, result: Mapping, record: Record) -> SNetBoxError:

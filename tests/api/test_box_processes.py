@@ -1,0 +1,161 @@
+"""``processes=`` / ``--box-processes``: box calls in worker processes, with results as in process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import snet
+
+BOXES = '''
+import os, time
+
+def burn(n):
+    s = 0
+    for i in range(20000):
+        s += i * n
+    if n == 13:
+        raise ValueError("unlucky thirteen")
+    if n == 99:
+        os._exit(3)
+    return {"n": n, "s": s, "pid": os.getpid()}
+
+def label(s):
+    return {"label": f"s={s}"}
+
+def nap(n):
+    time.sleep(n)
+    return {"n": n, "s": 0, "pid": os.getpid()}
+'''
+NET = "box burn ((n) -> (n, s, pid)); box label ((s) -> (label)); net p connect burn .. label;"
+
+
+@pytest.fixture
+def boxes_file(tmp_path):
+    path = tmp_path / "pboxes.py"
+    path.write_text(BOXES)
+    return str(path)
+
+
+def test_outputs_are_those_of_in_process_calls_in_the_same_order(engine_options, boxes_file):
+    net = snet.load(NET, boxes=boxes_file)
+    records = [{"n": n, "i": i} for i, n in enumerate([5, 1, 8, 2, 7, 3] * 10)]
+    local = list(net.run(records, **engine_options))
+    with net.run(records, processes={"burn": 2}, **engine_options) as execution:
+        remote = list(execution)
+    strip = [[{k: v for k, v in r.items() if k != "pid"} for r in run] for run in (local, remote)]
+    assert strip[0] == strip[1]  # a pipeline: in input order on every engine
+    assert {r["pid"] for r in remote}.isdisjoint({os.getpid()})
+    assert len({r["pid"] for r in remote}) <= 2
+
+
+def test_a_box_error_in_a_process_reads_as_an_in_process_one(engine_options, boxes_file):
+    net = snet.load(NET, boxes=boxes_file)
+    with pytest.raises(snet.SNetBoxError) as local:
+        list(net.run([{"n": 1}, {"n": 13}], **engine_options))
+    with pytest.raises(snet.SNetBoxError) as remote:
+        list(net.run([{"n": 1}, {"n": 13}], processes=2, **engine_options))
+    assert remote.value.render() == local.value.render()
+    assert "box 'burn' raised ValueError: unlucky thirteen (input record {n})" in remote.value.render()
+    assert 'raise ValueError("unlucky thirteen")' in remote.value.render()
+
+
+def test_a_crashed_process_names_the_box_and_record_and_later_calls_go_on(engine_options, boxes_file):
+    net = snet.load(NET, boxes=boxes_file)
+    errors = []
+    outputs = list(net.run([{"n": 1}, {"n": 99}, {"n": 2}], processes={"burn": 1}, on_error=errors.append,
+                           **engine_options))
+    assert sorted(o["n"] for o in outputs) == [1, 2]
+    assert errors[0]["box"] == "burn" and errors[0]["record"] == {"n": 99}
+    assert errors[0]["error"].startswith("box 'burn' raised BoxProcessDied: the box process running box 'burn' died")
+
+
+def test_functions_from_main_or_closures_travel_by_value(engine_options):
+    offset = 1000
+
+    def shifted(n):  # a closure: no module can import it
+        return {"n": n + offset, "s": os.getpid(), "pid": 0}
+
+    net = snet.load(NET, boxes={"burn": shifted, "label": lambda s: {"label": "x"}})
+    outputs = list(net.run([{"n": i} for i in range(6)], processes=2, **engine_options))
+    assert [o["n"] for o in outputs] == [1000 + i for i in range(6)]  # a pipeline keeps input order
+    assert all(o["label"] == "x" for o in outputs)
+
+
+def test_pools_are_shut_down_when_the_run_ends_or_is_closed(engine_options, boxes_file, monkeypatch):
+    import snet.core.processes as processes
+
+    seen = []
+    original = processes.BoxProcesses.close
+
+    def close(self):
+        seen.append(self.pids())
+        original(self)
+        seen.append(self)
+
+    monkeypatch.setattr(processes.BoxProcesses, "close", close)
+    net = snet.load(NET, boxes=boxes_file)
+    list(net.run([{"n": i} for i in range(10)], processes=2, **engine_options))
+    with net.run(({"n": i} for i in range(10**9)), processes=2, **engine_options) as execution:
+        next(execution)
+    pools = [s for s in seen if isinstance(s, processes.BoxProcesses)]
+    pids = [p for s in seen if isinstance(s, list) for p in s]
+    assert len(pools) == 2 and pids
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purpose
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_processes_for_a_box_the_network_does_not_use_is_a_usage_error(boxes_file):
+    net = snet.load(NET, boxes=boxes_file)
+    with pytest.raises(snet.SNetUsageError, match="box processes given for 'brun', which the network does not use"):
+        net.run([], processes={"brun": 2})
+    with pytest.raises(snet.SNetUsageError, match="box_processes must be"):
+        net.run([], processes=0)
+
+
+def test_cli_box_processes_and_ctrl_c(tmp_path, boxes_file):
+    (tmp_path / "p.snet").write_text("box nap ((n) -> (n, s, pid)); net p connect nap;")
+    (tmp_path / "p.py").write_text(BOXES)
+    (tmp_path / "in.jsonl").write_text('{"n": 0}\n{"n": 600}\n')
+    proc = subprocess.Popen([sys.executable, "-m", "snet", "run", "p.snet", "-i", "in.jsonl", "--box-processes",
+                             "nap=1", "-o", "out.jsonl"], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        out = tmp_path / "out.jsonl"
+        while time.monotonic() < deadline and not (out.exists() and out.read_text().strip()):
+            time.sleep(0.05)
+        time.sleep(0.3)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=20)
+        elapsed = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = proc.stderr.read()
+    assert code == 1 and "interrupted" in stderr and "Traceback" not in stderr, stderr
+    assert elapsed < 5
+    assert [json.loads(line)["n"] for line in out.read_text().splitlines()] == [0]
+    bad = subprocess.run([sys.executable, "-m", "snet", "run", "p.snet", "--box-processes", "x"], cwd=tmp_path,
+                         capture_output=True, text=True, input="", timeout=60)
+    assert bad.returncode == 2 and "--box-processes takes N or NAME=N, not 'x'" in bad.stderr
