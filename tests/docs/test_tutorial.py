@@ -1,0 +1,83 @@
+"""docs/tutorial.md shows what its commands really print.
+
+Every ``$ command`` of a ``console`` block in the tutorial is run in a copy
+of ``docs/tutorial/`` (``snet`` and ``python3`` stand for this checkout's
+``python3 -m snet`` and interpreter), and its output, standard error merged
+in as on a terminal, must equal the lines shown under it; in a block marked
+``console unordered`` as a multiset, for networks that promise no order.  A
+command whose shown output has an ``error:`` line must fail, every other one
+must succeed.  The program and Python listings of the page must be the
+files' own text, so the page cannot drift from the files either.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from doc_blocks import DOCS, ROOT, blocks, console_commands, normalised
+
+TUTORIAL = DOCS / "tutorial.md"
+FILES = DOCS / "tutorial"
+COMMANDS = console_commands(TUTORIAL)
+
+# The shell the commands run in: `snet` and `python3` are this checkout's.
+PRELUDE = f"""
+snet() {{ {shlex.quote(sys.executable)} -m snet "$@"; }}
+python3() {{ {shlex.quote(sys.executable)} "$@"; }}
+"""
+
+
+def test_the_tutorial_shows_commands_of_every_kind():
+    shown = [c.command.split()[:2] for c in COMMANDS]
+    for kind in (["snet", "run"], ["snet", "check"], ["snet", "graph"], ["python3", "embed.py"]):
+        assert kind in shown, f"the tutorial shows no '{' '.join(kind)}' command"
+    assert len(COMMANDS) >= 10
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    target = tmp_path / "tutorial"
+    shutil.copytree(FILES, target, ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=[f"line{c.line}" for c in COMMANDS])
+def test_command_prints_what_the_tutorial_shows(command, workdir):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run(["bash", "-c", PRELUDE + command.command], cwd=workdir, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    actual, expected = normalised(done.stdout), normalised("\n".join(command.output))
+    if command.unordered:
+        assert sorted(actual) == sorted(expected), f"{command}\n{done.stdout}"
+    else:
+        assert actual == expected, f"{command}\n{done.stdout}"
+    if any("error:" in line for line in expected):
+        assert done.returncode == 2, f"{command}: exit status {done.returncode}"
+    else:
+        assert done.returncode == 0, f"{command}: exit status {done.returncode}\n{done.stdout}"
+    words = shlex.split(command.command)
+    if "-o" in words:  # the file it writes is there and not empty
+        written = workdir / words[words.index("-o") + 1]
+        assert written.is_file() and written.stat().st_size > 0, f"{command}: wrote no {written.name}"
+
+
+def test_listings_are_the_files_text():
+    """Each snet and python listing of the tutorial is a whole file of docs/tutorial/ or a part of one."""
+    texts = {p.name: p.read_text(encoding="utf-8") for p in FILES.iterdir() if p.suffix in (".snet", ".py")}
+    listings = [b for b in blocks(TUTORIAL) if b.kind in ("snet", "python")]
+    assert len(listings) >= 8
+    for block in listings:
+        assert any(block.text in text for text in texts.values()), \
+            f"tutorial.md:{block.line}: this listing is in no file of docs/tutorial/"
+
+
+def test_input_shown_is_the_input_file():
+    shown = [b.text for b in blocks(TUTORIAL) if b.kind == "" and '"<doc>"' in b.text]
+    assert shown == [(FILES / "docs.jsonl").read_text(encoding="utf-8")]
