@@ -7,6 +7,8 @@
   a block says what ``snet check`` reports for it: the check must print that
   line (positions are within the block; a line ending in ``…`` needs only
   to begin the same) and fail for an error, succeed for a warning.  A block without such a line must check without any warning.
+* A comment line ``// check: SIGNATURE`` is what ``snet check`` prints on
+  standard output for the block.
 * Comment lines ``// in: RECORD`` and ``// out: RECORD`` (JSON Lines
   spelling) give a run: the program (boxes are not allowed in such a block)
   is run over the inputs on the reference engine and on FRONT with four
@@ -33,6 +35,7 @@ LANGUAGE = DOCS / "language.md"
 BLOCKS = [b for b in blocks(LANGUAGE) if b.kind == "snet"]
 RUNS = [b for b in BLOCKS if "// in:" in b.text]
 EXPECT = re.compile(r"^\s*// expect: (\d+:\d+: (error|warning): .*)$", re.M)
+SIGNATURE = re.compile(r"^\s*// check: (.*)$", re.M)
 
 
 def test_the_page_has_programs_of_every_kind():
@@ -40,6 +43,7 @@ def test_the_page_has_programs_of_every_kind():
     assert len(RUNS) >= 15
     assert any(m.group(2) == "error" for b in BLOCKS for m in EXPECT.finditer(b.text))
     assert any(m.group(2) == "warning" for b in BLOCKS for m in EXPECT.finditer(b.text))
+    assert sum(len(SIGNATURE.findall(b.text)) for b in BLOCKS) >= 3
     assert {b.kind for b in blocks(LANGUAGE)} <= {"snet", "snet-fragment", "python", "text", ""}
 
 
@@ -58,6 +62,8 @@ def test_program_checks_as_shown(block, tmp_path):
             assert any(line.startswith(shown[:-1]) for line in printed), f"{where}: {done.stderr}"
         else:
             assert shown in printed, f"{where}: {done.stderr}"
+    for signature in SIGNATURE.findall(block.text):
+        assert done.stdout.strip() == signature, f"{where}: snet check prints {done.stdout.strip()!r}"
     if any(kind == "error" for _, kind in expected):
         assert done.returncode == 2, f"{where}: checks, but the page shows an error"
     else:
