@@ -97,3 +97,14 @@ def test_listings_are_the_files_text(page):
 def test_input_shown_is_the_input_file():
     shown = [b.text for b in blocks(TUTORIAL) if b.kind == "" and '"<doc>"' in b.text]
     assert shown == [(FILES / "docs.jsonl").read_text(encoding="utf-8")]
+
+
+def test_readme_imaging_example_binds_without_warnings():
+    """The README's larger example: its boxes bind by name, with nothing to warn about."""
+    pytest.importorskip("numpy")  # the examples extra
+    done = subprocess.run([sys.executable, "-m", "snet", "check", "boxes/imaging.snet", "--boxes", "boxes/imaging.py"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "{img} -> {img}"
+    assert "warning" not in done.stderr, done.stderr
