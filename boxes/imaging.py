@@ -48,13 +48,13 @@ def blue(b):
     return {"b": s + 0.1 * (s.mean() - s)}
 
 
-def check(r, g, b, rounds):
+def check(r, g, b, round):  # noqa: A002 - named after the tag <round>, so the values bind by name
     """Done when a round changes the image by less than SETTLED on average, or after MAX_ROUNDS."""
     stacked = np.stack([r, g, b])
     change = float(np.abs(stacked - _smooth_all(stacked)).mean())
-    if change < SETTLED or rounds + 1 >= MAX_ROUNDS:
-        return {"r": r, "g": g, "b": b, "<done>": rounds + 1}
-    return {"r": r, "g": g, "b": b, "<round>": rounds + 1}
+    if change < SETTLED or round + 1 >= MAX_ROUNDS:
+        return {"r": r, "g": g, "b": b, "<done>": round + 1}
+    return {"r": r, "g": g, "b": b, "<round>": round + 1}
 
 
 def _smooth_all(stacked):
