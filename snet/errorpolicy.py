@@ -115,6 +115,13 @@ class SkippingBox:
             self.policy.failed(e, record, self.name)
             return []
 
+    def resume(self, future: Any, record: Record) -> list:
+        try:
+            return self.call.resume(future, record)
+        except SNetRuntimeError as e:
+            self.policy.failed(e, record, self.name)
+            return []
+
     def fire(self) -> list:
         try:
             return self.call.fire()

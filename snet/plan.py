@@ -52,6 +52,7 @@ engine, an entity class and factory in ``snet_front``.
 from __future__ import annotations
 
 import enum
+import inspect
 from typing import Any, Callable, Iterator, Mapping
 
 import attrs
@@ -146,6 +147,8 @@ class BoxPlan(PlanNode):
     name: str
     call: Any  # a BoxCaller, or a SkippingBox around one
     concurrency: int | None = None
+    # an async def box whose calls the engine overlaps: call() gives a Deferred, call.resume() the outputs
+    deferred: bool = False
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -305,11 +308,13 @@ def _is_identity(node: Node) -> bool:
 
 def lower(graph: PropertyGraph, boxes: Mapping[str, Callable], *, box_concurrency: int | None = None,
           box_concurrency_per_box: Mapping[str, int] | None = None, executor: Any = None,
-          on_error: ErrorPolicy | None = None) -> Plan:
+          on_error: ErrorPolicy | None = None, defer_async: bool = False) -> Plan:
     """Lower ``graph`` with its bound ``boxes`` into a :class:`Plan`.
 
     ``on_error``: the policy that skips records failing in a box or a
     filter (:mod:`snet.errorpolicy`); None stops the run at the first error.
+    ``defer_async``: the engine overlaps the calls of ``async def`` boxes
+    (their plans are ``deferred``); else each call is awaited in place.
 
     ``executor``: a split executor; the split nodes in its ``selected`` set
     become :class:`ExecutorSplitPlan` templates and ``plan.executor``.
@@ -336,7 +341,7 @@ def lower(graph: PropertyGraph, boxes: Mapping[str, Callable], *, box_concurrenc
                       exit=exits[node.id][0], next=exits[node.id][1], owns_init=owns_init[node.id],
                       deterministic=node.deterministic, holds_executor_split=holds[node.id])
         concurrency = per_box.get(node.name, box_concurrency) if isinstance(node, BoxNode) else None
-        templates.append(_template(node, common, boxes, concurrency, node.id in selected, on_error))
+        templates.append(_template(node, common, boxes, concurrency, node.id in selected, on_error, defer_async))
     return Plan(tuple(templates), graph.net_name, graph.signature, executor if selected else None)
 
 
@@ -355,7 +360,7 @@ def _link(parent: Node, exits: list) -> None:
 
 
 def _template(node: Node, common: dict, boxes: Mapping[str, Callable], concurrency: int | None,
-              in_executor: bool, on_error: ErrorPolicy | None) -> PlanNode:
+              in_executor: bool, on_error: ErrorPolicy | None, defer_async: bool = False) -> PlanNode:
     """The one place that maps property-graph node classes to templates and operators."""
     if isinstance(node, NetNode):
         return NetPlan(name=node.name, **common)
@@ -364,12 +369,13 @@ def _template(node: Node, common: dict, boxes: Mapping[str, Callable], concurren
     if isinstance(node, IdentityNode):
         return IdentityPlan(**common)
     if isinstance(node, BoxNode):
-        call: Any = BoxCaller(node, boxes[node.name])
-        if on_error is not None:
-            call = SkippingBox(call, on_error)
+        caller = BoxCaller(node, boxes[node.name])
+        deferred = defer_async and not node.initialiser and inspect.iscoroutinefunction(boxes[node.name])
+        caller.defer = deferred
+        call: Any = caller if on_error is None else SkippingBox(caller, on_error)
         if node.initialiser:
             return InitBoxPlan(name=node.name, call=call, **common)
-        return BoxPlan(name=node.name, call=call, concurrency=concurrency, **common)
+        return BoxPlan(name=node.name, call=call, concurrency=concurrency, deferred=deferred, **common)
     if isinstance(node, FilterNode):
         apply = compile_filter(node)
         return FilterPlan(apply=apply if on_error is None else SkippingFilter(apply, on_error), **common)

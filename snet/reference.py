@@ -63,7 +63,7 @@ from snet.execution import Execution
 from snet.errors import SNetRuntimeError
 from snet.core.semantics import SyncCell, cannot_terminate, log_parked, unfinished_warning
 from snet.plan import Kind, Plan, PlanNode
-from snet.requests import Request, set_current_request
+from snet.requests import NO_INPUT_YET, Request, set_current_request
 from snet.stats import BoxStats, ReferenceStats, RunStats, executor_part
 
 Record = dict
@@ -544,6 +544,8 @@ class ReferenceEngine:
         for record in records:
             if self.stopped:
                 return
+            if record is NO_INPUT_YET:  # a session waiting for its caller: nothing to do until it feeds
+                continue
             self.records_in += 1
             if type(record) is Request:
                 yield from self.run_request(inst, port, record)

@@ -40,6 +40,10 @@ from typing import Any, Callable
 
 Record = dict
 
+#: yielded by an input stream that has no record now but may have one later (a session waiting for its
+#: caller): the engine goes on with other work instead of blocking in the iterator
+NO_INPUT_YET = object()
+
 _current = threading.local()
 
 
@@ -101,4 +105,4 @@ class Request:
                 self.on_done(self)
 
 
-__all__ = ["Request", "current_request", "set_current_request"]
+__all__ = ["NO_INPUT_YET", "Request", "current_request", "set_current_request"]

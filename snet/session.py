@@ -15,10 +15,11 @@ from typing import Any, Iterable, Iterator, Mapping
 from snet.errors import SNetError, SNetRuntimeError, SNetUsageError
 from snet.options import RunOptions
 from snet.recordio.inputs import check_input
-from snet.requests import Request
+from snet.requests import NO_INPUT_YET, Request
 from snet.stats import RunStats
 
 Record = dict
+INPUT_WAIT = 0.01  # seconds the input stream waits for the caller before it says "nothing yet"
 
 _END = object()
 
@@ -68,8 +69,17 @@ class Session:
         self._thread.start()
 
     def _input_stream(self) -> Iterator[Any]:
+        # Waits a little for the caller, then says "nothing yet" (NO_INPUT_YET), so that an engine
+        # whose only worker reads the input still finishes work that comes back from elsewhere
+        # (async box calls, split executor batches) while the caller is quiet.
         while True:
-            item = self._inputs.get()
+            try:
+                item = self._inputs.get(timeout=INPUT_WAIT)
+            except queue.Empty:
+                if self._stop:
+                    return
+                yield NO_INPUT_YET
+                continue
             if item is _END or self._stop:
                 return
             yield item

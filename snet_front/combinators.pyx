@@ -406,6 +406,8 @@ cdef bint executor_due(Network rt):
     if rt.input_done or not rt.admits_input():
         return True
     cdef double since = rt.input_since
+    if since == 0:
+        since = rt.input_quiet_since  # the iterator keeps saying it has nothing yet
     return since > 0 and snet_now() - since >= rt.exec_linger
 
 

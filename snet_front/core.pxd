@@ -60,6 +60,7 @@ cdef class Entity:
 
     cdef void setup(self, Network rt, int node, Ctx ctx)
     cdef int invoke(self, Writer w, object item) except -1
+    cdef int complete(self, Writer w, object done) except -1
     cdef Entity resolve_out(self)
     cdef Entity branch_exit(self)
     cdef Entity entry(self)
@@ -117,6 +118,7 @@ cdef class Network:
     cdef object input_iter
     cdef object input_error
     cdef double input_since  # when the input reader entered the iterator (0: not in it)
+    cdef double input_quiet_since  # since when the iterator has said it has nothing yet (0: it had a record)
     cdef bint throttled
     cdef double thr_off, thr_fac
     cdef bint thr_overridden  # the throttle was overridden once to keep a quiescent network going (warned)
@@ -153,6 +155,9 @@ cdef class Network:
     cdef object executor
     cdef object exec_lock  # guards the executor's batch and `exec_waiting`
     cdef dict exec_waiting  # sequence number -> (ExecutorSplitEntity, group stack)
+
+    # Calls of async def boxes done on the box loop, for a worker to finish: (entity, what it needs)
+    cdef object completions  # collections.deque: appended by the box loop's thread
     cdef long exec_buffered  # records in the batch or in a running batch, not yet emitted
     cdef int exec_flushing  # one batch at a time
     cdef double exec_linger  # seconds the input may wait in its iterator before a quiet network flushes

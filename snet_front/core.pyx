@@ -264,6 +264,10 @@ cdef class Entity:
     cdef int invoke(self, Writer w, object item) except -1:
         raise NotImplementedError
 
+    cdef int complete(self, Writer w, object done) except -1:
+        """Finish work this entity started outside the workers (an async box's call); see entities.pyx."""
+        raise NotImplementedError
+
     cdef Entity resolve_out(self):
         """Where this entity's outputs go; only the lock holder calls this."""
         return resolve(self)

@@ -7,13 +7,18 @@ module is imported, that builds it from its node's template in the plan
 """
 
 cimport cython
+from asyncio import run_coroutine_threadsafe
 from collections import deque
+from functools import partial
 
+from snet.core.aloop import box_loop
+from snet.core.boxes import Deferred
 from snet.errors import SNetRuntimeError
+from snet.requests import set_current_request
 
 from snet_front.atomics cimport snet_atomic_add, snet_now, snet_unlock
 from snet_front.core cimport (Entity, Writer, Network, GStack, Ctx, register_factory, make_item, record_of,
-                              stack_of, spin_lock)
+                              stack_of, spin_lock, request_of)
 from snet_front.kinds cimport K_BOX, K_FILTER, K_SYNC, K_SYNCSTAR
 
 
@@ -73,6 +78,84 @@ cdef class BoxEntity(Entity):
         finally:
             snet_atomic_add(&self.running, -1)
         return early
+
+
+@cython.final
+@cython.trashcan(True)
+cdef class AsyncBoxEntity(Entity):
+    """An ``async def`` box instance: its calls run on the box loop, up to ``cap`` at once, outputs in input order.
+
+    ``invoke`` numbers the record, starts the box's coroutine on the loop
+    (``snet.core.aloop``) and returns: the worker goes on with other work
+    while the call waits for its I/O.  The call counts as pending (the run
+    cannot terminate under it) and as running (``saturated`` holds the
+    inbox at ``cap`` calls).  When the coroutine is done the loop's thread
+    queues the entity on ``rt.completions``; a worker then finishes the
+    call (``complete``): output checks and flow inheritance
+    (``call.resume``), then emission in input order through the reorder
+    buffer, as for a concurrent box.
+    """
+    cdef object op
+    cdef object resume
+    cdef object loop
+    cdef long next_seq
+    cdef long emit_seq
+    cdef dict done
+    cdef int rlock
+
+    cdef int invoke(self, Writer w, object item) except -1:
+        cdef object rec = record_of(item)
+        cdef long seq = self.next_seq
+        self.next_seq += 1
+        outs = self.op(rec)
+        if type(outs) is not Deferred:  # no coroutine after all (the policy skipped a failure, say)
+            snet_atomic_add(&self.running, 1)
+            snet_atomic_add(&self.rt.pending, 1)
+            self.finish(w, seq, outs, stack_of(item))
+            return 0
+        snet_atomic_add(&self.running, 1)
+        snet_atomic_add(&self.rt.pending, 1)  # the call in flight: released in finish()
+        future = run_coroutine_threadsafe((<object>outs).coroutine, self.loop)
+        future.add_done_callback(partial(self._done, seq, item))
+        return 0
+
+    def _done(self, long seq, object item, object future):
+        """On the box loop's thread: hand the finished call to the workers."""
+        self.rt.completions.append((self, (seq, item, future)))
+        self.rt.wake_idle(False)
+
+    cdef int complete(self, Writer w, object done) except -1:
+        seq, item, future = done
+        rec = record_of(item)
+        if self.rt.tracking:
+            set_current_request(request_of(item))
+        t0 = snet_now()
+        try:
+            outs = self.resume(future, rec)
+        except BaseException:
+            snet_atomic_add(&self.running, -1)
+            snet_atomic_add(&self.rt.pending, -1)
+            raise
+        w.box_time[self.node] += snet_now() - t0
+        w.box_calls[self.node] += 1
+        self.finish(w, seq, outs, stack_of(item))
+        return 0
+
+    cdef int finish(self, Writer w, long seq, object outs, GStack st) except -1:
+        spin_lock(&self.rlock)
+        try:
+            self.done[seq] = (outs, st)
+            while self.done:
+                pair = self.done.pop(self.emit_seq, None)
+                if pair is None:
+                    break
+                self.emit_list(w, pair[0], pair[1], False)
+                self.emit_seq += 1
+        finally:
+            snet_unlock(&self.rlock)
+            snet_atomic_add(&self.running, -1)
+            snet_atomic_add(&self.rt.pending, -1)  # after the outputs were written: they are pending now
+        return 0
 
 
 @cython.final
@@ -220,6 +303,16 @@ cdef class SyncStarEntity(Entity):
 # -- factories ------------------------------------------------------------------
 
 cdef Entity make_box(Network net, int n, Ctx ctx):
+    cdef AsyncBoxEntity a
+    if net.nodes[n].deferred:
+        a = AsyncBoxEntity.__new__(AsyncBoxEntity)
+        a.setup(net, n, ctx)
+        a.op = net.nodes[n].call.__call__
+        a.resume = net.nodes[n].call.resume
+        a.loop = box_loop()
+        a.cap = net.conc[n]
+        a.done = {}
+        return a
     cdef BoxEntity b = BoxEntity.__new__(BoxEntity)
     b.setup(net, n, ctx)
     b.op = net.nodes[n].call.__call__  # the bound method: one lookup per entity, not per call

@@ -23,3 +23,4 @@ cdef class Worker(Writer):
     cdef bint holds_work(self)
     cdef bint try_input(self) except -1
     cdef bint try_steal(self) except -1
+    cdef bint try_completion(self) except -1

@@ -19,7 +19,7 @@ from snet_front.core cimport (Entity, Writer, Network, Group, GStack, Tagged, Wa
 from snet_front.combinators cimport executor_due, flush_executor
 
 from snet.core.semantics import cannot_terminate
-from snet.requests import Request, set_current_request
+from snet.requests import NO_INPUT_YET, Request, set_current_request
 
 # Idle back-off (microseconds): short enough that a stolen licence is
 # picked up within a fraction of a millisecond, long enough that idle
@@ -270,6 +270,11 @@ cdef class Worker(Writer):
                 return False
             finally:
                 rt.input_since = 0
+            if rec is NO_INPUT_YET:  # nothing now, more later: go on with other work (snet.requests)
+                if rt.input_quiet_since == 0:
+                    rt.input_quiet_since = snet_now()
+                return False
+            rt.input_quiet_since = 0
             if type(rec) is Request:  # a tracked input: its records carry its group (snet.requests)
                 rt.tracking = True
                 rec = make_item(rec.record, push(request_group(rec), None))
@@ -286,6 +291,15 @@ cdef class Worker(Writer):
             self.cont_e = None
             self.cont_item = None
             self.process(e, item)
+        return True
+
+    cdef bint try_completion(self) except -1:
+        """Finish one async box call that the box loop has done (its outputs, in the box's order)."""
+        try:
+            e, done = self.rt.completions.popleft()
+        except IndexError:
+            return False
+        (<Entity>e).complete(self, done)
         return True
 
     cdef bint try_steal(self) except -1:
@@ -335,7 +349,8 @@ cdef class Worker(Writer):
         try:
             while not rt.stop and not rt.done:
                 t0 = snet_now()
-                if self.work_own() or self.try_input() or (rt.steal_enabled and self.try_steal()):
+                if (self.work_own() or (len(rt.completions) and self.try_completion()) or self.try_input()
+                        or (rt.steal_enabled and self.try_steal())):
                     self.busy += snet_now() - t0
                     idle = 0
                     continue

@@ -71,7 +71,7 @@ def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], 
         per_box = dict(options.box_concurrency_per_box)
         processes, boxes, options = _box_processes(graph, boxes, options, per_box)
         plan = lower(graph, boxes, box_concurrency=options.box_concurrency, box_concurrency_per_box=per_box,
-                     executor=executor, on_error=policy)
+                     executor=executor, on_error=policy, defer_async=getattr(run, "overlaps_async_boxes", False))
         execution = run(plan, records, options)
         execution.error_policy = policy
         if processes is not None:

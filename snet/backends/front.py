@@ -32,6 +32,7 @@ from snet.plan import Kind, Plan
 from snet.stats import RunStats
 
 DEFAULT_BOX_CONCURRENCY: int | None = None  # None: the number of workers
+ASYNC_BOX_CONCURRENCY = 256  # calls of one async def box instance in flight at once, by default
 
 Record = dict
 
@@ -41,7 +42,9 @@ def box_limits(plan: Plan, workers: int) -> list[int]:
     limits = []
     for node in plan.nodes:
         limit = 1
-        if node.kind == Kind.BOX:
+        if node.kind == Kind.BOX and node.deferred:  # an async box's calls wait on the loop, not in workers
+            limit = max(1, int(node.concurrency if node.concurrency is not None else ASYNC_BOX_CONCURRENCY))
+        elif node.kind == Kind.BOX:
             limit = node.concurrency if node.concurrency is not None else (DEFAULT_BOX_CONCURRENCY or workers)
             limit = max(1, min(int(limit), workers))
         limits.append(limit)
@@ -121,6 +124,9 @@ class FrontExecution(Execution):
 def start(plan: Plan, records: Iterable[Record], options: RunOptions | None = None) -> FrontExecution:
     """Run ``plan`` on the FRONT engine (see :mod:`snet.backends` for the contract)."""
     return FrontExecution(plan, records, options or RunOptions())
+
+
+start.overlaps_async_boxes = True  # type: ignore[attr-defined]  # async def boxes: plans are `deferred`
 
 
 __all__ = ["FrontExecution", "box_limits", "start", "DEFAULT_BOX_CONCURRENCY"]

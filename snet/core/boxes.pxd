@@ -18,3 +18,4 @@ cdef class BoxCaller:
     cdef Py_ssize_t arity
     cdef dict results
     cdef dict dropped
+    cdef public bint defer

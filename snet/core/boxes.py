@@ -116,10 +116,11 @@ def _lookup(namespace: Any, name: str) -> Any:
 
 def label_parameter(label: str) -> str:
     """The parameter name a label binds to by name: ``x`` for a field, ``n`` for ``<n>`` and ``<#n>``."""
+    # (no negative indices: this module is compiled with wraparound off)
     if label.startswith("<#"):
-        return label[2:-1]
+        return label[2:len(label) - 1]
     if label.startswith("<"):
-        return label[1:-1]
+        return label[1:len(label) - 1]
     return label
 
 
@@ -268,6 +269,15 @@ def _where(decl: BoxDeclaration) -> str:
     return f"{decl.span.location}: " if decl.span is not None else ""
 
 
+class Deferred:
+    """An ``async def`` box's coroutine, handed to an engine that awaits it (``BoxCaller.defer``)."""
+
+    __slots__ = ("coroutine",)
+
+    def __init__(self, coroutine: Any):
+        self.coroutine = coroutine
+
+
 class BoxCaller:
     """Calls one box and turns its results into output records (language.md §6.3)."""
 
@@ -299,6 +309,8 @@ class BoxCaller:
         self.initialiser = node.initialiser
         # record shape (its labels in order) -> the labels its outputs do not inherit
         self.dropped: dict = {}
+        # an engine that overlaps async calls sets this: a coroutine is returned as a Deferred
+        self.defer = False
 
     def __call__(self, record: Record) -> list:
         """Process one input record; returns its output records in order."""
@@ -318,10 +330,31 @@ class BoxCaller:
                                self.span) from None
         try:
             result = self.function(*args) if kwargs is None else self.function(*args, **kwargs)
+        except (SNetError, KeyboardInterrupt):
+            raise
+        except BaseException as e:  # SystemExit, GeneratorExit...: the box's failure, not the run's end
+            raise self._raised(e, record) from e
+        return self._finish(result, record)
+
+    def resume(self, future: Any, record: Record) -> list:
+        """The outputs of a deferred call (see ``defer``), once ``future`` (of its coroutine) is done."""
+        try:
+            result = future.result()
+        except (SNetError, KeyboardInterrupt):
+            raise
+        except BaseException as e:
+            raise self._raised(e, record) from e
+        return self._finish(result, record)
+
+    def _finish(self, result: Any, record: Record) -> Any:
+        """Turn what the box function returned into output records (language.md §6.3)."""
+        try:
             if result is None:
                 return []
-            if type(result) is CoroutineType:  # an async def box: awaited on the runtime's loop (aloop.py)
-                result = run_coroutine(result)
+            if type(result) is CoroutineType:  # an async def box
+                if self.defer:  # the engine awaits it and comes back with resume()
+                    return Deferred(result)
+                result = run_coroutine(result)  # awaited on the runtime's own loop (aloop.py)
                 if result is None:
                     return []
             if type(result) is dict:

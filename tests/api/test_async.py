@@ -171,3 +171,43 @@ def test_async_def_boxes_are_awaited(engine_options):
         assert most > 1  # calls of different workers overlap on the runtime's loop
     with pytest.raises(snet.SNetBoxError, match="box 'fetch' raised LookupError: no such page"):
         list(net.run([{"x": 13}], **engine_options))
+
+
+def test_front_overlaps_async_box_calls_beyond_its_workers():
+    """On FRONT a waiting async call holds no worker: one worker keeps many calls in flight."""
+    in_flight = 0
+    most = 0
+
+    async def fetch(x):
+        nonlocal in_flight, most
+        in_flight += 1  # the box loop's thread only: no race
+        most = max(most, in_flight)
+        await asyncio.sleep(0.05)
+        in_flight -= 1
+        return {"page": x}
+
+    net = snet.load("box fetch ((x) -> (page)); net n connect fetch .. [{page} -> {page}];", boxes={"fetch": fetch})
+    outputs = list(net.run([{"x": i} for i in range(60)], engine="front", workers=1))
+    assert [o["page"] for o in outputs] == list(range(60))  # a pipeline: the box's stream keeps input order
+    assert most >= 20
+    limited = list(net.run([{"x": i} for i in range(12)], engine="front", workers=1, box_concurrency=3))
+    assert [o["page"] for o in limited] == list(range(12))
+
+
+def test_async_boxes_with_skip_and_request_futures(engine_options):
+    async def fetch(x):
+        await asyncio.sleep(0.001)
+        if x % 5 == 0:
+            raise KeyError(x)
+        return {"page": x}
+
+    net = snet.load("box fetch ((x) -> (page)); net n connect fetch;", boxes={"fetch": fetch})
+    with net.session(on_error="skip", **engine_options) as session:
+        futures = {x: session.submit({"x": x}) for x in range(1, 31)}
+        for x, future in futures.items():
+            if x % 5 == 0:
+                with pytest.raises(snet.SNetBoxError, match="box 'fetch' raised KeyError"):
+                    future.result(timeout=30)
+            else:
+                assert future.result(timeout=30) == [{"page": x}]
+    assert session.stats().failures == 6
