@@ -4,7 +4,7 @@ Cython, which pyproject.toml lists as a build requirement, compiles the
 extensions of ``snet_front`` from their ``.pyx`` sources and the box caller
 ``snet/core/boxes.py`` (the hottest path of every engine: plain Python source
 with an augmenting ``.pxd``), so ``pip install -e .`` on a fresh machine
-builds them.  ``SNET_FRONT_DEBUG=1`` in the environment compiles them with
+builds them, and ``pip wheel .`` gives a wheel with them inside.  ``SNET_FRONT_DEBUG=1`` in the environment compiles them with
 the debug counters and line tracing.
 """
 
@@ -61,26 +61,62 @@ def read_version():
     return scope["__version__"]
 
 
-setup(
-    name="snet",
-    version=read_version(),
-    description="S-Net, the declarative coordination language, with the FRONT work-stealing runtime",
-    long_description=open(os.path.join(HERE, "README.md")).read(),
-    long_description_content_type="text/markdown",
-    python_requires=">=3.11",
-    packages=find_packages(include=["snet", "snet.*", "snet_front", "boxes"]),
-    package_data={"snet.syntax": ["*.lark"], "snet.core": ["*.pxd"], "snet_front": ["*.pxd", "*.pyi", "py.typed", "includes/*"],
-                  "boxes": ["*.snet", "*.jsonl", "*.xml"]},
-    ext_modules=front_extensions(),
-    install_requires=["lark>=1.2,<2", "attrs>=23"],
-    extras_require={
-        "examples": ["numpy>=1.24"],
-        # pyspark[connect] brings the Spark Connect client (grpcio, zstandard, ...) for sc:// masters.
-        # cloudpickle: the fallback of snet.spark.replicas where pyspark's own copy is missing.
-        "spark": ["pyspark[connect]>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=18", "cloudpickle>=2.0"],
-        "test": ["pytest>=8", "pytest-benchmark>=4", "hypothesis>=6", "interegular>=0.3",
-                 "numpy>=1.24", "pyspark[connect]>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=18"],
-    },
-    entry_points={"console_scripts": ["snet = snet.__main__:main"]},
-    zip_safe=False,
-)
+# The distribution is called snet-lang (the name snet is taken on PyPI); the import
+# package and the command are `snet`.  The examples in boxes/ stay in the repository:
+# installed as a top-level package `boxes` they would shadow a user's own boxes module.
+DISTRIBUTION = "snet-lang"
+PACKAGES = find_packages(where=HERE, include=["snet", "snet.*", "snet_front"])
+# py.typed: type checkers read the package's annotations; the grammar is read at run time.
+PACKAGE_DATA = {"snet": ["py.typed"], "snet.syntax": ["*.lark"], "snet.core": ["*.pxd"],
+                "snet_front": ["*.pxd", "*.pyi", "py.typed", "includes/*"]}
+
+TEST = ["pytest>=8", "pytest-benchmark>=4", "hypothesis>=6", "interegular>=0.3", "numpy>=1.24", "mypy>=1.10"]
+# pyspark[connect] brings the Spark Connect client (grpcio, zstandard, ...) for sc:// masters.
+# cloudpickle: the fallback of snet.spark.replicas where pyspark's own copy is missing.
+SPARK = ["pyspark[connect]>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=18", "cloudpickle>=2.0"]
+EXAMPLES = ["numpy>=1.24"]
+
+CLASSIFIERS = [
+    "Development Status :: 3 - Alpha",
+    "Intended Audience :: Developers",
+    "Intended Audience :: Science/Research",
+    "License :: OSI Approved :: MIT License",
+    "Operating System :: POSIX :: Linux",
+    "Programming Language :: Cython",
+    "Programming Language :: Python :: 3",
+    "Programming Language :: Python :: 3 :: Only",
+    "Programming Language :: Python :: 3.11",
+    "Programming Language :: Python :: Implementation :: CPython",
+    "Topic :: Software Development :: Compilers",
+    "Topic :: System :: Distributed Computing",
+    "Typing :: Typed",
+]
+
+
+if __name__ == "__main__":  # the build runs this file as a script; tests import it for PACKAGES
+    setup(
+        name=DISTRIBUTION,
+        version=read_version(),
+        description="S-Net, the declarative coordination language, with the FRONT work-stealing runtime",
+        long_description=open(os.path.join(HERE, "README.md"), encoding="utf-8").read(),
+        long_description_content_type="text/markdown",
+        license="MIT",
+        license_files=["LICENSE"],
+        classifiers=CLASSIFIERS,
+        keywords=["S-Net", "coordination language", "stream processing", "dataflow", "Spark"],
+        python_requires=">=3.11",
+        packages=PACKAGES,
+        package_data=PACKAGE_DATA,
+        exclude_package_data={"": ["*.c", "*.html"]},
+        ext_modules=front_extensions(),
+        install_requires=["lark>=1.2,<2", "attrs>=23"],
+        extras_require={
+            "examples": EXAMPLES,
+            "test": TEST,
+            "spark": SPARK,
+            # Everything: what CI installs, and the README's test command.
+            "all": sorted(set(TEST + SPARK + EXAMPLES)),
+        },
+        entry_points={"console_scripts": ["snet = snet.__main__:main"]},
+        zip_safe=False,
+    )

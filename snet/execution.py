@@ -16,13 +16,13 @@ Contract of every engine:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 if TYPE_CHECKING:
     from snet.errorpolicy import ErrorPolicy
     from snet.stats import RunStats
 
-Record = dict
+Record = dict[str, Any]  # label (S-Net spelling: "x", "<t>", "<#b>") -> value
 
 
 class Execution:

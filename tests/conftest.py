@@ -7,15 +7,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# CI checks the project out with the shared specification folder beside it.
-SHARED = (ROOT / ".." / "shared").resolve()
-
-
-@pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    assert SHARED.is_dir(), f"the shared folder is expected beside the repository: {SHARED}"
-    return SHARED
-
 
 # Every engine must pass the behaviour suite: the tests that take `run_net` or
 # `engine_options` run once per entry (Spark splits have their own suite in tests/spark).

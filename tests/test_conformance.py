@@ -1,6 +1,6 @@
-"""The shared acceptance cases, run through the command line as users run it.
+"""The acceptance cases, run through the command line as users run it.
 
-Each case is one test, so a failure names the case; the shared runner does
+Each case is one test, so a failure names the case; the suite's runner does
 the judging (exit status, standard-error substrings, output records).
 """
 
@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-SHARED = (Path(__file__).resolve().parents[1] / ".." / "shared").resolve()
-
-RUNNER = SHARED / "conformance" / "run"
-CASES = sorted(p.name for p in (SHARED / "conformance" / "cases").iterdir() if (p / "case.json").is_file()) \
-    if RUNNER.is_file() else []
+# The repository's copy of the shared suite (tests/conformance/refresh keeps it current).
+CONFORMANCE = Path(__file__).resolve().parent / "conformance"
+RUNNER = CONFORMANCE / "run"
+CASES = sorted(p.name for p in (CONFORMANCE / "cases").iterdir() if (p / "case.json").is_file())
 
 
 def run_case(name: str, engine_args: str) -> subprocess.CompletedProcess:

@@ -66,7 +66,8 @@ def get_session(master: str, conf: dict[str, str] | None = None):
     try:
         from pyspark.sql import SparkSession
     except ImportError as e:  # pragma: no cover - the spark extra is missing
-        raise SNetUsageError(f"--spark needs pyspark (pip install 'snet[spark]'): {e}") from e
+        raise SNetUsageError("--spark needs pyspark (the spark extra: pip install -e '.[spark]' in a checkout): "
+                             f"{e}") from e
     conf = dict(conf or {})
     with _LOCK:
         prepare_environment(master)

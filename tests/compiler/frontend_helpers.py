@@ -8,8 +8,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = Path(__file__).resolve().parents[2]
-# CI checks the repository out with the shared specification folder beside it.
-SHARED = ROOT / ".." / "shared"
+# The repository's copy of the shared conformance cases (tests/conformance/refresh keeps it current).
+CASES_DIR = ROOT / "tests" / "conformance" / "cases"
 GOLDEN = HERE / "golden"
 
 

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from frontend_helpers import SHARED, snet_cli
+from frontend_helpers import CASES_DIR, snet_cli
 
 NESTED = """net outer ({a} -> {c}) {
   box f ((a) -> (b));
@@ -37,7 +37,7 @@ def test_check_verbose_prints_every_net_in_source_order(nested):
 
 
 def test_check_of_a_shared_example_uses_declared_types():
-    result = snet_cli("check", str(SHARED / "conformance" / "cases" / "typesig_routing" / "net.snet"))
+    result = snet_cli("check", str(CASES_DIR / "typesig_routing" / "net.snet"))
     assert result.returncode == 0
     assert result.stdout == "{left, right, <w>} | {left, right} -> {sum}\n"
 

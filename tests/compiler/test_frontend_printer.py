@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from frontend_helpers import SHARED
+from frontend_helpers import CASES_DIR
 from snet.syntax import ast
 from snet.syntax.parser import parse
 from snet.syntax.printer import format_expr, format_program, format_texpr
@@ -132,7 +132,7 @@ def test_greater_than_is_always_parenthesised():
 
 
 def test_every_shared_example_round_trips():
-    for path in sorted((SHARED / "conformance" / "cases").glob("*/net.snet")):
+    for path in sorted(CASES_DIR.glob("*/net.snet")):
         if path.parent.name == "err_syntax":
             continue
         program = parse(path.read_text())

@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from frontend_helpers import SHARED
+from frontend_helpers import CASES_DIR
 from snet.errors import SNetCompileError, SNetError
 from snet.spg.build import compile_source
 
-SOURCES = [p.read_text() for p in sorted((SHARED / "conformance" / "cases").glob("*/net.snet"))]
+SOURCES = [p.read_text() for p in sorted(CASES_DIR.glob("*/net.snet"))]
 PIECES = list("{}[]()<>|!*@\\#?:;,=.-+/%&abcxyz019 \n") + [
     "<metadata>", "</metadata>", "/*", "*/", "->", "..", "net ", "box ", "connect ", "if ", "then ", "else "]
 

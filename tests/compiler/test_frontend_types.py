@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from frontend_helpers import SHARED
+from frontend_helpers import HERE
 from snet.errors import SNetCompileError, SNetUsageError
 from snet.spg.build import analyse, compile_source
 from snet.spg.nodes import (BoxNode, FeedbackNode, FilterItem, FilterNode, NetNode, ParallelNode, SerialNode,
@@ -109,15 +107,11 @@ def test_signed_nets_use_declared_types_open_outputs_and_typesigs():
     assert in_of("sig .. [{zz} -> {}]", decls) == (V("a", "b"), V("<n>"), V("x"))
 
 
-# ---- the worked examples of §11
+# ---- the worked examples of the language reference (§11), kept in examples/
 
 
 def _language_example(name: str) -> str:
-    text = (SHARED / "docs" / "language.md").read_text()
-    for block in re.findall(r"```\n(net .*?)```", text, re.S):
-        if block.startswith(f"net {name} "):
-            return block
-    raise AssertionError(f"example {name} not found")
+    return (HERE / "examples" / f"{name}.snet").read_text()
 
 
 def test_image_pipeline_types():

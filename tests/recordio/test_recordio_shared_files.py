@@ -13,7 +13,7 @@ import pytest
 from snet.recordio import RecordFileError, open_writer, read_records
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = (ROOT / ".." / "shared" / "conformance" / "cases").resolve()
+CASES = ROOT / "tests" / "conformance" / "cases"  # the repository's copy of the shared suite
 
 
 def case_files(name: str) -> list[Path]:
@@ -28,8 +28,6 @@ def ids(paths):
 def judge():
     """The conformance runner's own record readers (the script has no .py suffix)."""
     path = CASES.parent / "run"
-    if not path.is_file():
-        pytest.skip("the shared conformance runner is not beside the repository")
     loader = importlib.machinery.SourceFileLoader("conformance_run", str(path))
     spec = importlib.util.spec_from_loader(loader.name, loader)
     module = importlib.util.module_from_spec(spec)

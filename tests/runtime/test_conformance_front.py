@@ -1,7 +1,7 @@
 """The shared acceptance cases on the FRONT engine, through the command line and repeated in-process.
 
 The command-line runs (one test per case and worker count) are judged by
-the shared runner.  The repeated runs load each case through the embedding
+the suite's runner.  The repeated runs load each case through the embedding
 API, run it many times with several workers and compare with the expected
 records (in order where the case says so), to shake out scheduling races:
 any run that fails or hangs fails the test.
@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-SHARED = (Path(__file__).resolve().parents[2] / ".." / "shared").resolve()
-RUNNER = SHARED / "conformance" / "run"
-CASES_DIR = SHARED / "conformance" / "cases"
-CASES = sorted(p.name for p in CASES_DIR.iterdir() if (p / "case.json").is_file()) if CASES_DIR.is_dir() else []
+# The repository's copy of the shared suite (tests/conformance/refresh keeps it current).
+CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance"
+RUNNER = CONFORMANCE / "run"
+CASES_DIR = CONFORMANCE / "cases"
+CASES = sorted(p.name for p in CASES_DIR.iterdir() if (p / "case.json").is_file())
 
 # Repeats of every case per worker count; SNET_FRONT_REPEATS overrides (the
 # acceptance criterion is 20; the default suite runs that many too, since the

@@ -24,7 +24,7 @@ import snet
 
 HERE = Path(__file__).resolve().parent
 NETS = HERE / "nets"
-SHARED = (Path(__file__).resolve().parents[2] / ".." / "shared").resolve()
+CASES_DIR = Path(__file__).resolve().parents[1] / "conformance" / "cases"
 
 PIPELINE_RECORDS = int(os.environ.get("SNET_FRONT_PIPELINE_RECORDS", "1000000"))
 SIEVE_LIMIT = int(os.environ.get("SNET_FRONT_SIEVE_LIMIT", "20000"))
@@ -84,7 +84,7 @@ def test_fibonacci_in_pure_coordination(workers):
 
 @pytest.mark.slow
 def test_sieve_star_form():
-    net = snet.load(str(SHARED / "conformance" / "cases" / "sieve_star" / "net.snet"))
+    net = snet.load(str(CASES_DIR / "sieve_star" / "net.snet"))
     with net.run([{"<limit>": SIEVE_LIMIT}], engine="front", workers=2) as execution:
         primes = sorted(r["<prime>"] for r in execution)
     assert primes == primes_up_to(SIEVE_LIMIT)
@@ -114,7 +114,7 @@ def test_sieve_feedback_form(workers):
 
 def test_long_stateful_run_keeps_a_bounded_entity_graph():
     """Running maximum (the conformance case stateful_feedback) over 200,000 values."""
-    net = snet.load(str(SHARED / "conformance" / "cases" / "stateful_feedback" / "net.snet"))
+    net = snet.load(str(CASES_DIR / "stateful_feedback" / "net.snet"))
     n = 200_000
 
     def records():

@@ -4,7 +4,9 @@ The master is ``local[2,2]``: two cores, and two attempts per task, so that
 the retry test sees Spark retry a task (plain ``local[2]`` never retries).
 Every run in these tests asks for this master and reuses the one session
 (snet.spark.session reuses an active session), so the JVM starts once.
-Spark tests are skipped only where Java or pyspark is missing.
+Spark tests are skipped only where Java or pyspark is missing (the ``test``
+extra leaves PySpark out; the ``spark`` and ``all`` extras bring it), and each
+skip says which; a few tests here need neither and always run.
 """
 
 from __future__ import annotations
@@ -17,14 +19,25 @@ import pytest
 MASTER = "local[2,2]"
 
 
-def spark_available() -> bool:
-    return shutil.which("java") is not None and importlib.util.find_spec("pyspark") is not None
+def spark_missing() -> str | None:
+    """Why a local Spark cannot run here, or None when it can."""
+    if importlib.util.find_spec("pyspark") is None:
+        return "needs pyspark, which the spark extra installs (pip install -e '.[spark]' or '.[all]')"
+    if shutil.which("java") is None:
+        return "needs Java 17 for a local Spark (no java on PATH)"
+    return None
 
 
 @pytest.fixture(scope="session")
-def spark():
-    if not spark_available():
-        pytest.skip("Spark tests need Java and pyspark")
+def spark_installed() -> None:
+    """Skip, saying why, where pyspark or Java is missing (for tests that start Spark in a subprocess)."""
+    missing = spark_missing()
+    if missing:
+        pytest.skip(missing)
+
+
+@pytest.fixture(scope="session")
+def spark(spark_installed):
     from snet.spark.session import get_session
 
     return get_session(MASTER, {"spark.default.parallelism": "2"})

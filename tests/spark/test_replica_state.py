@@ -130,7 +130,7 @@ def test_selection_rules():
 def test_selection_on_a_compiled_program_with_nested_splits():
     from snet.spg.build import compile_file
 
-    path = Path(__file__).resolve().parents[2] / ".." / "shared" / "conformance" / "cases" / "fibonacci" / "net.snet"
+    path = Path(__file__).resolve().parents[1] / "conformance" / "cases" / "fibonacci" / "net.snet"
     graph = compile_file(str(path.resolve()))
     splits = {n.id: n for n in graph.nodes if n.kind == "split"}
     outer = [i for i, n in splits.items() if n.tag == "<id>"]

@@ -21,7 +21,7 @@ import pytest
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = (ROOT / ".." / "shared" / "conformance" / "cases").resolve()
+CASES = ROOT / "tests" / "conformance" / "cases"  # the repository's copy of the shared suite
 RUNNER = CASES.parent / "run"
 SPLIT_CASES = ["split_det_order", "split_many_keys", "split_range", "split_sync_per_key", "fibonacci",
                "metadata_comments_placement", "type_inference_routing"]
@@ -178,7 +178,7 @@ CLI_ENGINES = pytest.mark.parametrize("engine", ["front", "reference"])
 
 
 @CLI_ENGINES
-def test_cases_through_the_command_line(engine):
+def test_cases_through_the_command_line(spark_installed, engine):
     cmd = f"{shlex.quote(sys.executable)} -m snet run --engine {engine} --spark local[2] --spark-splits all"
     result = subprocess.run([sys.executable, str(RUNNER), "--cmd", cmd, "--timeout", "180",
                              "split_det_order", "fibonacci"],
@@ -187,7 +187,7 @@ def test_cases_through_the_command_line(engine):
 
 
 @CLI_ENGINES
-def test_box_error_on_an_executor_through_the_command_line(tmp_path, engine):
+def test_box_error_on_an_executor_through_the_command_line(spark_installed, tmp_path, engine):
     (tmp_path / "net.snet").write_text("net raising {\n  box risky((a, <k>) -> (a));\n} connect risky ! <k>;\n")
     (tmp_path / "net.py").write_text(
         "def risky(a, k):\n    if a == 3:\n        raise ValueError('three is not allowed')\n    return {'a': a}\n")
