@@ -63,7 +63,7 @@ from snet.execution import Execution
 from snet.errors import SNetRuntimeError
 from snet.core.semantics import SyncCell, cannot_terminate, log_parked, unfinished_warning
 from snet.plan import Kind, Plan, PlanNode
-from snet.requests import NO_INPUT_YET, Request, set_current_request
+from snet.requests import NO_INPUT_YET, Request, current_request, set_current_request
 from snet.stats import BoxStats, ReferenceStats, RunStats, executor_part
 
 Record = dict
@@ -461,6 +461,10 @@ class ReferenceEngine:
     def flush_executor(self) -> None:
         """Run the executor's batch; push the outputs, first input on top, then its error if any."""
         result = self.executor.flush()
+        request = current_request()  # a tracked input is flushed on its own (run_request): they are its
+        if request is not None:
+            for _seq, error in result.failures:
+                request.failed(error)
         if result.error is not None:
             # Outputs of the inputs before the failing one move on first, then the error.
             self.stack.append((_Raise(result.error), 0, None))

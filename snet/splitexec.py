@@ -70,6 +70,7 @@ class BatchResult:
     outputs: tuple[SplitOutputs, ...] = ()
     error: SNetRuntimeError | None = None
     error_seq: int = -1
+    failures: tuple = ()  # (seq, error) of records skipped under on_error "skip", for the input's future
 
 
 class SplitFailure(Exception):
@@ -97,8 +98,8 @@ class SplitRunner:
     def warnings(self) -> list[str]:
         return []
 
-    def take_failures(self) -> list[dict]:
-        """The error records of records skipped since the last call (``on_error`` other than "stop")."""
+    def take_failures(self) -> list[tuple]:
+        """``(seq, error record, error)`` of the records skipped since the last call (``on_error`` "skip")."""
         return []
 
     def stats(self) -> dict:
@@ -178,6 +179,7 @@ class SplitExecutor:
             return BatchResult()
         started = time.perf_counter()
         done: list[SplitOutputs] = []
+        failed: list[tuple] = []
         try:
             for node_id in sorted(batch):
                 runner = self.runners.get(node_id)
@@ -185,17 +187,23 @@ class SplitExecutor:
                     runner = self.runners[node_id] = self.make_runner(node_id)
                 try:
                     done.extend(runner.process_many(batch[node_id]))
-                    if self.error_policy is not None:
-                        for record in runner.take_failures():
-                            self.error_policy.reported(record)
                 except SplitFailure as failure:
+                    self._skipped(runner, failed)
                     before = sorted((o for o in done + failure.done if o.seq < failure.seq), key=_seq)
-                    return BatchResult(tuple(before), failure.error, failure.seq)
+                    return BatchResult(tuple(before), failure.error, failure.seq, tuple(failed))
+                self._skipped(runner, failed)
         finally:
             self.flushes += 1
             self.flush_seconds += time.perf_counter() - started
         done.sort(key=_seq)
-        return BatchResult(tuple(done))
+        return BatchResult(tuple(done), failures=tuple(failed))
+
+    def _skipped(self, runner: SplitRunner, failed: list) -> None:
+        """Report the records ``runner`` skipped to the run's error policy; note (seq, error) for the engines."""
+        if self.error_policy is not None:
+            for seq, record, error in runner.take_failures():
+                self.error_policy.reported(record)
+                failed.append((seq, error))
 
     def warnings(self) -> list[str]:
         return [w for node_id in sorted(self.runners) for w in self.runners[node_id].warnings()]

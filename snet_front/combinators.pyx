@@ -16,7 +16,7 @@ from snet.errors import SNetRuntimeError
 
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_now, snet_try_lock, snet_unlock)
 from snet_front.core cimport (Entity, Writer, Network, Group, GStack, Tagged, Ctx, Instance, WakeUp, register_factory,
-                              make_item, record_of, stack_of, spin_lock, spawn, push, bypass, new_ctx)
+                              make_item, record_of, stack_of, spin_lock, spawn, push, bypass, new_ctx, request_of)
 from snet_front.kinds cimport (K_NET, K_SERIAL, K_PAR, K_STAR, K_SPLIT, K_FEEDBACK, K_EXECSPLIT, K_INITBOX)
 
 
@@ -429,6 +429,13 @@ cdef bint flush_executor(Network rt, Writer w) except -1:
                     break
                 ran = True
                 result = rt.executor.run(taken)
+                for seq, error in result.failures:  # skipped on the executor: fail its tracked input, if any
+                    with rt.exec_lock:
+                        entry = rt.exec_waiting.get(seq)
+                    if entry is not None and entry[1] is not None:
+                        request = request_of(make_item(None, entry[1]))
+                        if request is not None:
+                            request.failed(error)
                 for done in result.outputs:
                     with rt.exec_lock:
                         e, st = rt.exec_waiting.pop(done.seq)

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from snet.core.semantics import SyncCell, unfinished_warning
+from snet.errorpolicy import ErrorPolicy, error_record
 from snet.errors import SNetRuntimeError
 from snet.plan import PlanNode, lower, operators
 from snet.spg.nodes import Node, PropertyGraph
@@ -114,7 +115,8 @@ class GroupResult:
     state: bytes | None  # the replica after the group (stateful operands only)
     warnings: list[str]  # unfinished-cell warnings if the run ended now
     error: ErrorReport | None = None
-    failures: list = field(default_factory=list)  # error records of the records skipped (on_error "skip")
+    # (input seq, error record, ErrorReport) of the records skipped (on_error "skip")
+    failures: list = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -245,6 +247,18 @@ def keeps_state(operand: Node) -> bool:
 
 # -- the host ----------------------------------------------------------------
 
+class _Collecting(ErrorPolicy):
+    """The error policy of replicas on an executor: collects each skipped failure for the driver."""
+
+    def __init__(self, sink: list):
+        super().__init__(quiet=True)
+        self.sink = sink
+
+    def failed(self, error: SNetRuntimeError, record: Record, box: str | None) -> None:
+        self.sink.append((error_record(error, record, box), ErrorReport.of(None, error)))
+
+
+
 class ReplicaHost:
     """Everything an executor needs to run replicas of one split's operand.
 
@@ -254,11 +268,11 @@ class ReplicaHost:
 
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], split_node_id: int,
                  skip_errors: bool = False):
-        from snet.errorpolicy import ErrorPolicy
         from snet.reference import ReferenceEngine
 
-        self.failures: list[dict] = []  # error records of skipped records, handed back with each group
-        policy = ErrorPolicy(self.failures.append, quiet=True) if skip_errors else None
+        # (error record, ErrorReport) of the records skipped (on_error "skip"), handed back with each group
+        self.failures: list[tuple] = []
+        policy = _Collecting(self.failures) if skip_errors else None
         self.plan = lower(graph, boxes, on_error=policy)
         self.split = self.plan.nodes[split_node_id]
         self.operand = self.split.children[0]
@@ -306,7 +320,10 @@ class ReplicaHost:
             if not self.stateful:
                 target = self._shared_target()
             for key, record, fire in group.items:
+                skipped = len(self.failures)
                 outputs.append((key, self._feed(target, record, fire)))
+                for i in range(skipped, len(self.failures)):  # skipped records of this input: its seq
+                    self.failures[i] = (key[0],) + self.failures[i]
         except SNetRuntimeError as e:
             engine.stack.clear()
             engine.pending_fire.clear()

@@ -107,7 +107,7 @@ class SparkSplitRunner(SplitRunner):
         self.partitions = int(own.get("snet.partitions") or parallelism(self.session))
         self.run_id = uuid.uuid4().hex
         self.context = make_context(graph, split_node_id, boxes, skip_errors)
-        self.failures: list[dict] = []  # error records of skipped records, from the executors
+        self.failures: list[tuple] = []  # (seq, error record, ErrorReport) of records skipped on the executors
         self.context_bytes = dump_context(self.context)
         self._ship()
         self._broadcast = None
@@ -215,9 +215,9 @@ class SparkSplitRunner(SplitRunner):
             raise SplitFailure(first.rebuild(), first.key[0], _fold([item for item in keyed if item[0] < first.key]))
         return _fold(keyed)
 
-    def take_failures(self) -> list[dict]:
+    def take_failures(self) -> list[tuple]:
         failures, self.failures = self.failures, []
-        return failures
+        return [(seq, record, report.rebuild()) for seq, record, report in sorted(failures, key=lambda f: f[0])]
 
     def _group(self, batch: list[tuple[int, int, Record]]) -> tuple[list[Group], int]:
         """Items per replica: ``key = (seq, instance, value)``, ``fire`` for a new replica."""

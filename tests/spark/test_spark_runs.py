@@ -140,6 +140,26 @@ def test_skipped_records_on_an_executor_are_reported_as_local_ones(spark_options
     assert sum("(record skipped)" in r.getMessage() for r in caplog.records) == 6
 
 
+def test_a_request_skipped_on_an_executor_fails_its_future(spark_options):
+    import snet
+
+    def work(v, k):
+        if v == 3:
+            raise ValueError("bad 3")
+        return {"v": v, "<k>": k}
+
+    net = snet.load("box work ((v, <k>) -> (v, <k>)); net n connect work ! <k>;", boxes={"work": work})
+    with net.session(**spark_options(spark_batch=4, on_error="skip")) as session:
+        futures = {v: session.submit({"v": v, "<k>": v % 3}) for v in range(8)}
+        for v, future in futures.items():
+            if v == 3:
+                with pytest.raises(SNetBoxError, match="box 'work' raised ValueError: bad 3"):
+                    future.result(timeout=300)
+            else:
+                assert future.result(timeout=300) == [{"v": v, "<k>": v % 3}]
+    assert session.stats().failures == 1
+
+
 FLAKY = '''
 import os, sys
 
