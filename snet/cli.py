@@ -13,10 +13,13 @@ import sys
 from snet._version import __version__
 from snet.errors import EXIT_STARTUP, SNetCompileError, SNetError
 
+PROGRESS_SECONDS = 2.0  # --progress without a number
+
 
 def _add_boxes_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--boxes", action="append", default=[], metavar="SPEC",
-                   help="box module: a dotted importable name or a path to a .py file "
+                   help="box module: a path to a .py file, or a name: NAME.py in the current folder "
+                        "if it exists, else the importable module NAME "
                         "(repeatable; default: NET.py beside NET.snet)")
     p.add_argument("--net", metavar="NAME",
                    help="the top-level net to use (default: the only one, or the one named after the file)")
@@ -56,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="seed the scheduler's tie-breaks (victim order), for reproducing runs")
     run.add_argument("--stats", action="store_true",
                      help="print run statistics on standard error at the end")
-    run.add_argument("--progress", type=float, nargs="?", const=2.0, default=None, metavar="SECONDS",
+    run.add_argument("--progress", type=float, nargs="?", const=PROGRESS_SECONDS, default=None, metavar="SECONDS",
                      help="print a progress line on standard error every SECONDS (default 2): records in "
                           "and out, rate, and the Spark batches; Spark batches are also logged one by one")
     run.add_argument("--spark", metavar="MASTER",
@@ -124,9 +127,34 @@ def unrecognized(extras: list[str], command: argparse.ArgumentParser) -> str:
     return f"unrecognized arguments: {' '.join(extras)}" + (f" ({'; '.join(hints)})" if hints else "")
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def bare_progress(argv: list[str]) -> list[str]:
+    """`argv` with a ``--progress`` that is not followed by a number spelt ``--progress=2.0``.
+
+    ``--progress`` takes an optional number of seconds; argparse would take
+    whatever follows as that number (``snet run --progress net.snet`` would
+    lose its network file), so a following word that is no number is left
+    to the arguments after it.
+    """
+    out = list(argv)
+    for i, word in enumerate(out):
+        if word == "--":
+            break
+        if len(word) > 4 and "--progress".startswith(word) and (i + 1 == len(out) or not _is_number(out[i + 1])):
+            out[i] = f"--progress={PROGRESS_SECONDS}"
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args, extras = parser.parse_known_args(argv)
+    args, extras = parser.parse_known_args(bare_progress(sys.argv[1:] if argv is None else argv))
     if extras:
         parser.error(unrecognized(extras, args.parser))  # exits with status 2
     try:

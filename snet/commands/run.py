@@ -132,7 +132,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     in_format = detect_format(args.input, args.input_format or args.format)
     out_format = detect_format(args.output, args.output_format or args.format)
-    if args.input not in (None, "-") and not os.path.isfile(args.input):
+    if args.input not in (None, "-") and (not os.path.exists(args.input) or os.path.isdir(args.input)):
         raise SNetUsageError(f"input file not found: {args.input}")
     if _same_file(args.input, args.output):
         raise SNetUsageError(f"the output file {args.output} is the input file: writing it would destroy the input")
@@ -203,8 +203,8 @@ def _run(network, records, options, writer, where: str, args: argparse.Namespace
 
 def _same_file(input_path, output_path) -> bool:
     """True when ``-o`` names the file ``-i`` reads (opening it for writing would truncate the input)."""
-    if input_path in (None, "-") or output_path in (None, "-") or not os.path.exists(output_path):
-        return False
+    if input_path in (None, "-") or output_path in (None, "-") or not os.path.isfile(output_path):
+        return False  # a device (/dev/null) or a pipe may be read and written at once
     try:
         return os.path.samefile(input_path, output_path)
     except OSError:

@@ -63,11 +63,12 @@ def detect_format(path: str | None, explicit: str | None) -> str:
         explicit: ``"jsonl"``, ``"xml"`` or None (the ``--format`` option).
 
     Returns:
-        ``"jsonl"`` or ``"xml"``; standard input and output default to ``"jsonl"``.
+        ``"jsonl"`` or ``"xml"``; standard input and output, and names with
+        no extension at all (``/dev/null``, a named pipe), default to ``"jsonl"``.
 
     Raises:
         SNetUsageError: an unknown `explicit` format, or an extension that
-            says nothing (exit 2).
+            is neither of the formats' (``.txt``, ``.json``: exit 2).
     """
     if explicit is not None:
         if explicit not in FORMATS:
@@ -76,6 +77,8 @@ def detect_format(path: str | None, explicit: str | None) -> str:
     if path is None or path == "-":
         return "jsonl"
     ext = os.path.splitext(os.fspath(path))[1].lower()
+    if not ext:
+        return "jsonl"
     fmt = _EXTENSIONS.get(ext)
     if fmt is None:
         raise SNetUsageError(

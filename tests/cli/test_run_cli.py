@@ -71,7 +71,7 @@ def test_bad_input_record_exit_1_after_earlier_outputs(netdir):
 @pytest.mark.parametrize("args,message", [
     (["missing.snet"], "network file not found: missing.snet"),
     (["net.snet", "-i", "nothere.jsonl"], "input file not found: nothere.jsonl"),
-    (["net.snet", "--boxes", "no_such_box_module"], "cannot import box module 'no_such_box_module'"),
+    (["net.snet", "--boxes", "no_such_box_module"], "cannot find box module 'no_such_box_module'"),
     (["net.snet", "-w", "0"], "-w/--workers must be at least 1"),
     (["net.snet", "--throttle", "x"], "--throttle takes OFFSET,FACTOR"),
     (["net.snet", "--engine", "warp"], "unknown engine 'warp'"),

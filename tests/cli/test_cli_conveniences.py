@@ -1,0 +1,154 @@
+"""What a person expects of the command line: box modules by name, outputs with no extension,
+a bare ``--progress``, and "did you mean" for misspelt boxes, nets and engines."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SNET = [sys.executable, "-m", "snet"]
+
+
+def snet(*args, cwd, stdin="", timeout=120):
+    return subprocess.run(SNET + [*map(str, args)], cwd=cwd, input=stdin, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def read_jsonl(text):
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    (tmp_path / "net.snet").write_text("net n { box f ((a) -> (a)); } connect f;\n")
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"a": i}) + "\n" for i in range(3)))
+    return tmp_path
+
+
+# -- --boxes NAME ----------------------------------------------------------------------
+
+def test_boxes_name_finds_name_py_in_the_current_folder(workdir):
+    (workdir / "mymod.py").write_text("def f(a):\n    return {'a': a * 10}\n")
+    done = snet("run", "net.snet", "--boxes", "mymod", "-i", "in.jsonl", cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert read_jsonl(done.stdout) == [{"a": 0}, {"a": 10}, {"a": 20}]
+
+
+def test_the_file_in_the_current_folder_wins_over_an_importable_module(workdir, tmp_path_factory):
+    elsewhere = tmp_path_factory.mktemp("site")
+    (elsewhere / "shadowed.py").write_text("def f(a):\n    return {'a': a + 100}\n")
+    (workdir / "shadowed.py").write_text("def f(a):\n    return {'a': -a}\n")
+    # -P: the current folder is not on sys.path, as for the installed console script.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(elsewhere), os.environ.get("PYTHONPATH", "")]))
+    command = [sys.executable, "-P", "-m", "snet", "run", "net.snet", "--boxes", "shadowed", "-i", "in.jsonl",
+               "--engine", "reference"]
+    done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert read_jsonl(done.stdout) == [{"a": 0}, {"a": -1}, {"a": -2}]
+    (workdir / "shadowed.py").unlink()
+    done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert read_jsonl(done.stdout) == [{"a": 100}, {"a": 101}, {"a": 102}]
+
+
+def test_boxes_name_still_imports_an_installed_module(workdir):
+    # A module of the standard library offering a callable named like the box.
+    (workdir / "net.snet").write_text("net n { box sqrt ((a) -> (a)); } connect sqrt;\n")
+    done = snet("check", "net.snet", "--boxes", "math", cwd=workdir)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_name_neither_file_nor_module_names_both_tries(workdir):
+    done = snet("run", "net.snet", "--boxes", "nosuchmod", "-i", "in.jsonl", cwd=workdir)
+    assert done.returncode == 2
+    line = done.stderr.splitlines()[0]
+    assert "cannot find box module 'nosuchmod'" in line
+    assert f"no file {workdir / 'nosuchmod.py'}" in line
+    assert "importing 'nosuchmod' failed" in line
+    assert "Traceback" not in done.stderr
+
+
+# -- outputs and inputs with no extension ---------------------------------------------------
+
+def test_output_to_dev_null_runs(workdir):
+    (workdir / "m.py").write_text("def f(a):\n    return {'a': a}\n")
+    done = snet("run", "net.snet", "--boxes", "m.py", "-i", "in.jsonl", "-o", "/dev/null", cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+
+
+def test_files_with_no_extension_are_json_lines_unless_format_says(workdir):
+    (workdir / "m.py").write_text("def f(a):\n    return {'a': a + 1}\n")
+    (workdir / "records").write_text((workdir / "in.jsonl").read_text())
+    done = snet("run", "net.snet", "--boxes", "m.py", "-i", "records", "-o", "result", cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert read_jsonl((workdir / "result").read_text()) == [{"a": 1}, {"a": 2}, {"a": 3}]
+    done = snet("run", "net.snet", "--boxes", "m.py", "-i", "records", "-o", "result", "--output-format", "xml",
+                cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert (workdir / "result").read_text().startswith('<?xml version="1.0" ?>')
+
+
+def test_an_unknown_extension_is_still_refused(workdir):
+    (workdir / "m.py").write_text("def f(a):\n    return {'a': a}\n")
+    done = snet("run", "net.snet", "--boxes", "m.py", "-i", "in.jsonl", "-o", "out.csv", cwd=workdir)
+    assert done.returncode == 2
+    assert "cannot tell the record format of 'out.csv'" in done.stderr
+
+
+# -- --progress without a number ----------------------------------------------------------
+
+def test_bare_progress_before_the_network_file_leaves_the_file_alone(workdir):
+    (workdir / "net.py").write_text("def f(a):\n    return {'a': a}\n")
+    done = snet("run", "--progress", "net.snet", "-i", "in.jsonl", cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert read_jsonl(done.stdout) == [{"a": 0}, {"a": 1}, {"a": 2}]
+    assert "snet progress: done, " in done.stderr and "in 3, out 3" in done.stderr
+
+
+def test_progress_with_seconds_still_takes_them(workdir):
+    (workdir / "net.py").write_text("def f(a):\n    return {'a': a}\n")
+    done = snet("run", "net.snet", "--progress", "0.5", "-i", "in.jsonl", cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert "snet progress: done, " in done.stderr
+    done = snet("run", "net.snet", "-i", "in.jsonl", "--progress", cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert "snet progress: done, " in done.stderr
+
+
+# -- did you mean ------------------------------------------------------------------------
+
+def test_a_misspelt_box_suggests_the_function_the_module_has(workdir):
+    (workdir / "net.py").write_text("def ff(a):\n    return {'a': a}\n\ndef helper():\n    pass\n")
+    (workdir / "net.snet").write_text("net n { box fff ((a) -> (a)); } connect fff;\n")
+    done = snet("run", "net.snet", "-i", "in.jsonl", cwd=workdir)
+    assert done.returncode == 2
+    assert "box 'fff' is declared here (did you mean 'ff'?)" in done.stderr
+
+
+def test_a_missing_box_with_no_near_name_gets_no_suggestion(workdir):
+    (workdir / "net.py").write_text("def completely_different(a):\n    return {'a': a}\n")
+    done = snet("run", "net.snet", "-i", "in.jsonl", cwd=workdir)
+    assert done.returncode == 2
+    assert "box 'f' is declared here" in done.stderr and "did you mean" not in done.stderr
+
+
+def test_a_misspelt_net_suggests_the_net(workdir):
+    (workdir / "net.py").write_text("def f(a):\n    return {'a': a}\n")
+    (workdir / "two.snet").write_text("net pipeline { box f ((a) -> (a)); } connect f;\n"
+                                      "net other { box f ((a) -> (a)); } connect f;\n")
+    done = snet("run", "two.snet", "--boxes", "net.py", "--net", "pipelin", cwd=workdir)
+    assert done.returncode == 2
+    assert "no top-level net 'pipelin' (did you mean 'pipeline'? top-level nets: pipeline, other)" in done.stderr
+
+
+def test_a_misspelt_engine_suggests_the_engine(workdir):
+    (workdir / "net.py").write_text("def f(a):\n    return {'a': a}\n")
+    done = snet("run", "net.snet", "--engine", "refrence", cwd=workdir)
+    assert done.returncode == 2
+    assert "unknown engine 'refrence' (did you mean 'reference'? engines: front, reference)" in done.stderr
