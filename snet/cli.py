@@ -58,7 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, metavar="S",
                      help="seed the scheduler's tie-breaks (victim order), for reproducing runs")
     run.add_argument("--stats", action="store_true",
-                     help="print run statistics on standard error at the end")
+                     help="print a summary of the run on standard error at the end: records, per box calls, "
+                          "time and share, records held in synchro-cells, peak entities")
+    run.add_argument("--stats-json", metavar="FILE",
+                     help="write every statistic of the run, the engine's own counters too, to FILE as JSON")
     run.add_argument("--progress", type=float, nargs="?", const=PROGRESS_SECONDS, default=None, metavar="SECONDS",
                      help="print a progress line on standard error every SECONDS (default 2): records in "
                           "and out, rate, and the Spark batches; Spark batches are also logged one by one")

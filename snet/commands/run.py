@@ -32,6 +32,8 @@ import signal
 import sys
 import time
 
+import attrs
+
 from snet.errors import SNetRuntimeError, SNetInterrupted, SNetOptionError, SNetUsageError
 from snet.options import RunOptions
 from snet.stats import RunStats
@@ -95,7 +97,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             box_concurrency_per_box=per_box,
             steal=not args.no_steal,
             seed=args.seed,
-            stats=args.stats,
+            stats=args.stats or args.stats_json is not None,
             spark_master=args.spark or os.environ.get("SNET_SPARK_MASTER") or None,
             spark_conf=parse_spark_conf(args.spark_conf),
             spark_splits=args.spark_splits,
@@ -136,6 +138,7 @@ def run_command(args: argparse.Namespace) -> int:
         raise SNetUsageError(f"input file not found: {args.input}")
     if _same_file(args.input, args.output):
         raise SNetUsageError(f"the output file {args.output} is the input file: writing it would destroy the input")
+    stats_json = _open_stats_json(args.stats_json)
     records = read_records(args.input, in_format, allow_pickle=args.allow_pickle)
     writer = open_writer(args.output, out_format)
     where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
@@ -144,7 +147,7 @@ def run_command(args: argparse.Namespace) -> int:
     # Boxes that print write to standard error from the start: standard output carries the records only.
     # SIGTERM (what service managers send) stops the run as Ctrl-C does.
     with contextlib.redirect_stdout(sys.stderr), _terminate_as_interrupt():
-        return _run(network, records, options, writer, where, args)
+        return _run(network, records, options, writer, where, args, stats_json)
 
 
 class _Terminated(KeyboardInterrupt):
@@ -167,13 +170,15 @@ def _terminate_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-def _run(network, records, options, writer, where: str, args: argparse.Namespace) -> int:
+def _run(network, records, options, writer, where: str, args: argparse.Namespace, stats_json) -> int:
     execution = network.execute(records, options)
     progress = Progress(execution, args.progress) if args.progress is not None else None
+    written = 0  # records handed to the writer: what --stats reports as written
     try:
         last_flush = time.monotonic()
         for record in execution:
             writer.write(record)
+            written += 1
             now = time.monotonic()
             # Flush before waiting for the network, and at least every FLUSH_SECONDS while outputs stream.
             if not execution.ready() or now - last_flush >= FLUSH_SECONDS:
@@ -194,11 +199,42 @@ def _run(network, records, options, writer, where: str, args: argparse.Namespace
                 writer.close()
             except OSError as e:
                 raise _write_failed(where, e) from None
-        if progress is not None:
-            progress.report(final=True)
-        if args.stats:
-            print_stats(execution.stats())
+            finally:
+                if progress is not None:
+                    progress.report(final=True)
+                if args.stats or stats_json is not None:
+                    report_stats(execution.stats(), written, args.stats, stats_json)
     return 0
+
+
+def _open_stats_json(path: str | None):
+    """The file ``--stats-json`` names, opened before the run so that a bad path is a usage error."""
+    if path is None:
+        return None
+    if path == "-":
+        raise SNetUsageError("--stats-json takes a file name: standard output carries the records")
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as e:
+        raise SNetUsageError(f"cannot open the --stats-json file {path}: {e.strerror or e}") from None
+
+
+def report_stats(stats: RunStats, written: int, summary: bool, json_file) -> None:
+    """``--stats`` and ``--stats-json``: the engine's figures, with the records out counted as written.
+
+    The engine counts an output when it leaves the network; after Ctrl-C some
+    of those were never taken by the writer, so the command reports the
+    records it wrote, and the engine's own count as ``records_produced``.
+    """
+    produced = stats.records_out
+    stats = attrs.evolve(stats, records_out=written)
+    if summary:
+        print(stats.summary(), file=sys.stderr)
+    if json_file is not None:
+        with json_file:
+            json.dump({**stats.to_json(), "records_produced": produced}, json_file, indent=2, sort_keys=True,
+                      default=str)
+            json_file.write("\n")
 
 
 def _same_file(input_path, output_path) -> bool:
@@ -281,16 +317,3 @@ def log_spark_batches() -> None:
         handler.snet_progress = True
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-
-
-def print_stats(stats: RunStats) -> None:
-    """Statistics on standard error: a readable summary, then the same data as one JSON line.
-
-    The JSON line starts with ``snet stats: `` so scripts can find and parse it.
-    """
-    print(format_stats(stats), file=sys.stderr)
-    print("snet stats: " + json.dumps(stats.to_json(), sort_keys=True, default=str), file=sys.stderr)
-
-
-def format_stats(stats: RunStats) -> str:
-    return stats.format_table()
