@@ -75,12 +75,19 @@ def build_parser() -> argparse.ArgumentParser:
                           "FILE:LINE:COL positions or net names")
     run.add_argument("--spark-batch", type=int, metavar="N",
                      help="records per Spark batch (default 4096)")
+    loudness = run.add_mutually_exclusive_group()
+    loudness.add_argument("-q", "--quiet", action="store_true",
+                          help="print no warnings (errors, and what --stats and --progress ask for, still appear)")
+    loudness.add_argument("-v", "--verbose", action="store_true",
+                          help="also print what the run does: the net and its boxes, the engine, the record "
+                               "files, the Spark batches, the end")
     run.set_defaults(func=_run, parser=run)
 
     check = sub.add_parser("check", help="parse, resolve and type-check; print the signature")
     check.add_argument("net_file", metavar="NET.snet")
     _add_boxes_option(check)
     check.add_argument("-v", "--verbose", action="store_true", help="print the signature of every net")
+    check.add_argument("-q", "--quiet", action="store_true", help="print no warnings")
     check.set_defaults(func=_check, parser=check)
 
     graph = sub.add_parser("graph", help="draw the static property graph (.dot, .svg or .png)")

@@ -35,10 +35,11 @@ import time
 import attrs
 
 from snet.errors import SNetRuntimeError, SNetInterrupted, SNetOptionError, SNetUsageError
-from snet.options import RunOptions
+from snet.options import DEFAULT_ENGINE, RunOptions
 from snet.stats import RunStats
 
 FLUSH_SECONDS = 0.05
+log = logging.getLogger("snet")
 
 # How the command line spells each run option, for the messages of snet.options.
 FLAGS = {
@@ -129,8 +130,10 @@ def run_command(args: argparse.Namespace) -> int:
     options = options_from_args(args)
     if args.progress is not None and args.progress <= 0:
         raise SNetUsageError(f"--progress takes a positive number of seconds, not {args.progress}")
-    show_warnings()
+    level = logging.ERROR if args.quiet else logging.INFO if args.verbose else logging.WARNING
+    show_warnings(level)
     network = load(NetFile(args.net_file), boxes=args.boxes, net=args.net)
+    log.info("info: net %s %s; boxes %s", network.name, network.signature, _box_origins(network))
 
     in_format = detect_format(args.input, args.input_format or args.format)
     out_format = detect_format(args.output, args.output_format or args.format)
@@ -142,8 +145,12 @@ def run_command(args: argparse.Namespace) -> int:
     records = read_records(args.input, in_format, allow_pickle=args.allow_pickle)
     writer = open_writer(args.output, out_format)
     where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
-    if args.progress is not None and options.spark_master:
+    if (args.progress is not None or args.verbose) and options.spark_master:
         log_spark_batches()
+    log.info("info: %s engine%s; input %s (%s), output %s (%s)", options.engine or DEFAULT_ENGINE,
+             f", {options.workers or os.cpu_count() or 1} workers" if (options.engine or DEFAULT_ENGINE) == "front"
+             else "", _shown(args.input, "standard input"), in_format, _shown(args.output, "standard output"),
+             out_format)
     # Boxes that print write to standard error from the start: standard output carries the records only.
     # SIGTERM (what service managers send) stops the run as Ctrl-C does.
     with contextlib.redirect_stdout(sys.stderr), _terminate_as_interrupt():
@@ -174,6 +181,7 @@ def _run(network, records, options, writer, where: str, args: argparse.Namespace
     execution = network.execute(records, options)
     progress = Progress(execution, args.progress) if args.progress is not None else None
     written = 0  # records handed to the writer: what --stats reports as written
+    started = time.monotonic()
     try:
         last_flush = time.monotonic()
         for record in execution:
@@ -202,6 +210,8 @@ def _run(network, records, options, writer, where: str, args: argparse.Namespace
             finally:
                 if progress is not None:
                     progress.report(final=True)
+                log.info("info: %s after %.3g s; %d records written", "stopped" if sys.exc_info()[0] else "done",
+                         time.monotonic() - started, written)
                 if args.stats or stats_json is not None:
                     report_stats(execution.stats(), written, args.stats, stats_json)
     return 0
@@ -251,16 +261,36 @@ def _write_failed(where: str, error: OSError) -> SNetRuntimeError:
     return SNetRuntimeError(f"cannot write the {where}: {error.strerror or error}")
 
 
-def show_warnings() -> None:
-    """Show the warnings of the ``snet`` logger on standard error, as bare lines."""
+def show_warnings(level: int = logging.WARNING) -> None:
+    """Show the messages of the ``snet`` logger from `level` up on standard error, as bare lines.
+
+    ``-q`` gives ERROR (no warnings), ``-v`` INFO (what the run does).
+    """
     logger = logging.getLogger("snet")
-    if not any(getattr(h, "snet_warnings", False) for h in logger.handlers):
+    handler = next((h for h in logger.handlers if getattr(h, "snet_warnings", False)), None)
+    if handler is None:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setLevel(logging.WARNING)
         handler.setFormatter(logging.Formatter("%(message)s"))
         handler.snet_warnings = True
         logger.addHandler(handler)
         logger.propagate = False  # the command owns standard error: no second copy from a root handler
+    handler.setLevel(level)
+    if level < logging.WARNING:
+        logger.setLevel(level)
+
+
+def _shown(path: str | None, default: str) -> str:
+    return default if path in (None, "-") else path
+
+
+def _box_origins(network) -> str:
+    """Where the bound box functions come from: ``f, g from net.py``."""
+    by_file: dict[str, list[str]] = {}
+    for name, function in sorted(network.boxes.items()):
+        module = sys.modules.get(getattr(function, "__module__", None) or "")
+        origin = getattr(module, "__file__", None) or getattr(module, "__name__", None) or "Python"
+        by_file.setdefault(origin, []).append(name)
+    return "; ".join(f"{', '.join(names)} from {origin}" for origin, names in by_file.items()) or "none"
 
 
 class Progress:
@@ -317,3 +347,4 @@ def log_spark_batches() -> None:
         handler.snet_progress = True
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+    logger.propagate = False  # not a second time through the "snet" logger's handler (-v)

@@ -152,3 +152,44 @@ def test_a_misspelt_engine_suggests_the_engine(workdir):
     done = snet("run", "net.snet", "--engine", "refrence", cwd=workdir)
     assert done.returncode == 2
     assert "unknown engine 'refrence' (did you mean 'reference'? engines: front, reference)" in done.stderr
+
+
+# -- -q and -v ------------------------------------------------------------------------------
+
+@pytest.fixture
+def warning_net(workdir):
+    (workdir / "cell.snet").write_text("net cell { box f ((a) -> (a)); } connect f .. [| {a}, {b} |];\n")
+    (workdir / "cell.py").write_text("def f(a):\n    return {'a': a}\n")
+    return workdir
+
+
+@pytest.mark.parametrize("engine", ["front", "reference"])
+def test_quiet_drops_warnings_and_verbose_says_what_runs(warning_net, engine):
+    warning = "warning: synchro-cell discarded with 1 of 2 patterns filled"
+    plain = snet("run", "cell.snet", "-i", "in.jsonl", "--engine", engine, cwd=warning_net)
+    assert plain.returncode == 0 and warning in plain.stderr and "info:" not in plain.stderr
+    quiet = snet("run", "cell.snet", "-i", "in.jsonl", "--engine", engine, "-q", cwd=warning_net)
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    assert quiet.stdout == plain.stdout
+    verbose = snet("run", "cell.snet", "-i", "in.jsonl", "--engine", engine, "--verbose", "-o", "out.jsonl",
+                   cwd=warning_net)
+    assert verbose.returncode == 0 and warning in verbose.stderr
+    info = [line for line in verbose.stderr.splitlines() if line.startswith("info: ")]
+    assert info[0] == f"info: net cell {{a}} | {{a, b}} -> {{a, b}} | {{}}; boxes f from {warning_net / 'cell.py'}"
+    assert info[1].startswith(f"info: {engine} engine") and "input in.jsonl (jsonl), output out.jsonl (jsonl)" in info[1]
+    assert info[-1].startswith("info: done after ") and info[-1].endswith("; 2 records written")
+
+
+def test_quiet_still_reports_errors(warning_net):
+    done = snet("run", "cell.snet", "-i", "missing.jsonl", "-q", cwd=warning_net)
+    assert done.returncode == 2 and "input file not found: missing.jsonl" in done.stderr
+    assert snet("run", "cell.snet", "-q", "-v", cwd=warning_net).returncode == 2  # one or the other
+
+
+def test_check_quiet_drops_warnings(workdir):
+    (workdir / "w.snet").write_text("net w connect [{x} -> {y=w}];\n")  # w is no label of the input
+    loud = snet("check", "w.snet", cwd=workdir)
+    quiet = snet("check", "w.snet", "-q", cwd=workdir)
+    assert loud.returncode == quiet.returncode == 0
+    assert "warning:" in loud.stderr and quiet.stderr == ""
+    assert loud.stdout == quiet.stdout
