@@ -48,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--engine", default=None, metavar="NAME",
                      help="engine: front (default) or reference")
     run.add_argument("--allow-pickle", action="store_true",
-                     help='read {"$pickle": ...} field values from the input (unpickling runs code)')
+                     help='read {"$pickle": ...} field values from the input (unpickling runs code), and write '
+                          'output values that JSON cannot hold in that form rather than stop with an error')
     run.add_argument("--throttle", metavar="OFFSET,FACTOR",
                      help="admit input only while inputs < OFFSET + FACTOR * outputs")
     run.add_argument("--box-concurrency", action="append", default=[], metavar="N|NAME=N",

@@ -35,6 +35,7 @@ import time
 import attrs
 
 from snet.errors import SNetRuntimeError, SNetInterrupted, SNetOptionError, SNetUsageError
+from snet.recordio.jsonl import UnwritableField
 from snet.options import DEFAULT_ENGINE, RunOptions
 from snet.stats import RunStats
 
@@ -143,7 +144,7 @@ def run_command(args: argparse.Namespace) -> int:
         raise SNetUsageError(f"the output file {args.output} is the input file: writing it would destroy the input")
     stats_json = _open_stats_json(args.stats_json)
     records = read_records(args.input, in_format, allow_pickle=args.allow_pickle)
-    writer = open_writer(args.output, out_format)
+    writer = open_writer(args.output, out_format, allow_pickle=args.allow_pickle)
     where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
     if (args.progress is not None or args.verbose) and options.spark_master:
         log_spark_batches()
@@ -197,6 +198,8 @@ def _run(network, records, options, writer, where: str, args: argparse.Namespace
         raise SNetInterrupted(f"{what}; the outputs produced so far were written") from None
     except OSError as e:
         raise _write_failed(where, e) from None
+    except UnwritableField as e:
+        raise e.hinted(_made_by(network, e.label)) from None
     finally:
         if progress is not None:
             progress.stop()
@@ -215,6 +218,15 @@ def _run(network, records, options, writer, where: str, args: argparse.Namespace
                 if args.stats or stats_json is not None:
                     report_stats(execution.stats(), written, args.stats, stats_json)
     return 0
+
+
+def _made_by(network, label: str) -> str:
+    """`` (made by box 'f')``: the boxes whose output types have the field `label`, as a hint."""
+    names = sorted({d.name for d in network.graph.boxes if any(label in v for v in d.variants)})
+    if not names:
+        return ""
+    return f" (made by box {', '.join(repr(n) for n in names)})" if len(names) == 1 else \
+        f" (made by one of the boxes {', '.join(repr(n) for n in names)})"
 
 
 def _open_stats_json(path: str | None):

@@ -7,9 +7,9 @@ docs/records.md describes the formats as implemented):
 * ``read_records(source, fmt, name=, allow_pickle=)`` -- a lazy iterator of
   records (dicts in S-Net spelling); never holds more than one chunk of the
   file, so files larger than memory and endless streams work;
-* ``open_writer(dest, fmt)`` -- a ``RecordWriter`` (``write``, ``flush``,
+* ``open_writer(dest, fmt, allow_pickle=)`` -- a ``RecordWriter`` (``write``, ``flush``,
   ``close``; also a context manager);
-* ``format_record_jsonl(record)`` -- one record as a JSON Lines line.
+* ``format_record_jsonl(record, allow_pickle=)`` -- one record as a JSON Lines line.
 
 A malformed input record raises ``RecordFileError`` (an ``SNetRecordError``,
 exit status 1) when the reader reaches it, after every record before it has
@@ -26,12 +26,12 @@ import os
 from typing import Any, Final, Iterator, Protocol
 
 from snet.errors import SNetUsageError
-from snet.recordio.jsonl import JsonlWriter, format_record_jsonl, read_jsonl
+from snet.recordio.jsonl import JsonlWriter, UnwritableField, format_record_jsonl, read_jsonl
 from snet.recordio.streams import RecordFileError, open_destination, open_source, source_name
 from snet.recordio.xml import XmlWriter, format_record_xml, read_xml
 
 __all__ = [
-    "FORMATS", "RecordFileError", "RecordWriter", "detect_format", "format_record_jsonl",
+    "FORMATS", "RecordFileError", "RecordWriter", "UnwritableField", "detect_format", "format_record_jsonl",
     "format_record_xml", "open_writer", "read_records",
 ]
 
@@ -126,13 +126,17 @@ def _owning(records: Iterator[dict], f: Any) -> Iterator[dict]:
             f.close()
 
 
-def open_writer(dest: Any, fmt: str) -> RecordWriter:
+def open_writer(dest: Any, fmt: str, *, allow_pickle: bool = False) -> RecordWriter:
     """A writer of records to `dest` in format `fmt`.
 
     Args:
         dest: a path (created or truncated, UTF-8), ``"-"`` for standard
             output, or a file object (closed by the caller, not the writer).
         fmt: ``"jsonl"`` or ``"xml"``.
+        allow_pickle: JSON Lines: write a field value JSON cannot hold
+            (after tuples and NumPy values became lists and numbers) as
+            ``{"$pickle": ...}`` instead of raising ``UnwritableField``.
+            S-Net XML always pickles such values.
 
     Raises:
         SNetUsageError: an unknown format or a path that cannot be opened.
@@ -140,4 +144,4 @@ def open_writer(dest: Any, fmt: str) -> RecordWriter:
     if fmt not in FORMATS:
         raise SNetUsageError(f"unknown record format '{fmt}': use jsonl or xml")
     f, owned = open_destination(dest)
-    return JsonlWriter(f, owned) if fmt == "jsonl" else XmlWriter(f, owned)
+    return JsonlWriter(f, owned, allow_pickle) if fmt == "jsonl" else XmlWriter(f, owned)

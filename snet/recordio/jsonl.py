@@ -24,9 +24,13 @@ twice the last one wins).
 
 Writing.  A record is written with one call of a shared compact encoder when
 every field value is JSON-exact (``values.is_json_exact``), which is checked
-per field with a type test for the usual scalars.  Other values become
-``{"$pickle": ...}``.  Lines are collected and handed to the file in batches
-(``streams.BatchWriter``); nothing is flushed per record.
+per field with a type test for the usual scalars.  Otherwise each field goes
+through ``values.json_value``: tuples become lists, NumPy scalars and arrays
+numbers and lists.  A value JSON cannot hold even so is an
+:class:`UnwritableField` error naming the field, the type and the output
+record's number, unless the writer may pickle (``allow_pickle``): then it
+becomes ``{"$pickle": ...}``.  Lines are collected and handed to the file in
+batches (``streams.BatchWriter``); nothing is flushed per record.
 """
 
 from __future__ import annotations
@@ -38,8 +42,8 @@ from snet.errors import SNetRuntimeError
 from snet.records import is_valid_label, record_problem
 from snet.recordio.streams import BatchWriter, RecordFileError
 from snet.recordio.values import (
-    ALLOW_PICKLE_HINT, ValueFormError, is_json_exact, long_integer_problem, long_tag_error, nesting_problem,
-    pickle_text, unpickle_text)
+    ALLOW_PICKLE_HINT, NotJsonValue, ValueFormError, is_json_exact, json_value, long_integer_problem, long_tag_error,
+    nesting_problem, pickle_text, unpickle_text)
 
 PICKLE_KEY: Final = "$pickle"
 _BOM: Final = "\ufeff"
@@ -141,10 +145,41 @@ def _field_from_json(value: dict, label: str, name: str, lineno: int, allow_pick
 # --------------------------------------------------------------------------
 # Writing
 
-def format_record_jsonl(record: dict) -> str:
+class UnwritableField(SNetRuntimeError):
+    """A field value JSON cannot hold, written without permission to pickle.
+
+    Attributes:
+        label: the field.
+        what: the value described (``a datetime.date``).
+        record_number: the 1-based number of the record among those the
+            writer wrote (None from :func:`format_record_jsonl` alone).
+    """
+
+    def __init__(self, label: str, what: str, record_number: int | None = None, hint: str = ""):
+        self.label = label
+        self.what = what
+        self.record_number = record_number
+        self.hint = hint
+        where = f"output record {record_number}: " if record_number is not None else ""
+        super().__init__(f"{where}field '{label}' holds {what}, which JSON cannot hold{hint}; make the box return "
+                         f"JSON values (numbers, strings, lists, dicts), or pass --allow-pickle (allow_pickle=True "
+                         f"in Python) to write it pickled")
+
+    def numbered(self, record_number: int) -> "UnwritableField":
+        return UnwritableField(self.label, self.what, record_number, self.hint)
+
+    def hinted(self, hint: str) -> "UnwritableField":
+        return UnwritableField(self.label, self.what, self.record_number, hint)
+
+    def __reduce__(self):
+        return (type(self), (self.label, self.what, self.record_number, self.hint))
+
+
+def format_record_jsonl(record: dict, allow_pickle: bool = False) -> str:
     """One record as a compact JSON object (no newline); see the module docstring.
 
     Raises:
+        UnwritableField: a field value JSON cannot hold, and `allow_pickle` is false.
         SNetRuntimeError: an invalid label, a tag that is not an int, or a
             field value that can be neither written as JSON nor pickled.
     """
@@ -171,7 +206,7 @@ def format_record_jsonl(record: dict) -> str:
                 return _encode(record)
             except ValueError:  # NaN/inf, or an int beyond the interpreter's digit limit
                 pass
-        return _encode(_prepared(record))
+        return _encode(_prepared(record, allow_pickle))
     except RecursionError:  # is_json_exact, the encoders and pickle all recurse
         raise SNetRuntimeError(f"cannot write a record with a field value {nesting_problem()}") from None
     except ValueError:  # fields were pickled if need be: a tag too long to write in decimal
@@ -197,18 +232,23 @@ def _bad_output_tag(label: str, value: Any) -> SNetRuntimeError:
     return SNetRuntimeError(f"cannot write tag {label}: it holds a {type(value).__name__}, not an int")
 
 
-def _prepared(record: dict) -> dict:
-    """A copy of `record` whose fields that JSON cannot hold exactly are pickled."""
+def _prepared(record: dict, allow_pickle: bool) -> dict:
+    """A copy of `record` with every field in a form JSON holds, or pickled if allowed (module docstring)."""
     out = {}
     for label, value in record.items():
         if label[0] != "<":
-            exact = is_json_exact(value) and not (type(value) is dict and PICKLE_KEY in value and len(value) == 1)
-            if exact:
+            try:
+                converted = json_value(value)
+                if type(converted) is dict and PICKLE_KEY in converted and len(converted) == 1:
+                    raise NotJsonValue(f"a dict whose only key is \"{PICKLE_KEY}\" (the form of a pickled value)")
                 try:
-                    _encode(value)
-                except ValueError:
-                    exact = False
-            if not exact:
+                    _encode(converted)
+                except ValueError:  # an int beyond the interpreter's digit limit
+                    raise NotJsonValue(long_integer_problem()) from None
+                value = converted
+            except NotJsonValue as exc:
+                if not allow_pickle:
+                    raise UnwritableField(label, exc.what) from None
                 try:
                     value = {PICKLE_KEY: pickle_text(value)}
                 except ValueError as exc:
@@ -218,11 +258,19 @@ def _prepared(record: dict) -> dict:
 
 
 class JsonlWriter(BatchWriter):
-    """Writes records as JSON Lines, one compact object per line."""
+    """Writes records as JSON Lines, one compact object per line; pickles only if `allow_pickle`."""
 
-    @staticmethod
-    def format_record(record: dict) -> str:
-        return format_record_jsonl(record) + "\n"
+    def __init__(self, f: IO, owned: bool, allow_pickle: bool = False):
+        super().__init__(f, owned)
+        self._allow_pickle = allow_pickle
+        self._count = 0
+
+    def format_record(self, record: dict) -> str:
+        self._count += 1
+        try:
+            return format_record_jsonl(record, self._allow_pickle) + "\n"
+        except UnwritableField as exc:
+            raise exc.numbered(self._count) from None
 
     def _write_unencodable(self, text: str) -> None:
         # A lone surrogate, or a file object in a narrower encoding than

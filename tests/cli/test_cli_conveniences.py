@@ -193,3 +193,37 @@ def test_check_quiet_drops_warnings(workdir):
     assert loud.returncode == quiet.returncode == 0
     assert "warning:" in loud.stderr and quiet.stderr == ""
     assert loud.stdout == quiet.stdout
+
+
+# -- values JSON cannot hold -----------------------------------------------------------------
+
+STAMP_BOXES = """import datetime
+import numpy as np
+
+def stamp(a):
+    if a < 2:
+        return {"a": np.int64(a), "d": (np.arange(3, dtype=np.float32) * a, np.bool_(a == 1))}
+    return {"a": a, "d": datetime.date(2024, 1, 1 + a)}
+"""
+
+
+@pytest.mark.parametrize("engine", ["front", "reference"])
+def test_numpy_and_tuples_are_json_and_a_date_is_an_error_naming_the_box(workdir, engine):
+    pytest.importorskip("numpy")
+    (workdir / "stamp.snet").write_text("net stamped { box stamp ((a) -> (a, d)); } connect stamp;\n")
+    (workdir / "stamp.py").write_text(STAMP_BOXES)
+    done = snet("run", "stamp.snet", "-i", "in.jsonl", "-o", "out.jsonl", "--engine", engine, "-w", "1",
+                cwd=workdir)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0] == (
+        "error: output record 3: field 'd' holds a datetime.date, which JSON cannot hold (made by box 'stamp'); "
+        "make the box return JSON values (numbers, strings, lists, dicts), or pass --allow-pickle "
+        "(allow_pickle=True in Python) to write it pickled")
+    assert (workdir / "out.jsonl").read_text() == ('{"a":0,"d":[[0.0,0.0,0.0],false]}\n'
+                                                    '{"a":1,"d":[[0.0,1.0,2.0],true]}\n')
+    done = snet("run", "stamp.snet", "-i", "in.jsonl", "-o", "out.jsonl", "--engine", engine, "-w", "1", "--allow-pickle",
+                cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    lines = read_jsonl((workdir / "out.jsonl").read_text())
+    assert lines[:2] == [{"a": 0, "d": [[0.0, 0.0, 0.0], False]}, {"a": 1, "d": [[0.0, 1.0, 2.0], True]}]
+    assert list(lines[2]["d"]) == ["$pickle"]
