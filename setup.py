@@ -72,7 +72,7 @@ setup(
     package_data={"snet.syntax": ["*.lark"], "snet.core": ["*.pxd"], "snet_front": ["*.pxd", "*.pyi", "py.typed", "includes/*"],
                   "boxes": ["*.snet", "*.jsonl", "*.xml"]},
     ext_modules=front_extensions(),
-    install_requires=["lark>=1.2,<2", "attrs>=23"],
+    install_requires=["lark>=1.2,<2", "attrs>=23", "tqdm>=4.66"],
     extras_require={
         "examples": ["numpy>=1.24"],
         # pyspark[connect] brings the Spark Connect client (grpcio, zstandard, ...) for sc:// masters.

@@ -64,8 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--stats-json", metavar="FILE",
                      help="write every statistic of the run, the engine's own counters too, to FILE as JSON")
     run.add_argument("--progress", type=float, nargs="?", const=PROGRESS_SECONDS, default=None, metavar="SECONDS",
-                     help="print a progress line on standard error every SECONDS (default 2): records in "
-                          "and out, rate, and the Spark batches; Spark batches are also logged one by one")
+                     help="show progress on standard error: on a terminal a live display (records in and out, "
+                          "rate, and for an input file the percentage and time left); elsewhere a line every "
+                          "SECONDS (default 2); Spark batches are also logged one by one")
     run.add_argument("--spark", metavar="MASTER",
                      help="run index splits on Spark (local[N], spark://, yarn, k8s://, sc://); "
                           "default: $SNET_SPARK_MASTER, else no Spark")

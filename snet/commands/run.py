@@ -36,6 +36,7 @@ import attrs
 
 from snet.errors import SNetRuntimeError, SNetInterrupted, SNetOptionError, SNetUsageError
 from snet.recordio.jsonl import UnwritableField
+from snet.commands.progress import start_progress
 from snet.options import DEFAULT_ENGINE, RunOptions
 from snet.stats import RunStats
 
@@ -143,7 +144,9 @@ def run_command(args: argparse.Namespace) -> int:
     if _same_file(args.input, args.output):
         raise SNetUsageError(f"the output file {args.output} is the input file: writing it would destroy the input")
     stats_json = _open_stats_json(args.stats_json)
-    records = read_records(args.input, in_format, allow_pickle=args.allow_pickle)
+    input_file = _open_input(args.input)
+    records = read_records(args.input if input_file is None else input_file, in_format, name=args.input
+                           if input_file is not None else None, allow_pickle=args.allow_pickle)
     writer = open_writer(args.output, out_format, allow_pickle=args.allow_pickle)
     where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
     if (args.progress is not None or args.verbose) and options.spark_master:
@@ -154,8 +157,22 @@ def run_command(args: argparse.Namespace) -> int:
              out_format)
     # Boxes that print write to standard error from the start: standard output carries the records only.
     # SIGTERM (what service managers send) stops the run as Ctrl-C does.
-    with contextlib.redirect_stdout(sys.stderr), _terminate_as_interrupt():
-        return _run(network, records, options, writer, where, args, stats_json)
+    try:
+        with contextlib.redirect_stdout(sys.stderr), _terminate_as_interrupt():
+            return _run(network, records, options, writer, where, args, stats_json, input_file)
+    finally:
+        if input_file is not None:
+            input_file.close()
+
+
+def _open_input(path: str | None):
+    """The input file opened here (not by the reader), so that ``--progress`` can tell how far it is read."""
+    if path in (None, "-"):
+        return None
+    try:
+        return open(path, "rb")
+    except OSError as e:
+        raise SNetUsageError(f"cannot open input file {path}: {e.strerror or e}") from None
 
 
 class _Terminated(KeyboardInterrupt):
@@ -178,9 +195,9 @@ def _terminate_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-def _run(network, records, options, writer, where: str, args: argparse.Namespace, stats_json) -> int:
+def _run(network, records, options, writer, where: str, args: argparse.Namespace, stats_json, input_file) -> int:
     execution = network.execute(records, options)
-    progress = Progress(execution, args.progress) if args.progress is not None else None
+    progress = start_progress(execution, args.progress, input_file) if args.progress is not None else None
     written = 0  # records handed to the writer: what --stats reports as written
     started = time.monotonic()
     try:
@@ -303,51 +320,6 @@ def _box_origins(network) -> str:
         origin = getattr(module, "__file__", None) or getattr(module, "__name__", None) or "Python"
         by_file.setdefault(origin, []).append(name)
     return "; ".join(f"{', '.join(names)} from {origin}" for origin, names in by_file.items()) or "none"
-
-
-class Progress:
-    """``--progress``: a line on standard error every ``interval`` seconds while the run goes on.
-
-    ``snet progress: 12.0 s, in 120000, out 119800 (10000/s); spark: 3 batches, 12288 records, 2.1 s``
-    The figures come from the engine's statistics (cheap counters, read
-    without stopping the workers); the rate is that of the last interval.
-    """
-
-    def __init__(self, execution, interval: float):
-        import threading
-
-        self.execution = execution
-        self.interval = interval
-        self.started = time.monotonic()
-        self.last = (self.started, 0)
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._loop, name="snet-progress", daemon=True)
-        self.thread.start()
-
-    def _loop(self) -> None:
-        while not self.done.wait(self.interval):
-            self.report()
-
-    def stop(self) -> None:
-        self.done.set()
-        self.thread.join()
-
-    def report(self, final: bool = False) -> None:
-        try:
-            stats = self.execution.stats()
-        except Exception:  # a run being torn down: skip this line
-            return
-        now = time.monotonic()
-        out = stats.records_out
-        then, before = self.last
-        rate = (out - before) / (now - then) if now > then else 0.0
-        self.last = (now, out)
-        line = (f"snet progress: {'done, ' if final else ''}{now - self.started:.1f} s, "
-                f"in {stats.records_in}, out {out} ({rate:.0f}/s)")
-        spark = stats.spark
-        if spark is not None:
-            line += f"; spark: {spark.batches} batches, {spark.records} records, {spark.seconds:.1f} s"
-        print(line, file=sys.stderr, flush=True)
 
 
 def log_spark_batches() -> None:

@@ -227,3 +227,60 @@ def test_numpy_and_tuples_are_json_and_a_date_is_an_error_naming_the_box(workdir
     lines = read_jsonl((workdir / "out.jsonl").read_text())
     assert lines[:2] == [{"a": 0, "d": [[0.0, 0.0, 0.0], False]}, {"a": 1, "d": [[0.0, 1.0, 2.0], True]}]
     assert list(lines[2]["d"]) == ["$pickle"]
+
+
+# -- progress on a terminal --------------------------------------------------------------------
+
+def run_on_a_terminal(command, cwd, columns=100):
+    """Run `command` with standard error on a pseudo-terminal; (exit status, what it drew)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    proc = subprocess.Popen(command, cwd=cwd, stderr=slave, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    return proc.wait(timeout=60), b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals")
+def test_progress_on_a_terminal_is_a_live_display_with_total_and_time_left(workdir):
+    (workdir / "slow.snet").write_text("box slow ((a) -> (a)); net slownet connect slow;\n")
+    (workdir / "slow.py").write_text("import time\n\ndef slow(a):\n    time.sleep(0.01)\n    return {'a': a}\n")
+    (workdir / "big.jsonl").write_text("".join(json.dumps({"a": i, "pad": "x" * 200}) + "\n" for i in range(150)))
+    code, drawn = run_on_a_terminal(SNET + ["run", "slow.snet", "-i", "big.jsonl", "-o", "out.jsonl", "--progress",
+                                            "-w", "1"], workdir)
+    assert code == 0, drawn
+    frames = [frame.strip() for frame in drawn.replace("\n", "\r").split("\r") if frame.strip()]
+    assert len(frames) >= 3, drawn  # redrawn in place, several times a second
+    assert all(frame.startswith("snet: in:") for frame in frames), frames
+    middle = [f for f in frames if "%|" in f and "/" in f and "<" in f and "rec/s" in f]
+    assert middle, frames  # a percentage, done/total, time left and the rate while it runs
+    assert frames[-1].startswith("snet: in: 100%|") and "150/150" in frames[-1] and "out 150" in frames[-1]
+    assert "snet progress:" not in drawn  # the plain lines are for logs, not terminals
+    assert len(read_jsonl((workdir / "out.jsonl").read_text())) == 150
+
+
+@pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals")
+def test_progress_from_standard_input_on_a_terminal_has_no_total(workdir):
+    (workdir / "net.py").write_text("def f(a):\n    return {'a': a}\n")
+    command = SNET + ["run", "net.snet", "--progress", "-o", "out.jsonl"]
+    import shlex
+    shell = f"{shlex.join(command)} < in.jsonl"
+    code, drawn = run_on_a_terminal(["sh", "-c", shell], workdir)
+    assert code == 0, drawn
+    frames = [frame.strip() for frame in drawn.replace("\n", "\r").split("\r") if frame.strip()]
+    assert frames[-1].startswith("snet: in: 3 rec") and "out 3" in frames[-1], frames
+    assert "%" not in frames[-1]
