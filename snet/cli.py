@@ -97,6 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("-o", "--output", default="-", metavar="FILE",
                        help="output file; .svg and .png need Graphviz's dot (default: DOT on standard output)")
     graph.add_argument("--net", metavar="NAME", help="the top-level net to draw")
+    graph.add_argument("--compact", action="store_true",
+                       help="draw each combinator once around its operands, boxes by name only, no type labels")
+    graph.add_argument("--left-to-right", action="store_true",
+                       help="lay the stages out from left to right (default: top to bottom)")
     graph.set_defaults(func=_graph, parser=graph)
     return parser
 

@@ -169,16 +169,76 @@ class _Dot:
         return d, c
 
 
-def to_dot(graph: PropertyGraph) -> str:
-    """The DOT text of `graph`'s run net."""
-    dot = _Dot()
-    dot.emit("rankdir=LR;")
+class _CompactDot(_Dot):
+    """The compact drawing: each combinator once, as a cluster around its operands, with no type labels.
+
+    Boxes show their names only; a parallel composition fans out from and
+    in to a small point; ``*``, ``!`` and ``\\`` are a labelled cluster
+    around their operand, so a network of dozens of boxes stays readable.
+    """
+
+    def draw(self, n: Node) -> tuple[str, str]:
+        if isinstance(n, BoxNode):
+            attrs = {"shape": "box"}
+            if n.initialiser:
+                attrs["peripheries"] = "2"
+            self.node(f"n{n.id}", n.name, **attrs)
+            return f"n{n.id}", f"n{n.id}"
+        if isinstance(n, FilterNode):
+            self.node(f"n{n.id}", f"filter {format_labels(n.pattern)}", shape="trapezium")
+            return f"n{n.id}", f"n{n.id}"
+        return super().draw(n)
+
+    def _around(self, n: Node, label: str, operand: Node) -> tuple[str, str]:
+        det = {"penwidth": "2"} if n.deterministic else {}
+        self.open_cluster(f"r{n.id}", label, style="rounded", **det)
+        ends = self.draw(operand)
+        self.close_cluster()
+        return ends
+
+    def _parallel(self, n: ParallelNode) -> tuple[str, str]:
+        d, c = f"d{n.id}", f"c{n.id}"
+        symbol = "||" if n.deterministic else "|"
+        self.open_cluster(f"p{n.id}", symbol, style="dotted")
+        self.node(d, "", shape="point", width="0.08")
+        self.node(c, "", shape="point", width="0.08")
+        for branch in n.branches:
+            entry, exit_ = self.draw(branch)
+            self.edge(d, entry)
+            self.edge(exit_, c)
+        self.close_cluster()
+        return d, c
+
+    def _star(self, n: StarNode) -> tuple[str, str]:
+        symbol = "**" if n.deterministic else "*"
+        return self._around(n, f"{symbol} until {_patterns(n.exits)}", n.operand)
+
+    def _split(self, n: SplitNode) -> tuple[str, str]:
+        op = ("!!" if n.deterministic else "!") + ("@" if n.placed else "")
+        key = n.tag + (f":{n.hi_tag}" if n.hi_tag else "")
+        return self._around(n, f"{op} {key}: one replica per value", n.operand)
+
+    def _feedback(self, n: FeedbackNode) -> tuple[str, str]:
+        return self._around(n, f"\\ back {_patterns(n.back)}", n.operand)
+
+
+def to_dot(graph: PropertyGraph, *, compact: bool = False, left_to_right: bool = False) -> str:
+    """The DOT text of `graph`'s run net.
+
+    Args:
+        compact: each combinator once around its operands, boxes by name
+            only, no type labels (see :class:`_CompactDot`).
+        left_to_right: lay the stages out from left to right (default: top
+            to bottom, which keeps a long pipeline readable on a screen).
+    """
+    dot = _CompactDot() if compact else _Dot()
+    dot.emit(f"rankdir={'LR' if left_to_right else 'TB'};")
     dot.emit('node [fontname="Helvetica", fontsize=10];')
     dot.emit('edge [fontname="Helvetica", fontsize=9];')
     dot.emit(f"labelloc=t; label={quote(f'net {graph.net_name}: {graph.signature}')};")
     dot.node("input", "input", shape="plaintext")
     dot.node("output", "output", shape="plaintext")
     entry, exit_ = dot.draw(graph.root)
-    dot.edge("input", entry, format_type(graph.root.in_type))
-    dot.edge(exit_, "output", format_type(graph.root.out_type))
+    dot.edge("input", entry, None if compact else format_type(graph.root.in_type))
+    dot.edge(exit_, "output", None if compact else format_type(graph.root.out_type))
     return "digraph snet {\n" + "\n".join(dot.lines) + "\n}\n"
