@@ -101,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="draw each combinator once around its operands, boxes by name only, no type labels")
     graph.add_argument("--left-to-right", action="store_true",
                        help="lay the stages out from left to right (default: top to bottom)")
+    graph.add_argument("--collapse", action="append", default=[], metavar="NET",
+                       help="draw the named net NET as one node with its signature (repeatable)")
     graph.set_defaults(func=_graph, parser=graph)
     return parser
 

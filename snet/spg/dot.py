@@ -29,6 +29,10 @@ property-graph node ids, so a drawing can be matched with messages.
 
 from __future__ import annotations
 
+import difflib
+from typing import Iterable
+
+from snet.errors import SNetUsageError
 from snet.records import format_labels
 from snet.spg.nodes import (BoxNode, FeedbackNode, FilterNode, IdentityNode, NetNode, Node, ParallelNode,
                             Pattern, PropertyGraph, SerialNode, SplitNode, StarNode, SyncNode)
@@ -44,9 +48,10 @@ def _patterns(patterns: tuple[Pattern, ...]) -> str:
 
 
 class _Dot:
-    def __init__(self) -> None:
+    def __init__(self, collapse: frozenset[str] = frozenset()) -> None:
         self.lines: list[str] = []
         self.indent = 1
+        self.collapse = collapse  # named nets drawn as one node
 
     def emit(self, line: str) -> None:
         self.lines.append("  " * self.indent + line)
@@ -100,6 +105,10 @@ class _Dot:
             for (_, a), (b, _) in zip(ends, ends[1:]):
                 self.edge(a, b)
             return ends[0][0], ends[-1][1]
+        if isinstance(n, NetNode) and n.name in self.collapse:
+            sig = f"{format_type(n.in_type)} -> {format_type(n.out_type)}"
+            self.node(f"n{n.id}", f"net {n.name}\n{sig}", shape="box", style="rounded,bold")
+            return f"n{n.id}", f"n{n.id}"
         if isinstance(n, NetNode):
             label = f"net {n.name}" if not n.name.startswith("@") else "placement"
             if n.placement is not None:
@@ -222,7 +231,8 @@ class _CompactDot(_Dot):
         return self._around(n, f"\\ back {_patterns(n.back)}", n.operand)
 
 
-def to_dot(graph: PropertyGraph, *, compact: bool = False, left_to_right: bool = False) -> str:
+def to_dot(graph: PropertyGraph, *, compact: bool = False, left_to_right: bool = False,
+           collapse: Iterable[str] = ()) -> str:
     """The DOT text of `graph`'s run net.
 
     Args:
@@ -230,8 +240,21 @@ def to_dot(graph: PropertyGraph, *, compact: bool = False, left_to_right: bool =
             only, no type labels (see :class:`_CompactDot`).
         left_to_right: lay the stages out from left to right (default: top
             to bottom, which keeps a long pipeline readable on a screen).
+        collapse: names of nets drawn as one node with their signature
+            instead of their inside.
+
+    Raises:
+        SNetUsageError: a name in `collapse` that is no net of the drawing.
     """
-    dot = _CompactDot() if compact else _Dot()
+    collapse = frozenset(collapse)
+    unknown = sorted(collapse - _net_names(graph.root))
+    if unknown:
+        known = sorted(_net_names(graph.root))
+        close = difflib.get_close_matches(unknown[0], known, n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise SNetUsageError(f"no net '{unknown[0]}' to collapse in net {graph.net_name} "
+                             f"({hint}nets: {', '.join(known) or 'none'})")
+    dot = _CompactDot(collapse) if compact else _Dot(collapse)
     dot.emit(f"rankdir={'LR' if left_to_right else 'TB'};")
     dot.emit('node [fontname="Helvetica", fontsize=10];')
     dot.emit('edge [fontname="Helvetica", fontsize=9];')
@@ -242,3 +265,11 @@ def to_dot(graph: PropertyGraph, *, compact: bool = False, left_to_right: bool =
     dot.edge("input", entry, None if compact else format_type(graph.root.in_type))
     dot.edge(exit_, "output", None if compact else format_type(graph.root.out_type))
     return "digraph snet {\n" + "\n".join(dot.lines) + "\n}\n"
+
+
+def _net_names(node: Node) -> set[str]:
+    """The names of the named nets drawn inside `node` (placements excluded)."""
+    names = {node.name} if isinstance(node, NetNode) and not node.name.startswith("@") else set()
+    for child in node.children():
+        names |= _net_names(child)
+    return names

@@ -213,3 +213,22 @@ def test_compact_draws_each_combinator_once_around_its_operands(tmp_path):
     assert re.search(r'n\d+ \[label="f", shape=box\]', dot)  # boxes by name only
     assert re.search(r"\w+ -> \w+;", dot) and not re.search(r"\w+ -> \w+ \[label=", dot)  # edges bare
     assert "placement @ 2" in dot and "shape=box3d" in dot
+
+
+def test_collapse_draws_a_named_net_as_one_node(tmp_path):
+    result = snet_cli("graph", str(README_EXAMPLE), "--collapse", "join", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    dot = result.stdout
+    assert re.search(r'n\d+ \[label="net join\\n[^"]* -> [^"]*", shape=box, style=rounded,bold\];', dot), dot
+    assert "[| {r}, {g}, {b} |]" not in dot and "box3d" not in dot  # its inside is not drawn
+    assert "box check" in dot  # the rest is
+    both = snet_cli("graph", str(README_EXAMPLE), "--collapse", "join", "--collapse", "fan", "--compact",
+                    cwd=tmp_path)
+    assert both.returncode == 0 and 'label="net fan\\n' in both.stdout and "filter" not in both.stdout
+
+
+def test_collapse_of_an_unknown_net_suggests_one(tmp_path):
+    result = snet_cli("graph", str(README_EXAMPLE), "--collapse", "jion", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "no net 'jion' to collapse in net imaging (did you mean 'join'? nets: fan, imaging, join, round)" \
+        in result.stderr
