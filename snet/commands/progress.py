@@ -123,11 +123,15 @@ class LiveProgress(_Reporter):
         # A terminal that does not say its size (a fresh pseudo-terminal says 0 x 0) is taken as 100 x 24.
         self.bar = tqdm(total=None, unit=" rec", dynamic_ncols=sized, ncols=None if sized else 100,
                         nrows=None if sized else 24, file=sys.stderr, desc="snet: in", mininterval=0, leave=True)
+        # The command's log lines (warnings, -v, Spark batches) go above the display, not through it.
+        self.redirected = [(h, h.setStream(_AboveTheBar(self.bar))) for h in _command_handlers()]
         super().__init__(execution, LIVE_SECONDS)
 
     def report(self, final: bool = False) -> None:
         stats = self.stats()
         if stats is None:
+            if final:
+                self._close()
             return
         bar = self.bar
         fraction = self.position.fraction()
@@ -143,7 +147,36 @@ class LiveProgress(_Reporter):
         bar.set_postfix_str(postfix, refresh=False)
         bar.refresh()
         if final:
-            bar.close()
+            self._close()
+
+    def _close(self) -> None:
+        self.bar.close()
+        for handler, stream in self.redirected:
+            handler.setStream(stream)
+        self.redirected = []
+
+
+class _AboveTheBar:
+    """A stream for a logging handler that prints each line above the live display."""
+
+    def __init__(self, bar: Any):
+        self.bar = bar
+
+    def write(self, text: str) -> None:
+        text = text.rstrip("\n")
+        if text:
+            self.bar.write(text, file=sys.stderr)
+
+    def flush(self) -> None:
+        pass
+
+
+def _command_handlers() -> list:
+    """The handlers ``snet run`` put on the ``snet`` and ``snet.spark`` loggers."""
+    import logging
+
+    return [h for name in ("snet", "snet.spark") for h in logging.getLogger(name).handlers
+            if getattr(h, "snet_warnings", False) or getattr(h, "snet_progress", False)]
 
 
 def start_progress(execution: Any, interval: float, input_file: IO | None) -> _Reporter:

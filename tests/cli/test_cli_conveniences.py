@@ -284,3 +284,13 @@ def test_progress_from_standard_input_on_a_terminal_has_no_total(workdir):
     frames = [frame.strip() for frame in drawn.replace("\n", "\r").split("\r") if frame.strip()]
     assert frames[-1].startswith("snet: in: 3 rec") and "out 3" in frames[-1], frames
     assert "%" not in frames[-1]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals")
+def test_warnings_print_above_the_live_display_not_through_it(warning_net):
+    code, drawn = run_on_a_terminal(SNET + ["run", "cell.snet", "-i", "in.jsonl", "-o", "out.jsonl", "--progress"],
+                                    warning_net)
+    assert code == 0, drawn
+    (line,) = [line for line in drawn.split("\n") if "warning:" in line]
+    assert line.rstrip("\r").split("\r")[-1].startswith("cell.snet:1:"), repr(line)  # a line of its own
+    assert "snet: in: 100%|" in drawn.split("warning:", 1)[1]  # the display is drawn again below it
