@@ -109,7 +109,7 @@ if __name__ == "__main__":  # the build runs this file as a script; tests import
         package_data=PACKAGE_DATA,
         exclude_package_data={"": ["*.c", "*.html"]},
         ext_modules=front_extensions(),
-        install_requires=["lark>=1.2,<2", "attrs>=23"],
+        install_requires=["lark>=1.2,<2", "attrs>=23", "tqdm>=4.66"],
         extras_require={
             "examples": EXAMPLES,
             "test": TEST,

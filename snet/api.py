@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable, Mapping
 
 import attrs
@@ -98,6 +99,35 @@ class Network:
     def signature(self) -> str:
         return self.graph.signature
 
+    def __repr__(self) -> str:
+        return f"<snet.Network {self.name} {self.signature}; boxes: {', '.join(sorted(self.boxes)) or 'none'}>"
+
+    def to_dot(self, *, compact: bool = False, left_to_right: bool = False) -> str:
+        """The drawing of the network as Graphviz DOT text (as ``snet graph`` writes it)."""
+        from snet.spg.dot import to_dot
+
+        return to_dot(self.graph, compact=compact, left_to_right=left_to_right)
+
+    def _repr_html_(self) -> str:
+        """What a notebook shows: the signature, the boxes and where they come from, the compact drawing."""
+        import html
+        import shutil
+        import subprocess
+
+        rows = "".join(f"<tr><td><code>{html.escape(name)}</code></td><td>{html.escape(_origin(function))}</td></tr>"
+                       for name, function in sorted(self.boxes.items()))
+        parts = [f"<p><b>net {html.escape(self.name)}</b> <code>{html.escape(self.signature)}</code></p>",
+                 f"<table><tr><th>box</th><th>function</th></tr>{rows}</table>" if rows else "<p>no boxes</p>"]
+        dot = shutil.which("dot")
+        if dot is None:
+            parts.append("<p><i>install Graphviz (its dot program) to see the drawing here</i></p>")
+        else:
+            done = subprocess.run([dot, "-Tsvg"], input=self.to_dot(compact=True), capture_output=True, text=True,
+                                  timeout=60)
+            if done.returncode == 0 and "<svg" in done.stdout:
+                parts.append(done.stdout[done.stdout.index("<svg"):])
+        return "\n".join(parts)
+
     def run(self, records: Iterable[Mapping], *, workers: int | None = None, engine: str | None = None,
             throttle: tuple[float, float] | None = None, box_concurrency: int | Mapping[str, int] | None = None,
             **options: Any) -> Execution:
@@ -159,6 +189,13 @@ class Network:
         from snet.aio import arun
 
         return arun(self, records, RunOptions.from_keywords(**run_options), max_pending)
+
+
+def _origin(function: Callable) -> str:
+    module = getattr(function, "__module__", None) or "?"
+    name = getattr(function, "__qualname__", None) or type(function).__name__
+    path = getattr(sys.modules.get(module), "__file__", None)
+    return f"{name} in {path or module}"
 
 
 class _LoggedExecution(Execution):

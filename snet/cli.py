@@ -13,10 +13,13 @@ import sys
 from snet._version import __version__
 from snet.errors import EXIT_STARTUP, SNetCompileError, SNetError
 
+PROGRESS_SECONDS = 2.0  # --progress without a number
+
 
 def _add_boxes_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--boxes", action="append", default=[], metavar="SPEC",
-                   help="box module: a dotted importable name or a path to a .py file "
+                   help="box module: a path to a .py file, or a name: NAME.py in the current folder "
+                        "if it exists, else the importable module NAME "
                         "(repeatable; default: NET.py beside NET.snet)")
     p.add_argument("--net", metavar="NAME",
                    help="the top-level net to use (default: the only one, or the one named after the file)")
@@ -45,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--engine", default=None, metavar="NAME",
                      help="engine: front (default) or reference")
     run.add_argument("--allow-pickle", action="store_true",
-                     help='read {"$pickle": ...} field values from the input (unpickling runs code)')
+                     help='read {"$pickle": ...} field values from the input (unpickling runs code), and write '
+                          'output values that JSON cannot hold in that form rather than stop with an error')
     run.add_argument("--throttle", metavar="OFFSET,FACTOR",
                      help="admit input only while inputs < OFFSET + FACTOR * outputs")
     run.add_argument("--box-concurrency", action="append", default=[], metavar="N|NAME=N",
@@ -63,10 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--errors", metavar="FILE",
                      help="write one JSON Lines error record per failing record to FILE; implies --on-error skip")
     run.add_argument("--stats", action="store_true",
-                     help="print run statistics on standard error at the end")
-    run.add_argument("--progress", type=float, nargs="?", const=2.0, default=None, metavar="SECONDS",
-                     help="print a progress line on standard error every SECONDS (default 2): records in "
-                          "and out, rate, and the Spark batches; Spark batches are also logged one by one")
+                     help="print a summary of the run on standard error at the end: records, per box calls, "
+                          "time and share, records held in synchro-cells, peak entities")
+    run.add_argument("--stats-json", metavar="FILE",
+                     help="write every statistic of the run, the engine's own counters too, to FILE as JSON")
+    run.add_argument("--progress", type=float, nargs="?", const=PROGRESS_SECONDS, default=None, metavar="SECONDS",
+                     help="show progress on standard error: on a terminal a live display (records in and out, "
+                          "rate, and for an input file the percentage and time left); elsewhere a line every "
+                          "SECONDS (default 2); Spark batches are also logged one by one")
     run.add_argument("--spark", metavar="MASTER",
                      help="run index splits on Spark (local[N], spark://, yarn, k8s://, sc://); "
                           "default: $SNET_SPARK_MASTER, else no Spark")
@@ -77,12 +85,19 @@ def build_parser() -> argparse.ArgumentParser:
                           "FILE:LINE:COL positions or net names")
     run.add_argument("--spark-batch", type=int, metavar="N",
                      help="records per Spark batch (default 4096)")
+    loudness = run.add_mutually_exclusive_group()
+    loudness.add_argument("-q", "--quiet", action="store_true",
+                          help="print no warnings (errors, and what --stats and --progress ask for, still appear)")
+    loudness.add_argument("-v", "--verbose", action="store_true",
+                          help="also print what the run does: the net and its boxes, the engine, the record "
+                               "files, the Spark batches, the end")
     run.set_defaults(func=_run, parser=run)
 
     check = sub.add_parser("check", help="parse, resolve and type-check; print the signature")
     check.add_argument("net_file", metavar="NET.snet")
     _add_boxes_option(check)
     check.add_argument("-v", "--verbose", action="store_true", help="print the signature of every net")
+    check.add_argument("-q", "--quiet", action="store_true", help="print no warnings")
     check.set_defaults(func=_check, parser=check)
 
     graph = sub.add_parser("graph", help="draw the static property graph (.dot, .svg or .png)")
@@ -90,6 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("-o", "--output", default="-", metavar="FILE",
                        help="output file; .svg and .png need Graphviz's dot (default: DOT on standard output)")
     graph.add_argument("--net", metavar="NAME", help="the top-level net to draw")
+    graph.add_argument("--compact", action="store_true",
+                       help="draw each combinator once around its operands, boxes by name only, no type labels")
+    graph.add_argument("--left-to-right", action="store_true",
+                       help="lay the stages out from left to right (default: top to bottom)")
+    graph.add_argument("--collapse", action="append", default=[], metavar="NET",
+                       help="draw the named net NET as one node with its signature (repeatable)")
     graph.set_defaults(func=_graph, parser=graph)
     return parser
 
@@ -132,9 +153,34 @@ def unrecognized(extras: list[str], command: argparse.ArgumentParser) -> str:
     return f"unrecognized arguments: {' '.join(extras)}" + (f" ({'; '.join(hints)})" if hints else "")
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def bare_progress(argv: list[str]) -> list[str]:
+    """`argv` with a ``--progress`` that is not followed by a number spelt ``--progress=2.0``.
+
+    ``--progress`` takes an optional number of seconds; argparse would take
+    whatever follows as that number (``snet run --progress net.snet`` would
+    lose its network file), so a following word that is no number is left
+    to the arguments after it.
+    """
+    out = list(argv)
+    for i, word in enumerate(out):
+        if word == "--":
+            break
+        if len(word) > 4 and "--progress".startswith(word) and (i + 1 == len(out) or not _is_number(out[i + 1])):
+            out[i] = f"--progress={PROGRESS_SECONDS}"
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args, extras = parser.parse_known_args(argv)
+    args, extras = parser.parse_known_args(bare_progress(sys.argv[1:] if argv is None else argv))
     if extras:
         parser.error(unrecognized(extras, args.parser))  # exits with status 2
     try:

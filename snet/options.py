@@ -92,7 +92,9 @@ def engine_names() -> list[str]:
 def _engine(_, attribute: attrs.Attribute, value: Any) -> None:
     if value is not None and (not isinstance(value, str) or value not in ENGINES):
         shown = f"'{value}'" if isinstance(value, str) else repr(value)
-        raise SNetOptionError(attribute.name, f": unknown engine {shown} (engines: {', '.join(engine_names())})")
+        close = difflib.get_close_matches(value, engine_names(), n=1) if isinstance(value, str) else []
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise SNetOptionError(attribute.name, f": unknown engine {shown} ({hint}engines: {', '.join(engine_names())})")
 
 
 def _seed(_, attribute: attrs.Attribute, value: Any) -> None:

@@ -640,7 +640,8 @@ class ReferenceExecution(Execution):
         executor = e.executor.stats() if e.executor is not None else None
         return RunStats(engine="reference", workers=1, seconds=end - self._started, records_in=e.records_in,
                         records_out=e.records_out, boxes=BoxStats.table(e.box_calls),
-                        reference=ReferenceStats(instances=e.instances), **executor_part(executor))
+                        reference=ReferenceStats(instances=e.instances),
+                        held_in_cells=sum(cell.filled() for cell, _ in e.cells), **executor_part(executor))
 
 
 def start(plan: Plan, records: Iterable[Record], options: object = None) -> ReferenceExecution:

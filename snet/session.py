@@ -61,6 +61,7 @@ class Session:
         self._live: set[Request] = set()  # tracked inputs not done yet
         self.fed = 0
         self.warnings: list[str] = []
+        self._net_name = getattr(network, "name", "?")
         # An asynchronous front (snet.aio): told of each output, of room under max_pending, and of the end,
         # from the runtime's threads; outputs then go to it instead of the queue.
         self._listener = listener
@@ -252,6 +253,11 @@ class Session:
 
     def stats(self) -> RunStats:
         return self._execution.stats()
+
+    def __repr__(self) -> str:
+        state = "failed" if self._error is not None else "finished" if self._done.is_set() else \
+            "closing" if self._closed else "open"
+        return f"<snet.Session of net {self._net_name} ({state}): {self.fed} fed, {self._execution!r}>"
 
     def __enter__(self) -> "Session":
         return self

@@ -13,14 +13,16 @@ snapshot; the ``from_*`` class methods turn that data into these classes,
 so a counter an engine adds or renames fails here, in one place, rather
 than in every reader.
 
-Two formatters, used by ``snet run --stats``:
+Two formatters:
 
-* :meth:`RunStats.format_table`: the summary a person reads;
-* :meth:`RunStats.to_json`: nested plain data for the ``snet stats: {...}``
-  line.  Its keys are the ones that line has always had: run-level keys
-  at the top, FRONT's counters beside them (``workers`` there is the list
-  of per-worker counters; the worker count is its length), the reference
-  engine's ``instances``, and ``spark``.
+* :meth:`RunStats.summary`: what ``snet run --stats`` prints, in words a
+  user knows (time, records, per box calls, time and share, records held in
+  synchro-cells, peak entities);
+* :meth:`RunStats.to_json`: nested plain data with every counter, what
+  ``snet run --stats-json FILE`` writes: run-level keys at the top, FRONT's
+  counters beside them (``workers`` there is the list of per-worker
+  counters; the worker count is its length), the reference engine's
+  ``instances``, ``spark``, and ``held_in_cells``.
 """
 
 from __future__ import annotations
@@ -154,9 +156,12 @@ class RunStats:
     reference: ReferenceStats | None = None
     spark: SparkStats | None = None
     failures: int = 0  # records skipped after an error (on_error other than "stop")
+    # patterns filled in synchro-cells that have not fired (None: the engine does not say)
+    held_in_cells: int | None = None
 
     @classmethod
-    def from_front(cls, data: Mapping[str, Any], executor: Any = None) -> "RunStats":
+    def from_front(cls, data: Mapping[str, Any], executor: Any = None,
+                   held_in_cells: int | None = None) -> "RunStats":
         """From the dict of ``snet_front.runtime.Runtime.statistics()`` and the split executor's stats, if any."""
         workers = tuple(WorkerStats(**w) for w in data["workers"])
         front = FrontStats(
@@ -170,12 +175,12 @@ class RunStats:
         )
         return cls(engine="front", workers=len(workers), seconds=data["seconds"], records_in=data["records_in"],
                    records_out=data["records_out"], boxes=BoxStats.table(data["boxes"]), front=front,
-                   **executor_part(executor))
+                   held_in_cells=held_in_cells, **executor_part(executor))
 
     # -- the two formatters ---------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        """Nested plain data with the keys of the ``snet stats:`` line (see the module docstring)."""
+        """Nested plain data with every counter, as ``--stats-json`` writes it (see the module docstring)."""
         data: dict[str, Any] = {"engine": self.engine, "seconds": self.seconds, "records_in": self.records_in,
                                 "records_out": self.records_out, "boxes": _boxes_json(self.boxes)}
         if self.failures:
@@ -186,48 +191,58 @@ class RunStats:
             data.update(attrs.asdict(self.reference))
         if self.spark is not None:
             data["spark"] = attrs.asdict(self.spark)
+        if self.held_in_cells is not None:
+            data["held_in_cells"] = self.held_in_cells
         return data
 
-    def format_table(self) -> str:
-        """The summary ``snet run --stats`` prints: one ``name: value`` line each, then a table of the boxes."""
-        rows: list[tuple[str, Any]] = [("engine", self.engine), ("workers", self.workers),
-                                       ("seconds", self.seconds), ("records_in", self.records_in),
-                                       ("records_out", self.records_out)]
+    def summary(self) -> str:
+        """What ``snet run --stats`` prints: the run in words a user knows (``to_json`` has every counter)."""
+        lines = ["snet run statistics:",
+                 f"  {_duration(self.seconds)} on the {self.engine} engine"
+                 + (f" with {self.workers} worker{'s' if self.workers != 1 else ''}" if self.engine == "front" else ""),
+                 f"  records: {self.records_in} read, {self.records_out} written"
+                 + (f" ({self.records_out / self.seconds:,.0f} per second)" if self.seconds > 0 else "")]
+        if self.boxes:
+            total = sum(box.seconds for box in self.boxes.values())
+            width = max(len("box"), *(len(name) for name in self.boxes))
+            lines.append(f"  {'box':<{width}}  {'calls':>10}  {'time in box':>11}  {'per call':>9}  {'share':>5}")
+            for name, box in sorted(self.boxes.items(), key=lambda item: (-item[1].seconds, item[0])):
+                share = f"{100 * box.seconds / total:.0f}%" if total > 0 else "-"
+                lines.append(f"  {name:<{width}}  {box.calls:>10,}  {_duration(box.seconds):>11}  "
+                             f"{_duration(box.seconds_per_call):>9}  {share:>5}")
+            lines.append("  (share: of all the time spent in boxes)")
+        if self.failures:
+            lines.append(f"  records that failed and were skipped: {self.failures}")
+        if self.held_in_cells is not None:
+            lines.append(f"  records held in synchro-cells that never fired: {self.held_in_cells}")
         front = self.front
         if front is not None:
-            rows += [("entities", _pairs(front.entities)), ("invocations", front.invocations),
-                     ("continuations", front.continuations), ("steals", front.steals),
-                     ("licences_stolen", front.licences_stolen),
-                     ("records_moved_past_identities", front.records_moved_past_identities)]
-            rows += [(f"worker {i}", _pairs(w)) for i, w in enumerate(front.workers)]
-        if self.reference is not None:
-            rows.append(("instances", self.reference.instances))
-        if self.spark is not None:
-            rows.append(("spark", _pairs(self.spark, skip=("selected", "splits"))))
-            rows += [(f"split {where}", _pairs(split, skip=("split", "boxes")))
-                     for where, split in sorted(self.spark.splits.items())]
-        lines = ["-- snet run statistics --"] + [f"{name:>22}: {_num(value)}" for name, value in rows]
-        if self.boxes:
-            lines.append(f"{'box':>22}  {'calls':>10}  {'seconds':>10}  {'us/call':>10}")
-            for name, box in sorted(self.boxes.items()):
-                lines.append(f"{name:>22}  {box.calls:>10}  {box.seconds:>10.4f}  {1e6 * box.seconds_per_call:>10.1f}")
+            lines.append(f"  peak entities (box, combinator and cell instances alive at once): "
+                         f"{front.entities.peak:,} ({front.entities.created:,} made in all)")
+            if self.seconds > 0 and front.workers:
+                busy = sum(w.busy_seconds for w in front.workers) / (self.seconds * len(front.workers))
+                lines.append(f"  workers busy {100 * min(busy, 1.0):.0f}% of the time")
+        spark = self.spark
+        if spark is not None:
+            lines.append(f"  on Spark ({spark.master}): {spark.batches} batches, {spark.records:,} records, "
+                         f"{_duration(spark.seconds)}")
+            for where, split in sorted(spark.splits.items()):
+                lines.append(f"    split at {where}: {split.batches} batches, {split.records:,} records, "
+                             f"{split.tasks} tasks, {_duration(split.seconds)}")
         return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    """``1.23 s``, ``45.6 ms``, ``7.8 us``: three significant digits in a unit that suits."""
+    if seconds >= 1 or seconds == 0:
+        return f"{seconds:.3g} s" if seconds < 1000 else f"{seconds:,.0f} s"
+    if seconds >= 1e-3:
+        return f"{1e3 * seconds:.3g} ms"
+    return f"{1e6 * seconds:.3g} us"
 
 
 def _boxes_json(boxes: Mapping[str, BoxStats]) -> dict[str, dict[str, Any]]:
     return {name: attrs.asdict(box) for name, box in sorted(boxes.items())}
-
-
-def _pairs(part: Any, skip: tuple[str, ...] = ()) -> str:
-    """``a=1, b=2.5``: the plain fields of an attrs instance, sorted by name."""
-    values = attrs.asdict(part, recurse=False)
-    return ", ".join(f"{k}={_num(v)}" for k, v in sorted(values.items()) if k not in skip)
-
-
-def _num(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
 
 
 __all__ = ["RunStats", "BoxStats", "FrontStats", "EntityStats", "WorkerStats", "ReferenceStats", "SparkStats",

@@ -145,6 +145,12 @@ cdef class Runtime(Network):
             entries = sorted(self.partial.values(), key=lambda e: e[0])
         return [(node, cell.filled(), cell.shape.count) for _, cell, node in entries if cell.filled() > 0]
 
+    def held_in_cells(self):
+        """Records held now in synchro-cells that have not fired (patterns filled, summed over the cells)."""
+        with self.partial_lock:
+            cells = [e[1] for e in self.partial.values()]
+        return sum(cell.filled() for cell in cells)
+
     def statistics(self):
         """Counters of the run so far, as plain data."""
         cdef Worker w

@@ -118,7 +118,7 @@ class FrontExecution(Execution):
 
     def stats(self) -> RunStats:
         executor = self.executor.stats() if self.executor is not None else None
-        return RunStats.from_front(self.runtime.statistics(), executor)
+        return RunStats.from_front(self.runtime.statistics(), executor, self.runtime.held_in_cells())
 
 
 def start(plan: Plan, records: Iterable[Record], options: RunOptions | None = None) -> FrontExecution:

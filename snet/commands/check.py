@@ -37,13 +37,14 @@ def check_command(args: argparse.Namespace) -> int:
     analysis, graph = compile_analysis(text, path, getattr(args, "net", None), require_run=not verbose)
     # The graph holds the warnings already rendered; render them here only without a graph (-v).
     rendered = graph.warnings if graph is not None else [w.render() for w in analysis.warnings]
-    for warning in rendered:
+    quiet = getattr(args, "quiet", False)
+    for warning in () if quiet else rendered:
         print(warning, file=sys.stderr)
     if graph is not None and getattr(args, "boxes", None):
         from snet.core.boxes import bind_boxes, resolve_box_sources
         warnings: list[str] = []
         bind_boxes(graph, resolve_box_sources(args.boxes, path), warnings)
-        for warning in warnings:
+        for warning in () if quiet else warnings:
             print(warning, file=sys.stderr)
     if verbose:
         for name, _depth, signature in analysis.net_signatures():

@@ -1,4 +1,4 @@
-"""``snet graph NET.snet [-o FILE]``: draw the static property graph.
+"""``snet graph NET.snet [-o FILE] [--compact] [--left-to-right] [--collapse NET]...``: draw the property graph.
 
 DOT text goes to standard output, or to ``-o FILE``.  A file name ending in
 ``.svg`` or ``.png`` is rendered by Graphviz's ``dot`` program; without it
@@ -28,7 +28,8 @@ def graph_command(args: argparse.Namespace) -> int:
     graph = compile_file(args.net_file, net=getattr(args, "net", None))
     for warning in graph.warnings:
         print(warning, file=sys.stderr)
-    text = to_dot(graph)
+    text = to_dot(graph, compact=getattr(args, "compact", False), left_to_right=getattr(args, "left_to_right", False),
+                  collapse=getattr(args, "collapse", None) or ())
     output = getattr(args, "output", "-") or "-"
     if output == "-":
         sys.stdout.write(text)

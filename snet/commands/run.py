@@ -36,10 +36,12 @@ from typing import Any
 import attrs
 
 from snet.errors import SNetRuntimeError, SNetInterrupted, SNetOptionError, SNetUsageError
-from snet.options import RunOptions
+from snet.commands.progress import start_progress
+from snet.options import DEFAULT_ENGINE, RunOptions
 from snet.stats import RunStats
 
 FLUSH_SECONDS = 0.05
+log = logging.getLogger("snet")
 
 # How the command line spells each run option, for the messages of snet.options.
 FLAGS = {
@@ -105,7 +107,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             box_concurrency_per_box=per_box,
             steal=not args.no_steal,
             seed=args.seed,
-            stats=args.stats,
+            stats=args.stats or args.stats_json is not None,
             spark_master=args.spark or os.environ.get("SNET_SPARK_MASTER") or None,
             spark_conf=parse_spark_conf(args.spark_conf),
             spark_splits=args.spark_splits,
@@ -140,34 +142,56 @@ def run_command(args: argparse.Namespace) -> int:
     options = options_from_args(args)
     if args.progress is not None and args.progress <= 0:
         raise SNetUsageError(f"--progress takes a positive number of seconds, not {args.progress}")
-    show_warnings()
+    level = logging.ERROR if args.quiet else logging.INFO if args.verbose else logging.WARNING
+    show_warnings(level)
     network = load(NetFile(args.net_file), boxes=args.boxes, net=args.net)
+    log.info("info: net %s %s; boxes %s", network.name, network.signature, _box_origins(network))
 
     in_format = detect_format(args.input, args.input_format or args.format)
     out_format = detect_format(args.output, args.output_format or args.format)
-    if args.input not in (None, "-") and not os.path.isfile(args.input):
+    if args.input not in (None, "-") and (not os.path.exists(args.input) or os.path.isdir(args.input)):
         raise SNetUsageError(f"input file not found: {args.input}")
     if _same_file(args.input, args.output):
         raise SNetUsageError(f"the output file {args.output} is the input file: writing it would destroy the input")
     if args.errors is not None and (_same_file(args.input, args.errors) or _same_file(args.errors, args.output)
                                     or args.errors == args.output):
         raise SNetUsageError(f"the error file {args.errors} is also the input or the output file")
-    records = read_records(args.input, in_format, allow_pickle=args.allow_pickle)
+    stats_json = _open_stats_json(args.stats_json)
+    input_file = _open_input(args.input)
+    records = read_records(args.input if input_file is None else input_file, in_format, name=args.input
+                           if input_file is not None else None, allow_pickle=args.allow_pickle)
     dead = DeadLetters(args.errors) if args.errors is not None else None
     if dead is not None:
         options = attrs.evolve(options, on_error=dead.write)
-    writer = open_writer(args.output, out_format)
+    writer = open_writer(args.output, out_format, allow_pickle=args.allow_pickle,
+                         hint=lambda label: _made_by(network, label))
     where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
-    if args.progress is not None and options.spark_master:
+    if (args.progress is not None or args.verbose) and options.spark_master:
         log_spark_batches()
+    log.info("info: %s engine%s; input %s (%s), output %s (%s)", options.engine or DEFAULT_ENGINE,
+             f", {options.workers or os.cpu_count() or 1} workers" if (options.engine or DEFAULT_ENGINE) == "front"
+             else "", _shown(args.input, "standard input"), in_format, _shown(args.output, "standard output"),
+             out_format)
     # Boxes that print write to standard error from the start: standard output carries the records only.
     # SIGTERM (what service managers send) stops the run as Ctrl-C does.
     try:
         with contextlib.redirect_stdout(sys.stderr), _terminate_as_interrupt():
-            return _run(network, records, options, writer, where, args)
+            return _run(network, records, options, writer, where, args, stats_json, input_file)
     finally:
+        if input_file is not None:
+            input_file.close()
         if dead is not None:
             dead.close()
+
+
+def _open_input(path: str | None):
+    """The input file opened here (not by the reader), so that ``--progress`` can tell how far it is read."""
+    if path in (None, "-"):
+        return None
+    try:
+        return open(path, "rb")
+    except OSError as e:
+        raise SNetUsageError(f"cannot open input file {path}: {e.strerror or e}") from None
 
 
 class DeadLetters:
@@ -227,13 +251,16 @@ def _terminate_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-def _run(network, records, options, writer, where: str, args: argparse.Namespace) -> int:
+def _run(network, records, options, writer, where: str, args: argparse.Namespace, stats_json, input_file) -> int:
     execution = network.execute(records, options)
-    progress = Progress(execution, args.progress) if args.progress is not None else None
+    progress = start_progress(execution, args.progress, input_file) if args.progress is not None else None
+    written = 0  # records handed to the writer: what --stats reports as written
+    started = time.monotonic()
     try:
         last_flush = time.monotonic()
         for record in execution:
             writer.write(record)
+            written += 1
             now = time.monotonic()
             # Flush before waiting for the network, and at least every FLUSH_SECONDS while outputs stream.
             if not execution.ready() or now - last_flush >= FLUSH_SECONDS:
@@ -254,10 +281,13 @@ def _run(network, records, options, writer, where: str, args: argparse.Namespace
                 writer.close()
             except OSError as e:
                 raise _write_failed(where, e) from None
-        if progress is not None:
-            progress.report(final=True)
-        if args.stats:
-            print_stats(execution.stats())
+            finally:
+                if progress is not None:
+                    progress.report(final=True)
+                log.info("info: %s after %.3g s; %d records written", "stopped" if sys.exc_info()[0] else "done",
+                         time.monotonic() - started, written)
+                if args.stats or stats_json is not None:
+                    report_stats(execution.stats(), written, args.stats, stats_json)
     failures = execution.failures
     if failures:
         where_to = f" (error records in {args.errors})" if args.errors is not None else ""
@@ -266,10 +296,49 @@ def _run(network, records, options, writer, where: str, args: argparse.Namespace
     return 0
 
 
+def _made_by(network, label: str) -> str:
+    """`` (made by box 'f')``: the boxes whose output types have the field `label`, as a hint."""
+    names = sorted({d.name for d in network.graph.boxes if any(label in v for v in d.variants)})
+    if not names:
+        return ""
+    return f" (made by box {', '.join(repr(n) for n in names)})" if len(names) == 1 else \
+        f" (made by one of the boxes {', '.join(repr(n) for n in names)})"
+
+
+def _open_stats_json(path: str | None):
+    """The file ``--stats-json`` names, opened before the run so that a bad path is a usage error."""
+    if path is None:
+        return None
+    if path == "-":
+        raise SNetUsageError("--stats-json takes a file name: standard output carries the records")
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as e:
+        raise SNetUsageError(f"cannot open the --stats-json file {path}: {e.strerror or e}") from None
+
+
+def report_stats(stats: RunStats, written: int, summary: bool, json_file) -> None:
+    """``--stats`` and ``--stats-json``: the engine's figures, with the records out counted as written.
+
+    The engine counts an output when it leaves the network; after Ctrl-C some
+    of those were never taken by the writer, so the command reports the
+    records it wrote, and the engine's own count as ``records_produced``.
+    """
+    produced = stats.records_out
+    stats = attrs.evolve(stats, records_out=written)
+    if summary:
+        print(stats.summary(), file=sys.stderr)
+    if json_file is not None:
+        with json_file:
+            json.dump({**stats.to_json(), "records_produced": produced}, json_file, indent=2, sort_keys=True,
+                      default=str)
+            json_file.write("\n")
+
+
 def _same_file(input_path, output_path) -> bool:
     """True when ``-o`` names the file ``-i`` reads (opening it for writing would truncate the input)."""
-    if input_path in (None, "-") or output_path in (None, "-") or not os.path.exists(output_path):
-        return False
+    if input_path in (None, "-") or output_path in (None, "-") or not os.path.isfile(output_path):
+        return False  # a device (/dev/null) or a pipe may be read and written at once
     try:
         return os.path.samefile(input_path, output_path)
     except OSError:
@@ -280,61 +349,36 @@ def _write_failed(where: str, error: OSError) -> SNetRuntimeError:
     return SNetRuntimeError(f"cannot write the {where}: {error.strerror or error}")
 
 
-def show_warnings() -> None:
-    """Show the warnings of the ``snet`` logger on standard error, as bare lines."""
+def show_warnings(level: int = logging.WARNING) -> None:
+    """Show the messages of the ``snet`` logger from `level` up on standard error, as bare lines.
+
+    ``-q`` gives ERROR (no warnings), ``-v`` INFO (what the run does).
+    """
     logger = logging.getLogger("snet")
-    if not any(getattr(h, "snet_warnings", False) for h in logger.handlers):
+    handler = next((h for h in logger.handlers if getattr(h, "snet_warnings", False)), None)
+    if handler is None:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setLevel(logging.WARNING)
         handler.setFormatter(logging.Formatter("%(message)s"))
         handler.snet_warnings = True
         logger.addHandler(handler)
         logger.propagate = False  # the command owns standard error: no second copy from a root handler
+    handler.setLevel(level)
+    if level < logging.WARNING:
+        logger.setLevel(level)
 
 
-class Progress:
-    """``--progress``: a line on standard error every ``interval`` seconds while the run goes on.
+def _shown(path: str | None, default: str) -> str:
+    return default if path in (None, "-") else path
 
-    ``snet progress: 12.0 s, in 120000, out 119800 (10000/s); spark: 3 batches, 12288 records, 2.1 s``
-    The figures come from the engine's statistics (cheap counters, read
-    without stopping the workers); the rate is that of the last interval.
-    """
 
-    def __init__(self, execution, interval: float):
-        import threading
-
-        self.execution = execution
-        self.interval = interval
-        self.started = time.monotonic()
-        self.last = (self.started, 0)
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._loop, name="snet-progress", daemon=True)
-        self.thread.start()
-
-    def _loop(self) -> None:
-        while not self.done.wait(self.interval):
-            self.report()
-
-    def stop(self) -> None:
-        self.done.set()
-        self.thread.join()
-
-    def report(self, final: bool = False) -> None:
-        try:
-            stats = self.execution.stats()
-        except Exception:  # a run being torn down: skip this line
-            return
-        now = time.monotonic()
-        out = stats.records_out
-        then, before = self.last
-        rate = (out - before) / (now - then) if now > then else 0.0
-        self.last = (now, out)
-        line = (f"snet progress: {'done, ' if final else ''}{now - self.started:.1f} s, "
-                f"in {stats.records_in}, out {out} ({rate:.0f}/s)")
-        spark = stats.spark
-        if spark is not None:
-            line += f"; spark: {spark.batches} batches, {spark.records} records, {spark.seconds:.1f} s"
-        print(line, file=sys.stderr, flush=True)
+def _box_origins(network) -> str:
+    """Where the bound box functions come from: ``f, g from net.py``."""
+    by_file: dict[str, list[str]] = {}
+    for name, function in sorted(network.boxes.items()):
+        module = sys.modules.get(getattr(function, "__module__", None) or "")
+        origin = getattr(module, "__file__", None) or getattr(module, "__name__", None) or "Python"
+        by_file.setdefault(origin, []).append(name)
+    return "; ".join(f"{', '.join(names)} from {origin}" for origin, names in by_file.items()) or "none"
 
 
 def log_spark_batches() -> None:
@@ -346,16 +390,4 @@ def log_spark_batches() -> None:
         handler.snet_progress = True
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-
-
-def print_stats(stats: RunStats) -> None:
-    """Statistics on standard error: a readable summary, then the same data as one JSON line.
-
-    The JSON line starts with ``snet stats: `` so scripts can find and parse it.
-    """
-    print(format_stats(stats), file=sys.stderr)
-    print("snet stats: " + json.dumps(stats.to_json(), sort_keys=True, default=str), file=sys.stderr)
-
-
-def format_stats(stats: RunStats) -> str:
-    return stats.format_table()
+    logger.propagate = False  # not a second time through the "snet" logger's handler (-v)

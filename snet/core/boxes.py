@@ -92,20 +92,34 @@ def resolve_box_sources(specs: BoxSpec | None, net_path: str | None = None) -> l
     namespaces: list[Any] = []
     for spec in specs:
         if isinstance(spec, str):
-            if spec.endswith(".py") or os.sep in spec:
-                namespaces.append(load_module_from_path(spec))
-            else:
-                try:
-                    namespaces.append(importlib.import_module(spec))
-                except ImportError as e:
-                    raise SNetBindingError(f"cannot import box module '{spec}': {e}") from e
-                except (SNetError, KeyboardInterrupt):
-                    raise
-                except BaseException as e:
-                    raise _import_failed(f"'{spec}'", e) from e
+            namespaces.append(_module_named(spec))
         else:
             namespaces.append(spec)
     return namespaces
+
+
+def _module_named(spec: str) -> ModuleType:
+    """The module a ``--boxes`` text names: a ``.py`` path, else ``SPEC.py`` in the current folder, else an import.
+
+    A plain name (no dot) prefers the file in the current folder to an
+    installed module of the same name, as ``python3 -m`` would (its current
+    folder comes first on ``sys.path``), whether ``snet`` runs as a console
+    script or as ``python3 -m snet``.  A dotted name is only imported.
+    """
+    if spec.endswith(".py") or os.sep in spec or (os.altsep and os.altsep in spec):
+        return load_module_from_path(spec)
+    local = spec + ".py"
+    if "." not in spec and os.path.isfile(local):
+        return load_module_from_path(local)
+    try:
+        return importlib.import_module(spec)
+    except ImportError as e:
+        tried = "" if "." in spec else f"no file {os.path.join(os.getcwd(), local)}, and "
+        raise SNetBindingError(f"cannot find box module '{spec}': {tried}importing '{spec}' failed: {e}") from e
+    except (SNetError, KeyboardInterrupt):
+        raise
+    except BaseException as e:
+        raise _import_failed(f"'{spec}'", e) from e
 
 
 def _lookup(namespace: Any, name: str) -> Any:
@@ -248,11 +262,29 @@ def bind_boxes(graph: PropertyGraph, namespaces: Sequence[Any],
         names = ", ".join(f"'{d.name}'" for d in missing)
         where = ", ".join(_describe_namespace(n) for n in namespaces) or "no box module (give --boxes, or put NET.py beside NET.snet)"
         lines = [f"error: declared box{'es' if len(missing) > 1 else ''} {names} not found in {where}"]
-        lines += [f"{_where(d)}error: box '{d.name}' is declared here" for d in missing]
+        provided = _provided_names(namespaces)
+        lines += [f"{_where(d)}error: box '{d.name}' is declared here{_near(d.name, provided)}" for d in missing]
         problems.insert(0, "\n".join(lines))
     if problems:
         raise SNetBindingError("\n".join(problems))
     return table
+
+
+def _provided_names(namespaces: Sequence[Any]) -> list[str]:
+    """The public callables the box modules offer, for suggesting a misspelt box."""
+    names: list[str] = []
+    for namespace in namespaces:
+        items = namespace.items() if isinstance(namespace, Mapping) else vars(namespace).items() \
+            if hasattr(namespace, "__dict__") else ()
+        names += [n for n, v in items if isinstance(n, str) and not n.startswith("_") and callable(v)]
+    return names
+
+
+def _near(name: str, provided: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, provided, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def _describe_namespace(namespace: Any) -> str:

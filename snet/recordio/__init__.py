@@ -7,9 +7,9 @@ docs/records.md describes the formats as implemented):
 * ``read_records(source, fmt, name=, allow_pickle=)`` -- a lazy iterator of
   records (dicts in S-Net spelling); never holds more than one chunk of the
   file, so files larger than memory and endless streams work;
-* ``open_writer(dest, fmt)`` -- a ``RecordWriter`` (``write``, ``flush``,
+* ``open_writer(dest, fmt, allow_pickle=)`` -- a ``RecordWriter`` (``write``, ``flush``,
   ``close``; also a context manager);
-* ``format_record_jsonl(record)`` -- one record as a JSON Lines line.
+* ``format_record_jsonl(record, allow_pickle=)`` -- one record as a JSON Lines line.
 
 A malformed input record raises ``RecordFileError`` (an ``SNetRecordError``,
 exit status 1) when the reader reaches it, after every record before it has
@@ -26,12 +26,12 @@ import os
 from typing import Any, Final, Iterator, Protocol
 
 from snet.errors import SNetUsageError
-from snet.recordio.jsonl import JsonlWriter, format_record_jsonl, read_jsonl
+from snet.recordio.jsonl import JsonlWriter, PickledField, format_record_jsonl, read_jsonl
 from snet.recordio.streams import RecordFileError, open_destination, open_source, source_name
 from snet.recordio.xml import XmlWriter, format_record_xml, read_xml
 
 __all__ = [
-    "FORMATS", "RecordFileError", "RecordWriter", "detect_format", "format_record_jsonl",
+    "FORMATS", "RecordFileError", "RecordWriter", "PickledField", "detect_format", "format_record_jsonl",
     "format_record_xml", "open_writer", "read_records",
 ]
 
@@ -63,11 +63,12 @@ def detect_format(path: str | None, explicit: str | None) -> str:
         explicit: ``"jsonl"``, ``"xml"`` or None (the ``--format`` option).
 
     Returns:
-        ``"jsonl"`` or ``"xml"``; standard input and output default to ``"jsonl"``.
+        ``"jsonl"`` or ``"xml"``; standard input and output, and names with
+        no extension at all (``/dev/null``, a named pipe), default to ``"jsonl"``.
 
     Raises:
         SNetUsageError: an unknown `explicit` format, or an extension that
-            says nothing (exit 2).
+            is neither of the formats' (``.txt``, ``.json``: exit 2).
     """
     if explicit is not None:
         if explicit not in FORMATS:
@@ -76,6 +77,8 @@ def detect_format(path: str | None, explicit: str | None) -> str:
     if path is None or path == "-":
         return "jsonl"
     ext = os.path.splitext(os.fspath(path))[1].lower()
+    if not ext:
+        return "jsonl"
     fmt = _EXTENSIONS.get(ext)
     if fmt is None:
         raise SNetUsageError(
@@ -123,13 +126,19 @@ def _owning(records: Iterator[dict], f: Any) -> Iterator[dict]:
             f.close()
 
 
-def open_writer(dest: Any, fmt: str) -> RecordWriter:
+def open_writer(dest: Any, fmt: str, *, allow_pickle: bool = False, hint: Any = None) -> RecordWriter:
     """A writer of records to `dest` in format `fmt`.
 
     Args:
         dest: a path (created or truncated, UTF-8), ``"-"`` for standard
             output, or a file object (closed by the caller, not the writer).
         fmt: ``"jsonl"`` or ``"xml"``.
+        allow_pickle: JSON Lines: a field value JSON cannot hold (after
+            tuples and NumPy values became lists and numbers) is written as
+            ``{"$pickle": ...}`` either way; without this, with a warning
+            once per field and type (S-Net XML always pickles silently).
+        hint: ``hint(label) -> str`` completes that warning (the box that
+            made the field, say).
 
     Raises:
         SNetUsageError: an unknown format or a path that cannot be opened.
@@ -137,4 +146,4 @@ def open_writer(dest: Any, fmt: str) -> RecordWriter:
     if fmt not in FORMATS:
         raise SNetUsageError(f"unknown record format '{fmt}': use jsonl or xml")
     f, owned = open_destination(dest)
-    return JsonlWriter(f, owned) if fmt == "jsonl" else XmlWriter(f, owned)
+    return JsonlWriter(f, owned, allow_pickle, hint) if fmt == "jsonl" else XmlWriter(f, owned)

@@ -24,22 +24,30 @@ twice the last one wins).
 
 Writing.  A record is written with one call of a shared compact encoder when
 every field value is JSON-exact (``values.is_json_exact``), which is checked
-per field with a type test for the usual scalars.  Other values become
-``{"$pickle": ...}``.  Lines are collected and handed to the file in batches
-(``streams.BatchWriter``); nothing is flushed per record.
+per field with a type test for the usual scalars.  Otherwise each field goes
+through ``values.json_value``: tuples become lists, NumPy scalars and arrays
+numbers and lists.  A value JSON cannot hold even so is written as
+``{"$pickle": ...}`` (interfaces.md §3), which only a reader that allows
+pickles reads back; a writer not told that pickles are wanted
+(``allow_pickle``) warns once per field and type, naming the field, the
+type and the output record's number, so that it never happens silently.  Lines are collected and handed to the file in
+batches (``streams.BatchWriter``); nothing is flushed per record.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import IO, Any, Final, Iterator
+
+import attrs
 
 from snet.errors import SNetRuntimeError
 from snet.records import is_valid_label, record_problem
 from snet.recordio.streams import BatchWriter, RecordFileError
 from snet.recordio.values import (
-    ALLOW_PICKLE_HINT, ValueFormError, is_json_exact, long_integer_problem, long_tag_error, nesting_problem,
-    pickle_text, unpickle_text)
+    ALLOW_PICKLE_HINT, NotJsonValue, ValueFormError, is_json_exact, json_value, long_integer_problem, long_tag_error,
+    nesting_problem, pickle_text, unpickle_text)
 
 PICKLE_KEY: Final = "$pickle"
 _BOM: Final = "\ufeff"
@@ -141,8 +149,36 @@ def _field_from_json(value: dict, label: str, name: str, lineno: int, allow_pick
 # --------------------------------------------------------------------------
 # Writing
 
-def format_record_jsonl(record: dict) -> str:
+@attrs.frozen
+class PickledField:
+    """A field value JSON cannot hold, written as ``{"$pickle": ...}``: what the writer's warning says.
+
+    Attributes:
+        label: the field.
+        what: the value described (``a datetime.date``).
+        record_number: the 1-based number of the record among those the
+            writer wrote (None from :func:`format_record_jsonl` alone).
+        hint: more about where the value came from (`` (made by box 'f')``).
+    """
+
+    label: str
+    what: str
+    record_number: int | None = None
+    hint: str = ""
+
+    @property
+    def message(self) -> str:
+        where = f"output record {self.record_number}: " if self.record_number is not None else ""
+        return (f"{where}field '{self.label}' holds {self.what}, which JSON cannot hold{self.hint}: written as "
+                f"{{\"$pickle\": ...}}, which only --allow-pickle reads back; make the box return JSON values "
+                f"(numbers, strings, lists, dicts), or pass --allow-pickle to say pickles are meant")
+
+
+def format_record_jsonl(record: dict, allow_pickle: bool = True, on_pickle: Any = None) -> str:
     """One record as a compact JSON object (no newline); see the module docstring.
+
+    A field value JSON cannot hold is pickled; unless `allow_pickle`,
+    ``on_pickle(PickledField)`` is called first (a writer's warning).
 
     Raises:
         SNetRuntimeError: an invalid label, a tag that is not an int, or a
@@ -171,7 +207,7 @@ def format_record_jsonl(record: dict) -> str:
                 return _encode(record)
             except ValueError:  # NaN/inf, or an int beyond the interpreter's digit limit
                 pass
-        return _encode(_prepared(record))
+        return _encode(_prepared(record, allow_pickle, on_pickle))
     except RecursionError:  # is_json_exact, the encoders and pickle all recurse
         raise SNetRuntimeError(f"cannot write a record with a field value {nesting_problem()}") from None
     except ValueError:  # fields were pickled if need be: a tag too long to write in decimal
@@ -197,18 +233,23 @@ def _bad_output_tag(label: str, value: Any) -> SNetRuntimeError:
     return SNetRuntimeError(f"cannot write tag {label}: it holds a {type(value).__name__}, not an int")
 
 
-def _prepared(record: dict) -> dict:
-    """A copy of `record` whose fields that JSON cannot hold exactly are pickled."""
+def _prepared(record: dict, allow_pickle: bool, on_pickle: Any) -> dict:
+    """A copy of `record` with every field in a form JSON holds, or pickled (module docstring)."""
     out = {}
     for label, value in record.items():
         if label[0] != "<":
-            exact = is_json_exact(value) and not (type(value) is dict and PICKLE_KEY in value and len(value) == 1)
-            if exact:
+            try:
+                converted = json_value(value)
+                if type(converted) is dict and PICKLE_KEY in converted and len(converted) == 1:
+                    raise NotJsonValue(f"a dict whose only key is \"{PICKLE_KEY}\" (the form of a pickled value)")
                 try:
-                    _encode(value)
-                except ValueError:
-                    exact = False
-            if not exact:
+                    _encode(converted)
+                except ValueError:  # an int beyond the interpreter's digit limit
+                    raise NotJsonValue(long_integer_problem()) from None
+                value = converted
+            except NotJsonValue as exc:
+                if not allow_pickle and on_pickle is not None:
+                    on_pickle(PickledField(label, exc.what))
                 try:
                     value = {PICKLE_KEY: pickle_text(value)}
                 except ValueError as exc:
@@ -218,11 +259,32 @@ def _prepared(record: dict) -> dict:
 
 
 class JsonlWriter(BatchWriter):
-    """Writes records as JSON Lines, one compact object per line."""
+    """Writes records as JSON Lines, one compact object per line.
 
-    @staticmethod
-    def format_record(record: dict) -> str:
-        return format_record_jsonl(record) + "\n"
+    A value JSON cannot hold is pickled; unless `allow_pickle`, with a
+    warning on the ``snet`` logger once per field and type, completed by
+    ``hint(label)`` (which box made it, say).
+    """
+
+    def __init__(self, f: IO, owned: bool, allow_pickle: bool = False, hint: Any = None):
+        super().__init__(f, owned)
+        self._allow_pickle = allow_pickle
+        self._hint = hint
+        self._warned: set = set()
+        self._count = 0
+
+    def format_record(self, record: dict) -> str:
+        self._count += 1
+        return format_record_jsonl(record, self._allow_pickle, self._pickled) + "\n"
+
+    def _pickled(self, field: PickledField) -> None:
+        key = (field.label, field.what)
+        if key in self._warned or len(self._warned) >= 256:
+            return
+        self._warned.add(key)
+        hint = self._hint(field.label) if self._hint is not None else ""
+        logging.getLogger("snet").warning(
+            "warning: %s", attrs.evolve(field, record_number=self._count, hint=hint).message)
 
     def _write_unencodable(self, text: str) -> None:
         # A lone surrogate, or a file object in a narrower encoding than

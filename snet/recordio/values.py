@@ -11,15 +11,23 @@ rest.  The policy lives here so that both formats apply the same test:
   keys, nested arbitrarily.  Tuples, sets, bytes, NaN/inf, int/str/float
   subclasses (``IntEnum``, ...) and dicts with non-``str`` keys are *not*:
   ``json`` would silently turn them into something else.
-* Everything that is not JSON-exact is pickled and base64-encoded.  Reading a
-  pickle back executes arbitrary code chosen by whoever wrote the file, so it
-  is refused unless the reader was given ``allow_pickle=True``
+* JSON Lines output (:func:`json_value`) writes what JSON can hold: tuples
+  become lists and NumPy scalars and arrays become numbers and lists (the
+  values boxes usually compute), whatever their nesting.  Any other value
+  (a date, a set, NaN, an object) is a :class:`NotJsonValue` error naming
+  its type, so that a file never silently holds something no other program
+  can read, unless the writer was given ``allow_pickle=True``
+  (``--allow-pickle``): then it is pickled and base64-encoded.
+* XML output pickles every value that C4SNet and JSON cannot spell.
+* Reading a pickle back executes arbitrary code chosen by whoever wrote the
+  file, so it is refused unless the reader was given ``allow_pickle=True``
   (``--allow-pickle`` on the command line).
 
-Alternatives rejected: a registry of per-type encoders (tuples, bytes, sets,
+Alternatives rejected: a registry of per-type encoders (bytes, sets, dates,
 ...) would be safer than pickle for those types but is an open-ended design
-that still needs pickle as the last resort; converting lossily (tuple -> list)
-breaks the promise that a record file reads back as the records written.
+that still needs pickle as the last resort.  Turning a tuple into a list
+loses the tuple's type on the way back; JSON has no tuple, and a box that
+needs one gets a list it can convert.
 """
 
 from __future__ import annotations
@@ -96,6 +104,74 @@ def is_json_exact(value: Any) -> bool:
     if t is dict:
         return all(type(k) is str and is_json_exact(v) for k, v in value.items())
     return False
+
+
+class NotJsonValue(ValueError):
+    """A value JSON cannot hold; ``what`` describes it (``a datetime.date``, ``a set inside a list``)."""
+
+    def __init__(self, what: str):
+        self.what = what
+        super().__init__(what)
+
+
+def type_name(value: Any) -> str:
+    """``set``, ``datetime.date``, ``numpy.complex128``: the type as a user would import it."""
+    t = type(value)
+    module = t.__module__
+    return t.__qualname__ if module == "builtins" else f"{module}.{t.__qualname__}"
+
+
+def _article(name: str) -> str:
+    return ("an " if name[:1].lower() in "aeiou" else "a ") + name
+
+
+def _is_numpy(value: Any) -> bool:
+    module = type(value).__module__
+    return (module == "numpy" or module.startswith("numpy.")) and hasattr(value, "tolist")
+
+
+def json_value(value: Any) -> Any:
+    """`value` in a form JSON holds: tuples as lists, NumPy scalars and arrays as Python numbers and lists.
+
+    Raises:
+        NotJsonValue: a value JSON cannot hold, described with its type
+            (and where it sits when it is inside a list or a dict).
+    """
+    t = type(value)
+    if t in _EXACT_SCALARS:
+        return value
+    if t is float:
+        if math.isfinite(value):
+            return value
+        raise NotJsonValue(f"the float {value!r}")
+    if t is list or t is tuple:
+        try:
+            return [json_value(v) for v in value]
+        except NotJsonValue as e:
+            raise NotJsonValue(_inside(e.what, t.__name__)) from None
+    if t is dict:
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise NotJsonValue(f"a dict with the key {k!r}, {_article(type_name(k))} and not a string")
+            try:
+                out[k] = json_value(v)
+            except NotJsonValue as e:
+                raise NotJsonValue(_inside(e.what, "dict")) from None
+        return out
+    if _is_numpy(value):
+        converted = value.tolist()
+        if type(converted) is type(value):  # a NumPy value with no Python equivalent
+            raise NotJsonValue(_article(type_name(value)))
+        try:
+            return json_value(converted)
+        except NotJsonValue as e:
+            raise NotJsonValue(f"{_article(type_name(value))} holding {e.what}") from None
+    raise NotJsonValue(_article(type_name(value)))
+
+
+def _inside(what: str, container: str) -> str:
+    return what if " inside " in what else f"{what} inside a {container}"
 
 
 def pickle_text(value: Any) -> str:

@@ -27,6 +27,8 @@ error listing them.
 
 from __future__ import annotations
 
+import difflib
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,7 +116,9 @@ def select_net(top: list[ast.NetDef], filename: str, net: str | None) -> ast.Net
         for d in top:
             if d.name == net:
                 return d
-        raise SNetUsageError(f"{filename}: no top-level net '{net}' (top-level nets: {names or 'none'})")
+        close = difflib.get_close_matches(net, [d.name for d in top], n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise SNetUsageError(f"{filename}: no top-level net '{net}' ({hint}top-level nets: {names or 'none'})")
     if not top:
         raise SNetUsageError(f"{filename}: the file defines no top-level net")
     if len(top) == 1:

@@ -29,6 +29,10 @@ property-graph node ids, so a drawing can be matched with messages.
 
 from __future__ import annotations
 
+import difflib
+from typing import Iterable
+
+from snet.errors import SNetUsageError
 from snet.records import format_labels
 from snet.spg.nodes import (BoxNode, FeedbackNode, FilterNode, IdentityNode, NetNode, Node, ParallelNode,
                             Pattern, PropertyGraph, SerialNode, SplitNode, StarNode, SyncNode)
@@ -44,9 +48,10 @@ def _patterns(patterns: tuple[Pattern, ...]) -> str:
 
 
 class _Dot:
-    def __init__(self) -> None:
+    def __init__(self, collapse: frozenset[str] = frozenset()) -> None:
         self.lines: list[str] = []
         self.indent = 1
+        self.collapse = collapse  # named nets drawn as one node
 
     def emit(self, line: str) -> None:
         self.lines.append("  " * self.indent + line)
@@ -100,6 +105,10 @@ class _Dot:
             for (_, a), (b, _) in zip(ends, ends[1:]):
                 self.edge(a, b)
             return ends[0][0], ends[-1][1]
+        if isinstance(n, NetNode) and n.name in self.collapse:
+            sig = f"{format_type(n.in_type)} -> {format_type(n.out_type)}"
+            self.node(f"n{n.id}", f"net {n.name}\n{sig}", shape="box", style="rounded,bold")
+            return f"n{n.id}", f"n{n.id}"
         if isinstance(n, NetNode):
             label = f"net {n.name}" if not n.name.startswith("@") else "placement"
             if n.placement is not None:
@@ -169,16 +178,98 @@ class _Dot:
         return d, c
 
 
-def to_dot(graph: PropertyGraph) -> str:
-    """The DOT text of `graph`'s run net."""
-    dot = _Dot()
-    dot.emit("rankdir=LR;")
+class _CompactDot(_Dot):
+    """The compact drawing: each combinator once, as a cluster around its operands, with no type labels.
+
+    Boxes show their names only; a parallel composition fans out from and
+    in to a small point; ``*``, ``!`` and ``\\`` are a labelled cluster
+    around their operand, so a network of dozens of boxes stays readable.
+    """
+
+    def draw(self, n: Node) -> tuple[str, str]:
+        if isinstance(n, BoxNode):
+            attrs = {"shape": "box"}
+            if n.initialiser:
+                attrs["peripheries"] = "2"
+            self.node(f"n{n.id}", n.name, **attrs)
+            return f"n{n.id}", f"n{n.id}"
+        if isinstance(n, FilterNode):
+            self.node(f"n{n.id}", f"filter {format_labels(n.pattern)}", shape="trapezium")
+            return f"n{n.id}", f"n{n.id}"
+        return super().draw(n)
+
+    def _around(self, n: Node, label: str, operand: Node) -> tuple[str, str]:
+        det = {"penwidth": "2"} if n.deterministic else {}
+        self.open_cluster(f"r{n.id}", label, style="rounded", **det)
+        ends = self.draw(operand)
+        self.close_cluster()
+        return ends
+
+    def _parallel(self, n: ParallelNode) -> tuple[str, str]:
+        d, c = f"d{n.id}", f"c{n.id}"
+        symbol = "||" if n.deterministic else "|"
+        self.open_cluster(f"p{n.id}", symbol, style="dotted")
+        self.node(d, "", shape="point", width="0.08")
+        self.node(c, "", shape="point", width="0.08")
+        for branch in n.branches:
+            entry, exit_ = self.draw(branch)
+            self.edge(d, entry)
+            self.edge(exit_, c)
+        self.close_cluster()
+        return d, c
+
+    def _star(self, n: StarNode) -> tuple[str, str]:
+        symbol = "**" if n.deterministic else "*"
+        return self._around(n, f"{symbol} until {_patterns(n.exits)}", n.operand)
+
+    def _split(self, n: SplitNode) -> tuple[str, str]:
+        op = ("!!" if n.deterministic else "!") + ("@" if n.placed else "")
+        key = n.tag + (f":{n.hi_tag}" if n.hi_tag else "")
+        return self._around(n, f"{op} {key}: one replica per value", n.operand)
+
+    def _feedback(self, n: FeedbackNode) -> tuple[str, str]:
+        return self._around(n, f"\\ back {_patterns(n.back)}", n.operand)
+
+
+def to_dot(graph: PropertyGraph, *, compact: bool = False, left_to_right: bool = False,
+           collapse: Iterable[str] = ()) -> str:
+    """The DOT text of `graph`'s run net.
+
+    Args:
+        compact: each combinator once around its operands, boxes by name
+            only, no type labels (see :class:`_CompactDot`).
+        left_to_right: lay the stages out from left to right (default: top
+            to bottom, which keeps a long pipeline readable on a screen).
+        collapse: names of nets drawn as one node with their signature
+            instead of their inside.
+
+    Raises:
+        SNetUsageError: a name in `collapse` that is no net of the drawing.
+    """
+    collapse = frozenset(collapse)
+    unknown = sorted(collapse - _net_names(graph.root))
+    if unknown:
+        known = sorted(_net_names(graph.root))
+        close = difflib.get_close_matches(unknown[0], known, n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise SNetUsageError(f"no net '{unknown[0]}' to collapse in net {graph.net_name} "
+                             f"({hint}nets: {', '.join(known) or 'none'})")
+    dot = _CompactDot(collapse) if compact else _Dot(collapse)
+    dot.emit(f"rankdir={'LR' if left_to_right else 'TB'};")
     dot.emit('node [fontname="Helvetica", fontsize=10];')
     dot.emit('edge [fontname="Helvetica", fontsize=9];')
     dot.emit(f"labelloc=t; label={quote(f'net {graph.net_name}: {graph.signature}')};")
     dot.node("input", "input", shape="plaintext")
     dot.node("output", "output", shape="plaintext")
     entry, exit_ = dot.draw(graph.root)
-    dot.edge("input", entry, format_type(graph.root.in_type))
-    dot.edge(exit_, "output", format_type(graph.root.out_type))
+    dot.edge("input", entry, None if compact else format_type(graph.root.in_type))
+    dot.edge(exit_, "output", None if compact else format_type(graph.root.out_type))
     return "digraph snet {\n" + "\n".join(dot.lines) + "\n}\n"
+
+
+def _net_names(node: Node) -> set[str]:
+    """The names of the named nets drawn inside `node` (placements excluded)."""
+    names = {node.name} if isinstance(node, NetNode) and not node.name.startswith("@") else set()
+    for child in node.children():
+        names |= _net_names(child)
+    return names

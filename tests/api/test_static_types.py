@@ -62,7 +62,7 @@ def test_load_and_run_have_their_declared_types_under_strict_mypy(tmp_path):
         "snet.api.Network",
         "snet.execution.Execution",
         "dict[str, Any]",
-        "snet.api.Session",
+        "snet.session.Session",
     ], result.stdout
 
 

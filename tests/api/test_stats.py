@@ -65,16 +65,18 @@ def test_the_json_form_keeps_the_keys_of_the_stats_line(net, engine):
         assert data["instances"] >= 2 and "workers" not in data
 
 
-def test_the_table_names_each_figure(net):
+def test_the_summary_says_what_ran_in_words(net):
     execution = net.run([{"a": i} for i in range(3)], engine="front", workers=1)
     list(execution)
-    lines = [line.strip() for line in execution.stats().format_table().splitlines()]
-    assert lines[0] == "-- snet run statistics --"
-    assert "engine: front" in lines and "workers: 1" in lines and "records_in: 3" in lines
-    assert any(line.startswith("entities: alive=") for line in lines)
-    assert any(line.startswith("worker 0: busy_seconds=") for line in lines)
-    assert lines[-3].split() == ["box", "calls", "seconds", "us/call"]
-    assert [line.split()[:2] for line in lines[-2:]] == [["double", "3"], ["keep", "3"]]
+    lines = [line.strip() for line in execution.stats().summary().splitlines()]
+    assert lines[0] == "snet run statistics:"
+    assert lines[1].endswith("s on the front engine with 1 worker")
+    assert lines[2].startswith("records: 3 read, 3 written (")
+    assert lines[3].split()[:2] == ["box", "calls"]
+    assert sorted(line.split()[:2] for line in lines[4:6]) == [["double", "3"], ["keep", "3"]]
+    assert any(line.startswith("peak entities (box, combinator and cell instances alive at once): ")
+               for line in lines)
+    assert "records held in synchro-cells that never fired: 0" in lines
 
 
 def test_a_session_reports_the_same_object(net):

@@ -71,7 +71,7 @@ def test_bad_input_record_exit_1_after_earlier_outputs(netdir):
 @pytest.mark.parametrize("args,message", [
     (["missing.snet"], "network file not found: missing.snet"),
     (["net.snet", "-i", "nothere.jsonl"], "input file not found: nothere.jsonl"),
-    (["net.snet", "--boxes", "no_such_box_module"], "cannot import box module 'no_such_box_module'"),
+    (["net.snet", "--boxes", "no_such_box_module"], "cannot find box module 'no_such_box_module'"),
     (["net.snet", "-w", "0"], "-w/--workers must be at least 1"),
     (["net.snet", "--throttle", "x"], "--throttle takes OFFSET,FACTOR"),
     (["net.snet", "--engine", "warp"], "unknown engine 'warp'"),
@@ -102,12 +102,14 @@ def test_syntax_error_exit_2_with_caret(netdir):
 
 def test_unfinished_cell_warning_and_stats(netdir):
     (netdir / "sync.snet").write_text("net sync connect [| {a}, {b} |];\n")
-    result = snet_run("sync.snet", "--engine", "reference", "--stats", cwd=netdir, stdin='{"a": 1}\n')
-    assert result.returncode == 0
-    assert "sync.snet:1:18: warning: synchro-cell discarded with 1 of 2 patterns filled" in result.stderr
-    stats_line = next(line for line in result.stderr.splitlines() if line.startswith("snet stats: "))
-    stats = json.loads(stats_line[len("snet stats: "):])
-    assert stats["records_in"] == 1 and stats["records_out"] == 0
+    for engine in ("reference", "front"):
+        result = snet_run("sync.snet", "--engine", engine, "--stats", "--stats-json", "s.json", cwd=netdir,
+                          stdin='{"a": 1}\n')
+        assert result.returncode == 0
+        assert "sync.snet:1:18: warning: synchro-cell discarded with 1 of 2 patterns filled" in result.stderr
+        assert "records held in synchro-cells that never fired: 1" in result.stderr
+        stats = json.loads((netdir / "s.json").read_text())
+        assert stats["records_in"] == 1 and stats["records_out"] == 0 and stats["held_in_cells"] == 1
 
 
 def test_progress_lines(netdir):
@@ -145,7 +147,6 @@ def test_ctrl_c_stops_cleanly_with_outputs_written(netdir, engine):
 
 
 def test_stats_summary_lists_each_spark_split():
-    from snet.commands.run import format_stats
     from snet.stats import BoxStats, RunStats, SparkStats, SplitStats
 
     split = SplitStats(split="net.snet:1:35", path="rdd", partitions=2, replicas=0, batches=2, records=8, copies=0,
@@ -153,10 +154,28 @@ def test_stats_summary_lists_each_spark_split():
                        executor_seconds=2.0, bytes_out=100, bytes_in=50, boxes={"f": BoxStats(8, 0.5)})
     spark = SparkStats(master="local[2]", batch_size=4096, selected=("net.snet:1:35",), flushes=2, seconds=1.5,
                        splits={"net.snet:1:35": split})
-    text = format_stats(RunStats(engine="reference", workers=1, seconds=2.0, records_in=8, records_out=8,
-                                 spark=spark))
+    text = RunStats(engine="reference", workers=1, seconds=2.0, records_in=8, records_out=8, spark=spark).summary()
     lines = [line.strip() for line in text.splitlines()]
-    assert "spark: batch_size=4096, flushes=2, master=local[2], seconds=1.5" in lines, text
-    assert ("split net.snet:1:35: batches=2, bytes_in=50, bytes_out=100, copies=0, executor_seconds=2, "
-            "job_seconds=1.25, max_batch_seconds=1, partitions=2, path=rdd, records=8, replicas=0, seconds=1.5, "
-            "seconds_per_batch=0.75, tasks=4") in lines, text
+    assert "on Spark (local[2]): 2 batches, 8 records, 1.5 s" in lines, text
+    assert "split at net.snet:1:35: 2 batches, 8 records, 4 tasks, 1.5 s" in lines, text
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT delivery to a child process")
+@pytest.mark.parametrize("engine", ["reference", "front"])
+def test_after_ctrl_c_the_stats_count_the_records_written(netdir, engine):
+    (netdir / "fast.snet").write_text("box keep ((a) -> (a)); net fastnet connect keep .. keep;\n")
+    (netdir / "fast.py").write_text("import time\n\ndef keep(a):\n    time.sleep(0.0005)\n    return {'a': a}\n")
+    (netdir / "many.jsonl").write_text("".join(json.dumps({"a": i}) + "\n" for i in range(200000)))
+    proc = subprocess.Popen(SNET + ["run", "fast.snet", "-i", "many.jsonl", "-o", "out.jsonl", "--engine", engine,
+                                    "-w", "2", "--stats", "--stats-json", "s.json"],
+                            cwd=netdir, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1, err
+    written = len(read_jsonl((netdir / "out.jsonl").read_text()))
+    assert 0 < written < 200000
+    stats = json.loads((netdir / "s.json").read_text())
+    assert stats["records_out"] == written
+    assert stats["records_produced"] >= written
+    assert f" read, {written} written" in err

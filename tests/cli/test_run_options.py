@@ -52,26 +52,42 @@ def test_a_flag_given_as_text_that_is_no_number(netdir):
 
 
 @pytest.mark.parametrize("engine", ["reference", "front"])
-def test_stats_print_the_table_and_a_json_line(netdir, engine):
-    result = snet_run("net.snet", "-i", "in.jsonl", "--engine", engine, "-w", "1", "--stats", cwd=netdir)
+def test_stats_print_a_summary_and_stats_json_writes_every_counter(netdir, engine):
+    result = snet_run("net.snet", "-i", "in.jsonl", "--engine", engine, "-w", "1", "--stats",
+                      "--stats-json", "stats.json", cwd=netdir)
     assert result.returncode == 0, result.stderr
     assert [json.loads(line) for line in result.stdout.splitlines()] == [{"a": 2 * (i + 1)} for i in range(5)]
     lines = result.stderr.splitlines()
-    start = lines.index("-- snet run statistics --")
-    table = [line.strip() for line in lines[start:]]
-    assert f"engine: {engine}" in table and "workers: 1" in table
-    assert "records_in: 5" in table and "records_out: 5" in table
-    assert [line.split()[:2] for line in table if line.split()[:1] in (["f"], ["g"])] == [["f", "5"], ["g", "5"]]
-    stats_lines = [line for line in lines if line.startswith("snet stats: ")]
-    assert len(stats_lines) == 1
-    stats = json.loads(stats_lines[0][len("snet stats: "):])
+    start = lines.index("snet run statistics:")
+    summary = [line.strip() for line in lines[start:]]
+    assert summary[1].endswith(f"on the {engine} engine" + (" with 1 worker" if engine == "front" else ""))
+    assert summary[2].startswith("records: 5 read, 5 written")
+    assert summary[3].split() == ["box", "calls", "time", "in", "box", "per", "call", "share"]
+    boxes = {line.split()[0]: line.split() for line in summary[4:6]}
+    assert set(boxes) == {"f", "g"} and boxes["f"][1] == "5" and boxes["g"][1] == "5"
+    assert sum(int(row[-1].rstrip("%")) for row in boxes.values()) in (99, 100, 101)
+    assert "records held in synchro-cells that never fired: 0" in summary
+    assert any(line.startswith("peak entities") for line in summary) == (engine == "front")
+    text = "\n".join(lines)
+    assert "licences_stolen" not in text and "snet stats:" not in text  # the jargon is for the JSON file
+    stats = json.loads((netdir / "stats.json").read_text())
     assert stats["engine"] == engine and stats["records_in"] == 5 and stats["records_out"] == 5
+    assert stats["records_produced"] == 5 and stats["held_in_cells"] == 0
     assert stats["boxes"]["f"]["calls"] == 5 and stats["boxes"]["g"]["calls"] == 5
     if engine == "front":
         assert len(stats["workers"]) == 1 and stats["workers"][0]["inputs"] == 5
-        assert stats["entities"]["created"] >= 2
+        assert stats["entities"]["created"] >= 2 and "licences_stolen" in stats
     else:
         assert stats["instances"] >= 2
+
+
+def test_stats_json_alone_prints_nothing_and_a_bad_path_exits_2(netdir):
+    result = snet_run("net.snet", "-i", "in.jsonl", "--stats-json", "s.json", cwd=netdir)
+    assert result.returncode == 0 and result.stderr == ""
+    assert json.loads((netdir / "s.json").read_text())["records_out"] == 5
+    result = snet_run("net.snet", "-i", "in.jsonl", "--stats-json", "no/such/dir/s.json", cwd=netdir)
+    assert result.returncode == 2 and "cannot open the --stats-json file no/such/dir/s.json" in result.stderr
+    assert result.stdout == ""
 
 
 @pytest.mark.parametrize("engine", ["reference", "front"])

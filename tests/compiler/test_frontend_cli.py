@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -169,3 +170,65 @@ def test_check_accepts_a_byte_order_mark_and_comments_inside_metadata(tmp_path):
     text = (tmp_path / "meta.snet").read_text()
     metadata = parse(text, "meta.snet", Source("meta.snet", text)).definitions[0]
     assert [(e.key, e.text) for e in metadata.elements] == [("a", ""), ("b", ""), ("c", "one two")]
+
+
+def png_size(path) -> tuple[int, int]:
+    import struct
+    data = path.read_bytes()
+    assert data.startswith(b"\x89PNG")
+    return struct.unpack(">II", data[16:24])
+
+
+README_EXAMPLE = Path(__file__).resolve().parents[2] / "boxes" / "imaging.snet"
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+@pytest.mark.parametrize("options", [[], ["--compact"]])
+def test_the_readme_example_draws_no_wider_than_two_and_a_half_times_its_height(tmp_path, options):
+    result = snet_cli("graph", str(README_EXAMPLE), "-o", "x.png", *options, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    width, height = png_size(tmp_path / "x.png")
+    assert width <= 2.5 * height, (width, height)
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+def test_left_to_right_is_there_on_request_and_compact_is_smaller(tmp_path):
+    for name, options in [("full", []), ("wide", ["--left-to-right"]), ("small", ["--compact"])]:
+        assert snet_cli("graph", str(README_EXAMPLE), "-o", f"{name}.png", *options, cwd=tmp_path).returncode == 0
+    full, wide, small = (png_size(tmp_path / f"{n}.png") for n in ("full", "wide", "small"))
+    assert wide[0] > wide[1] and full[1] > full[0]  # stages run across, or down
+    assert small[0] * small[1] < full[0] * full[1] / 2
+
+
+def test_compact_draws_each_combinator_once_around_its_operands(tmp_path):
+    (tmp_path / "all.snet").write_text(ALL)
+    result = snet_cli("graph", "all.snet", "--compact", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    dot = result.stdout
+    assert "rankdir=TB;" in dot
+    assert "dispatcher" not in dot and "collector" not in dot  # one cluster per combinator, no pairs
+    assert 'label="** until {<done>}"' in dot
+    assert 'label="!! <k>: one replica per value"' in dot and 'label="! <lo>:<hi>: one replica per value"' in dot
+    assert 'label="\\\\ back {a, <again>}"' in dot
+    assert re.search(r'n\d+ \[label="f", shape=box\]', dot)  # boxes by name only
+    assert re.search(r"\w+ -> \w+;", dot) and not re.search(r"\w+ -> \w+ \[label=", dot)  # edges bare
+    assert "placement @ 2" in dot and "shape=box3d" in dot
+
+
+def test_collapse_draws_a_named_net_as_one_node(tmp_path):
+    result = snet_cli("graph", str(README_EXAMPLE), "--collapse", "join", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    dot = result.stdout
+    assert re.search(r'n\d+ \[label="net join\\n[^"]* -> [^"]*", shape=box, style=rounded,bold\];', dot), dot
+    assert "[| {r}, {g}, {b} |]" not in dot and "box3d" not in dot  # its inside is not drawn
+    assert "box check" in dot  # the rest is
+    both = snet_cli("graph", str(README_EXAMPLE), "--collapse", "join", "--collapse", "fan", "--compact",
+                    cwd=tmp_path)
+    assert both.returncode == 0 and 'label="net fan\\n' in both.stdout and "filter" not in both.stdout
+
+
+def test_collapse_of_an_unknown_net_suggests_one(tmp_path):
+    result = snet_cli("graph", str(README_EXAMPLE), "--collapse", "jion", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "no net 'jion' to collapse in net imaging (did you mean 'join'? nets: fan, imaging, join, round)" \
+        in result.stderr

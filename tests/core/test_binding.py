@@ -69,5 +69,5 @@ def test_box_module_that_fails_to_import(tmp_path):
 
 
 def test_unknown_dotted_module():
-    with pytest.raises(SNetBindingError, match="cannot import box module 'no_such_module_xyz'"):
+    with pytest.raises(SNetBindingError, match="cannot find box module 'no_such_module_xyz'"):
         snet.load(SRC, boxes="no_such_module_xyz")

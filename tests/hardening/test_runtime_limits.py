@@ -137,7 +137,7 @@ def test_sigterm_stops_the_cli_like_ctrl_c(tmp_path, engine):
     assert code == 1
     assert "error: terminated (SIGTERM); the outputs produced so far were written" in stderr
     assert "Traceback" not in stderr
-    assert "snet stats: " in stderr
+    assert "snet run statistics:" in stderr and " read, 1 written" in stderr
     assert out.read_text().replace(" ", "").splitlines() == ['{"y":0}']
 
 

@@ -15,9 +15,9 @@ def read_text(text: str | bytes, fmt: str, name: str = "input", **options) -> li
     return list(read_records(io.BytesIO(data), fmt, name=name, **options))
 
 
-def write_text(records, fmt: str) -> str:
+def write_text(records, fmt: str, allow_pickle: bool = False) -> str:
     out = io.StringIO()
-    writer = open_writer(out, fmt)
+    writer = open_writer(out, fmt, allow_pickle=allow_pickle)
     for record in records:
         writer.write(record)
     writer.close()

@@ -289,7 +289,14 @@ def test_writing_a_deeply_nested_value_is_an_error_naming_the_problem(fmt):
 @pytest.mark.parametrize("fmt", ["jsonl", "xml"])
 def test_an_int_field_too_long_for_decimal_is_pickled(fmt):
     value = 10 ** 5000
-    assert read_text(write_text([{"a": value}], fmt), fmt, allow_pickle=True) == [{"a": value}]
+    assert read_text(write_text([{"a": value}], fmt, allow_pickle=True), fmt, allow_pickle=True) == [{"a": value}]
+
+
+def test_an_int_field_too_long_for_decimal_is_pickled_with_a_warning_in_json_lines(caplog):
+    with caplog.at_level("WARNING", logger="snet"):
+        text = write_text([{"a": 10 ** 5000}], "jsonl")
+    assert text.startswith('{"a":{"$pickle":"')
+    assert "field 'a' holds an integer of more than" in caplog.records[0].getMessage()
 
 
 @pytest.mark.parametrize("fmt", [format_record_jsonl, format_record_xml])

@@ -11,6 +11,7 @@ from snet.recordio import detect_format, open_writer, read_records
 @pytest.mark.parametrize("path, fmt", [
     ("in.jsonl", "jsonl"), ("in.ndjson", "jsonl"), ("in.xml", "xml"), ("dir.d/IN.XML", "xml"),
     ("a/b/c.JSONL", "jsonl"), (None, "jsonl"), ("-", "jsonl"),
+    ("/dev/null", "jsonl"), ("/dev/stdout", "jsonl"), ("records", "jsonl"), ("dir.d/records", "jsonl"),
 ])
 def test_format_follows_extension_and_standard_streams_default_to_jsonl(path, fmt):
     assert detect_format(path, None) == fmt
@@ -22,11 +23,12 @@ def test_explicit_format_wins_over_extension(path):
     assert detect_format(path, "jsonl") == "jsonl"
 
 
-def test_unknown_extension_is_a_usage_error_that_names_the_option():
+@pytest.mark.parametrize("path", ["records.csv", "records.json", "records.txt"])
+def test_unknown_extension_is_a_usage_error_that_names_the_option(path):
     with pytest.raises(SNetUsageError) as info:
-        detect_format("records.csv", None)
+        detect_format(path, None)
     assert info.value.exit_status == EXIT_STARTUP
-    assert "records.csv" in str(info.value)
+    assert path in str(info.value)
     assert "--format jsonl" in str(info.value) and "--format xml" in str(info.value)
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
 import enum
 import io
+import json
 import math
 import pickle
 from fractions import Fraction
@@ -12,7 +14,7 @@ import pytest
 from recordio_helpers import read_error, read_text, write_text
 
 from snet.errors import EXIT_RUNTIME, SNetRecordError, SNetRuntimeError
-from snet.recordio import format_record_jsonl, open_writer, read_records
+from snet.recordio import PickledField, format_record_jsonl, open_writer, read_records
 
 
 # --------------------------------------------------------------------------
@@ -61,8 +63,8 @@ def test_object_with_pickle_key_among_others_is_an_ordinary_object():
 
 
 def test_pickled_field_is_unpickled_only_when_allowed():
-    line = format_record_jsonl({"x": (1, 2)})
-    assert read_text(line, "jsonl", allow_pickle=True) == [{"x": (1, 2)}]
+    line = format_record_jsonl({"x": (1, 2j)}, allow_pickle=True)
+    assert read_text(line, "jsonl", allow_pickle=True) == [{"x": (1, 2j)}]
 
 
 # --------------------------------------------------------------------------
@@ -128,7 +130,7 @@ def test_tag_and_binding_tag_holding_a_bool_is_an_error(value):
 
 
 def test_pickled_field_without_permission_tells_how_to_allow_it():
-    line = format_record_jsonl({"x": (1, 2)})
+    line = format_record_jsonl({"x": {1, 2}}, allow_pickle=True)
     got, err = read_error('{"a": 1}\n' + line + "\n", "jsonl", name="in.jsonl")
     assert got == [{"a": 1}]
     assert err.line == 2
@@ -198,19 +200,48 @@ def test_writes_compact_json_one_record_per_line_unicode_unescaped():
     assert text == '{"a":[1,2],"<t>":3,"<#b>":-1}\n{"s":"é\\"\\n"}\n'
 
 
-@pytest.mark.parametrize("value", [
-    (1, 2), {1: "a"}, {"k": (1,)}, [1, (2,)], b"bytes", {1, 2}, Fraction(1, 3), float("inf"), -float("inf"),
-    [1.0, float("nan")], {"$pickle": "looks like a pickle"}, 1 + 2j,
+@pytest.mark.parametrize("value, written", [
+    ((1, 2), [1, 2]), ({"k": (1,)}, {"k": [1]}), ([1, (2, ("three",))], [1, [2, ["three"]]]), ((), []),
 ])
-def test_values_json_cannot_hold_exactly_are_pickled_and_read_back(value):
-    text = write_text([{"x": value}], "jsonl")
+def test_tuples_are_written_as_lists_with_or_without_pickle(value, written):
+    for allow_pickle in (False, True):
+        text = write_text([{"x": value}], "jsonl", allow_pickle=allow_pickle)
+        assert read_text(text, "jsonl") == [{"x": written}]
+
+
+ODD = [
+    ({1: "a"}, "a dict with the key 1, an int and not a string,"), (b"bytes", "a bytes"), ({1, 2}, "a set"),
+    (Fraction(1, 3), "a fractions.Fraction"), (float("inf"), "the float inf,"),
+    (-float("inf"), "the float -inf"), ([1.0, float("nan")], "the float nan inside a list,"),
+    ({"$pickle": "looks like a pickle"}, 'a dict whose only key is "$pickle"'), (1 + 2j, "a complex"),
+    ((1, {2}), "a set inside a tuple"), ({"k": [datetime.date(2024, 1, 2)]}, "a datetime.date inside a list"),
+]
+
+
+@pytest.mark.parametrize("value, what", ODD)
+def test_values_json_cannot_hold_are_pickled_with_a_warning_naming_field_type_and_record(value, what, caplog):
+    out = io.StringIO()
+    with caplog.at_level("WARNING", logger="snet"):
+        with open_writer(out, "jsonl") as writer:
+            writer.write({"x": 1})
+            writer.write({"x": value})
+            writer.write({"x": value})  # warned once per field and type
+    (message,) = [r.getMessage() for r in caplog.records]
+    assert message.startswith(f"warning: output record 2: field 'x' holds {what}"), message
+    assert "which JSON cannot hold" in message and "--allow-pickle" in message
+    assert out.getvalue().splitlines()[1].startswith('{"x":{"$pickle":"')
+
+
+@pytest.mark.parametrize("value", [value for value, _ in ODD])
+def test_values_json_cannot_hold_are_pickled_and_read_back_with_pickle_allowed(value):
+    text = write_text([{"x": value}], "jsonl", allow_pickle=True)
     assert text.startswith('{"x":{"$pickle":"')
     (back,) = read_text(text, "jsonl", allow_pickle=True)
     assert type(back["x"]) is type(value) and repr(back["x"]) == repr(value)
 
 
 def test_nan_round_trips_through_pickle():
-    (back,) = read_text(write_text([{"x": float("nan")}], "jsonl"), "jsonl", allow_pickle=True)
+    (back,) = read_text(write_text([{"x": float("nan")}], "jsonl", allow_pickle=True), "jsonl", allow_pickle=True)
     assert math.isnan(back["x"])
 
 
@@ -223,10 +254,13 @@ class Name(str):
 
 
 def test_int_and_str_subclasses_keep_their_type():
-    (back,) = read_text(write_text([{"n": Name("x")}], "jsonl"), "jsonl", allow_pickle=True)
+    (back,) = read_text(write_text([{"n": Name("x")}], "jsonl", True), "jsonl", allow_pickle=True)
     assert type(back["n"]) is Name
-    (back,) = read_text(write_text([{"c": Colour.RED}], "jsonl"), "jsonl", allow_pickle=True)
+    (back,) = read_text(write_text([{"c": Colour.RED}], "jsonl", True), "jsonl", allow_pickle=True)
     assert back["c"] is Colour.RED
+    seen = []
+    format_record_jsonl({"c": Colour.RED}, allow_pickle=False, on_pickle=seen.append)
+    assert seen == [PickledField("c", f"a {Colour.__module__}.Colour")]
 
 
 def test_writer_refuses_invalid_labels_and_non_int_tags():
@@ -239,7 +273,9 @@ def test_writer_refuses_invalid_labels_and_non_int_tags():
 
 def test_unpicklable_value_is_an_error_naming_the_field():
     with pytest.raises(SNetRuntimeError, match="field 'f'.*neither written as JSON nor pickled"):
-        format_record_jsonl({"f": lambda: 1})
+        format_record_jsonl({"f": lambda: 1}, allow_pickle=True)
+    with pytest.raises(SNetRuntimeError, match="field 'f'.*neither written as JSON nor pickled"):
+        format_record_jsonl({"f": lambda: 1}, allow_pickle=False)
 
 
 def test_writer_queues_until_flush_and_close_is_idempotent_and_leaves_callers_file_open():
@@ -313,12 +349,35 @@ def test_xml_read_as_json_lines_gets_a_hint():
     assert str(err) == "in.txt:1: error: invalid JSON: Expecting value (column 1) (is this S-Net XML? give --format xml)"
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "xml"])
-def test_numpy_values_are_pickled_and_keep_their_type(fmt):
+def test_numpy_values_are_pickled_in_xml_and_keep_their_type():
     np = pytest.importorskip("numpy")
     record = {"f": np.float64(2.5), "i": np.int64(3), "a": np.arange(4)}
-    text = write_text([record], fmt)
-    assert text.count("$pickle" if fmt == "jsonl" else "(pickle)") == 3
-    (back,) = read_text(text, fmt, allow_pickle=True)
+    text = write_text([record], "xml")
+    assert text.count("(pickle)") == 3
+    (back,) = read_text(text, "xml", allow_pickle=True)
     assert type(back["f"]) is np.float64 and type(back["i"]) is np.int64
     assert back["a"].tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("allow_pickle", [False, True])
+def test_numpy_values_are_json_numbers_and_lists_in_json_lines(allow_pickle):
+    np = pytest.importorskip("numpy")
+    record = {"f": np.float64(2.5), "g": np.float32(0.5), "i": np.int64(3), "b": np.bool_(True),
+              "a": np.arange(4), "m": np.array([[1.5, 2.0], [3.0, 4.0]]), "s": np.str_("word"),
+              "t": (np.int8(1), [np.uint64(2)]), "o": np.array([1, (2, 3)], dtype=object)}
+    text = write_text([record], "jsonl", allow_pickle=allow_pickle)
+    assert "$pickle" not in text
+    assert json.loads(text) == {"f": 2.5, "g": 0.5, "i": 3, "b": True, "a": [0, 1, 2, 3],
+                                "m": [[1.5, 2.0], [3.0, 4.0]], "s": "word", "t": [1, [2]], "o": [1, [2, 3]]}
+    assert type(json.loads(text)["i"]) is int
+
+
+def test_numpy_values_json_cannot_hold_are_named_by_their_numpy_type():
+    np = pytest.importorskip("numpy")
+    seen = []
+    for record in ({"c": np.complex128(1 + 2j)}, {"d": np.array(["2024-01-02"], dtype="datetime64[D]")},
+                   {"n": np.array([1.0, np.nan])}):
+        assert '{"$pickle":"' in format_record_jsonl(record, allow_pickle=False, on_pickle=seen.append)
+    assert [(f.label, f.what) for f in seen] == [
+        ("c", "a numpy.complex128 holding a complex"), ("d", "a numpy.ndarray holding a datetime.date inside a list"),
+        ("n", "a numpy.ndarray holding the float nan inside a list")]

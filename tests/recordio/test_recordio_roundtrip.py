@@ -52,7 +52,7 @@ def through_file(records, fmt, **options):
     """Write to a strict UTF-8 file (as `snet run -o` does) and read back."""
     raw = io.BytesIO()
     f = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
-    writer = open_writer(f, fmt)
+    writer = open_writer(f, fmt, allow_pickle=options.get("allow_pickle", False))
     for record in records:
         writer.write(record)
     writer.close()
@@ -73,7 +73,16 @@ def test_jsonl_round_trips_json_values_without_pickle(records):
 @given(st.lists(records_of(JSON_VALUES | ODD_VALUES), max_size=4))
 def test_jsonl_round_trips_any_picklable_value_with_pickle_allowed(records):
     back = through_file(records, "jsonl", allow_pickle=True)
-    assert len(back) == len(records) and all(map(same, records, back))
+    assert len(back) == len(records) and all(map(same, map(tuples_as_lists, records), back))
+
+
+def tuples_as_lists(value):
+    """What JSON Lines writes for `value`: tuples are lists (JSON has no tuple), all else as it was."""
+    if type(value) in (tuple, list):
+        return [tuples_as_lists(v) for v in value]
+    if type(value) is dict:
+        return {k: tuples_as_lists(v) for k, v in value.items()}
+    return value
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,186 @@
+"""``snet run --progress``: how far the run is, while it goes on.
+
+Two faces, chosen by where standard error goes:
+
+* a terminal: a live display (tqdm) redrawn in place a few times a
+  second: records in and out, the rate, and, when the input is a file of
+  known size, a percentage, the estimated total and the time left.  The
+  total is the records read so far scaled by the file's size over the
+  bytes read so far, so it settles as the run goes on;
+* anything else (a file, a pipe, a log collector): a plain line every
+  ``interval`` seconds, which a script can parse:
+  ``snet progress: 12.0 s, in 120000, out 119800 (10000/s); spark: 3 batches, 12288 records, 2.1 s``
+  and a last line ``snet progress: done, ...``.
+
+The figures come from the engine's statistics (cheap counters, read without
+stopping the workers) and, for the file position, from the input file's
+descriptor (``lseek``, which does not touch the reader's buffer or lock).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import threading
+import time
+from typing import IO, Any
+
+LIVE_SECONDS = 0.25  # redraw interval of the live display
+
+
+class InputPosition:
+    """How much of an input file has been read: (bytes read, size), or None for a stream."""
+
+    def __init__(self, f: IO | None):
+        self.fd = None
+        self.size = 0
+        if f is None:
+            return
+        try:
+            fd = f.fileno()
+            info = os.fstat(fd)
+        except (OSError, AttributeError, ValueError):
+            return
+        if stat.S_ISREG(info.st_mode) and info.st_size > 0:
+            self.fd, self.size = fd, info.st_size
+
+    def fraction(self) -> float | None:
+        """The share of the file read so far, or None when it cannot be told."""
+        if self.fd is None:
+            return None
+        try:
+            return min(os.lseek(self.fd, 0, os.SEEK_CUR) / self.size, 1.0)
+        except OSError:
+            return None
+
+
+class _Reporter:
+    """Calls ``report`` every ``interval`` seconds on a thread until ``stop``."""
+
+    def __init__(self, execution: Any, interval: float):
+        self.execution = execution
+        self.interval = interval
+        self.started = time.monotonic()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="snet-progress", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while not self.done.wait(self.interval):
+            self.report()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join()
+
+    def stats(self):
+        try:
+            return self.execution.stats()
+        except Exception:  # a run being torn down: skip this report
+            return None
+
+    def report(self, final: bool = False) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class LineProgress(_Reporter):
+    """A plain line on standard error every ``interval`` seconds (see the module docstring)."""
+
+    def __init__(self, execution: Any, interval: float):
+        self.last = (time.monotonic(), 0)
+        super().__init__(execution, interval)
+
+    def report(self, final: bool = False) -> None:
+        stats = self.stats()
+        if stats is None:
+            return
+        now = time.monotonic()
+        out = stats.records_out
+        then, before = self.last
+        rate = (out - before) / (now - then) if now > then else 0.0
+        self.last = (now, out)
+        line = (f"snet progress: {'done, ' if final else ''}{now - self.started:.1f} s, "
+                f"in {stats.records_in}, out {out} ({rate:.0f}/s)")
+        spark = stats.spark
+        if spark is not None:
+            line += f"; spark: {spark.batches} batches, {spark.records} records, {spark.seconds:.1f} s"
+        print(line, file=sys.stderr, flush=True)
+
+
+class LiveProgress(_Reporter):
+    """A display redrawn in place on a terminal (see the module docstring)."""
+
+    def __init__(self, execution: Any, position: InputPosition):
+        from tqdm import tqdm
+
+        self.position = position
+        try:
+            size = os.get_terminal_size(sys.stderr.fileno())
+            sized = size.columns > 0 and size.lines > 0
+        except (OSError, ValueError):
+            sized = False
+        # A terminal that does not say its size (a fresh pseudo-terminal says 0 x 0) is taken as 100 x 24.
+        self.bar = tqdm(total=None, unit=" rec", dynamic_ncols=sized, ncols=None if sized else 100,
+                        nrows=None if sized else 24, file=sys.stderr, desc="snet: in", mininterval=0, leave=True)
+        # The command's log lines (warnings, -v, Spark batches) go above the display, not through it.
+        self.redirected = [(h, h.setStream(_AboveTheBar(self.bar))) for h in _command_handlers()]
+        super().__init__(execution, LIVE_SECONDS)
+
+    def report(self, final: bool = False) -> None:
+        stats = self.stats()
+        if stats is None:
+            if final:
+                self._close()
+            return
+        bar = self.bar
+        fraction = self.position.fraction()
+        if final and fraction is not None:
+            bar.total = stats.records_in
+        elif fraction and stats.records_in:
+            bar.total = max(stats.records_in, round(stats.records_in / fraction))
+        bar.n = stats.records_in
+        postfix = f"out {stats.records_out:,}"
+        spark = stats.spark
+        if spark is not None:
+            postfix += f", spark {spark.batches} batches"
+        bar.set_postfix_str(postfix, refresh=False)
+        bar.refresh()
+        if final:
+            self._close()
+
+    def _close(self) -> None:
+        self.bar.close()
+        for handler, stream in self.redirected:
+            handler.setStream(stream)
+        self.redirected = []
+
+
+class _AboveTheBar:
+    """A stream for a logging handler that prints each line above the live display."""
+
+    def __init__(self, bar: Any):
+        self.bar = bar
+
+    def write(self, text: str) -> None:
+        text = text.rstrip("\n")
+        if text:
+            self.bar.write(text, file=sys.stderr)
+
+    def flush(self) -> None:
+        pass
+
+
+def _command_handlers() -> list:
+    """The handlers ``snet run`` put on the ``snet`` and ``snet.spark`` loggers."""
+    import logging
+
+    return [h for name in ("snet", "snet.spark") for h in logging.getLogger(name).handlers
+            if getattr(h, "snet_warnings", False) or getattr(h, "snet_progress", False)]
+
+
+def start_progress(execution: Any, interval: float, input_file: IO | None) -> _Reporter:
+    """The progress display that suits standard error: live on a terminal, lines elsewhere."""
+    if sys.stderr.isatty() and os.environ.get("TERM") != "dumb":
+        return LiveProgress(execution, InputPosition(input_file))
+    return LineProgress(execution, interval)
