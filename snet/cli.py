@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("net_file", metavar="NET.snet")
     _add_boxes_option(check)
     check.add_argument("-v", "--verbose", action="store_true", help="print the signature of every net")
+    check.add_argument("--strict", action="store_true",
+                       help="treat every warning as an error: report them as errors and exit with status 2")
     check.set_defaults(func=_check, parser=check)
 
     graph = sub.add_parser("graph", help="draw the static property graph (.dot, .svg or .png)")
