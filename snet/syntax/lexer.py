@@ -46,6 +46,7 @@ OPERATORS = {
 # What a terminal looks like in "expected ..." messages.
 DISPLAY = {name: f"'{text}'" for text, name in OPERATORS.items()}
 DISPLAY.update({name: f"'{word}'" for word, name in KEYWORDS.items()})
+DISPLAY["GTCMP"] = "'>'"
 DISPLAY.update({"NAME": "name", "INT": "integer", "METADATA": "metadata block", "$END": "end of input"})
 
 _OPERATOR_RE = "|".join(re.escape(op) for op in sorted(OPERATORS, key=len, reverse=True))
@@ -135,7 +136,10 @@ def tokenize(text: str, parser_state=None) -> Iterator[Token]:
                     line_start = text.rfind("\n", pos, stop) + 1
                 pos = stop
                 continue
-            yield Token(operators[value], value, pos, line, column, line, column + len(value), stop)
+            kind = operators[value]
+            if value == ">" and parser_state is not None and _comparison_here(parser_state, text, stop):
+                kind = "GTCMP"
+            yield Token(kind, value, pos, line, column, line, column + len(value), stop)
         elif kind == "int":
             if len(value) > 1 and value[0] == "0" and value[1] not in "xX" and not _is_octal(value):
                 raise LexicalError(f"invalid octal literal '{value}'", line, column)
@@ -143,6 +147,67 @@ def tokenize(text: str, parser_state=None) -> Iterator[Token]:
         else:  # open_comment: a /* with no */ after it
             raise LexicalError("unterminated comment", line, column)
         pos = stop
+
+
+_PREFIX = frozenset(("-", "!", "abs"))
+
+
+def _comparison_here(parser_state, text: str, pos: int) -> bool:
+    """Is the ``>`` that ends before `pos` a comparison (language.md §3.4, the ``>`` rule)?
+
+    It is when the parser, inside a tag-expression bracket, can take a
+    comparison here, and the tokens after it begin an operand: after any
+    prefix operators (``-``, ``!``, ``abs``), a number, a name other than a
+    keyword, ``#`` or ``(``.  So ``<N > 0>`` and ``<N>0>`` compare, while
+    the ``>`` of ``<n == 0> ! <k>`` closes its bracket: ``!`` there is
+    followed by ``<``, which begins no operand.
+    """
+    if not _parser_takes(parser_state, "GTCMP"):
+        return False
+    end = len(text)
+    while pos < end:
+        m = _TOKEN_RE.match(text, pos)
+        if m is None:
+            return False
+        kind, value = m.lastgroup, m.group()
+        pos = m.end()
+        if kind == "ws" or kind == "comment":
+            continue
+        if kind == "int":
+            return True
+        if kind == "name":
+            if value == "abs":
+                continue
+            return value not in KEYWORDS
+        if kind == "op" and value in _PREFIX:
+            continue
+        return kind == "op" and value in ("#", "(")
+    return False
+
+
+def _parser_takes(parser_state, terminal: str) -> bool:
+    """Would the LALR parser shift `terminal` next (after the reductions it makes first)?
+
+    LALR merges the lookaheads of states with the same core, so the current
+    state alone may list a terminal that a reduction would then refuse; this
+    runs the reductions on a copy of the state stack, without building values.
+    """
+    try:
+        states = parser_state.parse_conf.states
+        stack = list(parser_state.state_stack)
+        while True:
+            entry = states[stack[-1]].get(terminal)
+            if entry is None:
+                return False
+            action, arg = entry
+            if action.name == "Shift":
+                return True
+            size = len(arg.expansion)
+            if size:
+                del stack[-size:]
+            stack.append(states[stack[-1]][arg.origin.name][1])
+    except (AttributeError, KeyError, IndexError, TypeError):  # another lark version
+        return False
 
 
 def _is_octal(text: str) -> bool:
