@@ -59,8 +59,11 @@ _TOKEN_RE = re.compile(
     rf"|(?P<op>{_OPERATOR_RE})",
     re.DOTALL,
 )
-_METADATA_OPEN = "<metadata>"
-_METADATA_CLOSE = "</metadata>"
+# The opening tag of a metadata block: <metadata>, or an early form with attributes
+# (<metadata xmlns="...">) or a namespace prefix (<snet:metadata xmlns:snet="...">).
+METADATA_OPEN_RE = re.compile(
+    r"<(?:(?P<prefix>[A-Za-z_][A-Za-z0-9_.-]*):)?metadata"
+    r"(?:\s+[A-Za-z_][A-Za-z0-9_.:-]*\s*=\s*(?:\"[^\"]*\"|'[^']*'))*\s*>")
 
 
 class LexicalError(Exception):
@@ -123,19 +126,19 @@ def tokenize(text: str, parser_state=None) -> Iterator[Token]:
         if kind == "name":
             yield Token(keywords.get(value, "NAME"), value, pos, line, column, line, column + len(value), stop)
         elif kind == "op":
-            if value == "<" and text.startswith(_METADATA_OPEN, pos) and _metadata_allowed(parser_state):
-                close = text.find(_METADATA_CLOSE, pos)
-                if close < 0:
-                    raise LexicalError("unterminated metadata block", line, column)
-                stop = close + len(_METADATA_CLOSE)
-                value = text[pos:stop]
-                yield _token("METADATA", value, pos, line, line_start, text)
-                newlines = value.count("\n")
-                if newlines:
-                    line += newlines
-                    line_start = text.rfind("\n", pos, stop) + 1
-                pos = stop
-                continue
+            if value == "<" and stop < end and (text[stop] in "?!" or text[stop].isalpha()):
+                skipped = _definition_level_markup(text, pos, parser_state, line, column)
+                if skipped is not None:
+                    kind, stop = skipped
+                    value = text[pos:stop]
+                    if kind == "METADATA":
+                        yield _token("METADATA", value, pos, line, line_start, text)
+                    newlines = value.count("\n")
+                    if newlines:
+                        line += newlines
+                        line_start = text.rfind("\n", pos, stop) + 1
+                    pos = stop
+                    continue
             kind = operators[value]
             if value == ">" and parser_state is not None and _comparison_here(parser_state, text, stop):
                 kind = "GTCMP"
@@ -212,6 +215,35 @@ def _parser_takes(parser_state, terminal: str) -> bool:
 
 def _is_octal(text: str) -> bool:
     return all(c in "01234567" for c in text)
+
+
+def _definition_level_markup(text: str, pos: int, parser_state, line: int, column: int):
+    """Markup where a definition may start: ``("METADATA", end)``, ``("skip", end)`` or None.
+
+    A metadata block in any of its forms is one token.  An XML declaration
+    ``<?xml ...?>`` and an XML comment ``<!-- ... -->`` are skipped like
+    comments, as the early S-Net files write them around metadata.
+    Anywhere else (``{<metadata>}``, ``<!x>`` in a guard) the ``<`` is an
+    ordinary operator, so None.
+    """
+    m = METADATA_OPEN_RE.match(text, pos)
+    if m is None and not text.startswith(("<?", "<!--"), pos):
+        return None
+    if not _metadata_allowed(parser_state):
+        return None
+    if m is None:
+        opener, closer, what = ("<?", "?>", "XML declaration") if text[pos + 1] == "?" else \
+            ("<!--", "-->", "XML comment")
+        close = text.find(closer, pos + len(opener))
+        if close < 0:
+            raise LexicalError(f"unterminated {what}", line, column)
+        return "skip", close + len(closer)
+    prefix = m.group("prefix")
+    closing = re.compile(rf"</{re.escape(prefix) + ':' if prefix else ''}metadata\s*>")
+    close = closing.search(text, m.end())
+    if close is None:
+        raise LexicalError("unterminated metadata block", line, column)
+    return "METADATA", close.end()
 
 
 def _metadata_allowed(parser_state) -> bool:

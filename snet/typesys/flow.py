@@ -77,11 +77,15 @@ class Evidence:
 class Flow:
     """Pushes abstract records through connect expressions (see the module docstring)."""
 
-    def __init__(self, res: Resolution, checker: TypeChecker) -> None:
+    def __init__(self, res: Resolution, checker: TypeChecker, nets: dict | None = None) -> None:
         self.res = res
         self.checker = checker
         self.ev = Evidence()
-        self._nets: dict = {}  # (id(net), records) -> output records
+        # (id(net), records) -> output records; may be shared by the analyses of several top-level
+        # nets, whose evidence is merged, so a net reached with the same records is analysed once.
+        self._nets: dict = {} if nets is None else nets
+        self.added: list = []  # keys this analysis put in the shared table
+        self._rests: dict = {}
         self._routes: dict = {}  # id(parallel) -> _Routes
 
     # ---- entry
@@ -95,6 +99,7 @@ class Flow:
         if cached is None:
             cached = self.expr(net.body, set(records), self.res.net_scope(net))
             self._nets[key] = cached
+            self.added.append(key)
         return cached
 
     # ---- helpers
@@ -181,10 +186,18 @@ class Flow:
             self.ev.matched.add(id(use))
             if origin is not None:
                 self.ev.accepted.add(origin)
-            rest = frozenset(x for x in labels - need if not x.startswith("<#"))
+            rest = self._rest(labels, need)
             for j, o in enumerate(outs):
                 out.add((o | rest, self._origin(use, j, o, f"box '{box.name}'")))
         return out
+
+    def _rest(self, labels: frozenset, taken: frozenset) -> frozenset:
+        """What a box or filter passes on: the labels it does not take, binding tags excepted (§6.1)."""
+        key = (labels, taken)
+        rest = self._rests.get(key)
+        if rest is None:
+            rest = self._rests[key] = frozenset(x for x in labels - taken if x[:2] != "<#")
+        return rest
 
     def _origin(self, node, j: int, labels: frozenset, what: str):
         key = (id(node), j)
@@ -209,7 +222,7 @@ class Flow:
             # The pattern is not tested (§6.5): the record goes on unless the filter reads a label it lacks.
             if origin is not None:
                 self.ev.accepted.add(origin)
-            rest = frozenset(x for x in labels - pattern if not x.startswith("<#"))
+            rest = self._rest(labels, pattern)
             for j, record in enumerate(outputs):
                 explicit = frozenset(item.label for item in record.items)
                 out.add((explicit | (rest - explicit), self._origin(f, j, explicit, "filter")))

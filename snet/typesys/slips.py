@@ -48,11 +48,14 @@ def find_slips(res: Resolution, checker: TypeChecker) -> list[Diagnostic]:
     _hinted.clear()
     top = [d for d in res.program.definitions if isinstance(d, ast.NetDef) and d.body is not None]
     total = None
+    shared: dict = {}
     for net in top:
-        flow = Flow(res, checker)
+        flow = Flow(res, checker, shared)
         try:
             _analyse_top(flow, net, checker)
         except (GiveUp, RecursionError):
+            for key in flow.added:  # their evidence is dropped, so they must be analysed again
+                shared.pop(key, None)
             continue
         if total is None:
             total = flow.ev
@@ -214,9 +217,12 @@ def _chain_slips(chain: ast.Serial, checker: TypeChecker, scope, out, flagged) -
     produced: dict = {}  # label -> None, in order
     for i, (stage, info) in enumerate(zip(chain.stages, infos)):
         if i and info.in_type and id(stage) not in flagged:
+            candidates = None  # labels made before this stage and read by no later one
             for w in info.in_type:
                 for label in sorted(w.difference(produced)):
-                    hint = near(label, [p for p in produced if last_use.get(p, -1) < i])
+                    if candidates is None:
+                        candidates = [p for p in produced if last_use.get(p, -1) < i]
+                    hint = near(label, candidates)
                     if hint is not None:
                         out.append(Diagnostic(
                             "warning", start_span(stage),
