@@ -39,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="record format of input and output (default: from the file extension; jsonl on a pipe)")
     run.add_argument("--input-format", choices=("jsonl", "xml"), help="record format of the input only")
     run.add_argument("--output-format", choices=("jsonl", "xml"), help="record format of the output only")
+    run.add_argument("--xml-mode", choices=("textual", "binary"), default="textual",
+                     help="how XML output writes field values: textual (default) or the C4SNet binary form")
     _add_boxes_option(run)
     run.add_argument("-w", "--workers", type=int, metavar="N",
                      help="worker threads of the FRONT engine (default: the number of cores)")

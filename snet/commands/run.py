@@ -132,12 +132,14 @@ def run_command(args: argparse.Namespace) -> int:
 
     in_format = detect_format(args.input, args.input_format or args.format)
     out_format = detect_format(args.output, args.output_format or args.format)
+    if getattr(args, "xml_mode", "textual") == "binary" and out_format != "xml":
+        raise SNetUsageError("--xml-mode binary applies to XML output only; the output format is jsonl")
     if args.input not in (None, "-") and not os.path.isfile(args.input):
         raise SNetUsageError(f"input file not found: {args.input}")
     if _same_file(args.input, args.output):
         raise SNetUsageError(f"the output file {args.output} is the input file: writing it would destroy the input")
     records = read_records(args.input, in_format, allow_pickle=args.allow_pickle)
-    writer = open_writer(args.output, out_format)
+    writer = open_writer(args.output, out_format, getattr(args, "xml_mode", "textual"))
     where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
     if args.progress is not None and options.spark_master:
         log_spark_batches()
