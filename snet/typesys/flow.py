@@ -13,8 +13,9 @@ star and feedback loops run to a fixed point, and collects evidence:
   is taken by whatever comes next (a box that matches, a branch that routes
   it, a split that finds its tag, the net's output).
 
-Each top-level net is analysed from its records: the declared input
-variants of a signed net, In(body) of an unsigned one.  A named net used
+Each top-level net that no other top-level net uses is analysed from its
+records: the declared input variants of a signed net, In(body) of an
+unsigned one.  A named net used
 inside is analysed at each use with the records that reach it there, and
 the evidence of all uses is merged, so a construct is only reported when
 *no* use lets anything through.  Guards are not evaluated: a guarded exit,

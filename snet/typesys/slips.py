@@ -36,7 +36,7 @@ from snet.records import format_labels
 from snet.syntax import ast
 from snet.tagexpr import reads
 from snet.typesys.flow import Flow, GiveUp
-from snet.typesys.scopes import Resolution
+from snet.typesys.scopes import Resolution, net_references
 from snet.typesys.types import EVERY, TypeChecker
 
 SHOWN = 3  # record variants quoted in one message
@@ -49,7 +49,7 @@ def find_slips(res: Resolution, checker: TypeChecker) -> list[Diagnostic]:
     top = [d for d in res.program.definitions if isinstance(d, ast.NetDef) and d.body is not None]
     total = None
     shared: dict = {}
-    for net in top:
+    for net in _roots(res, top):
         flow = Flow(res, checker, shared)
         try:
             _analyse_top(flow, net, checker)
@@ -67,6 +67,18 @@ def find_slips(res: Resolution, checker: TypeChecker) -> list[Diagnostic]:
     _serial_slips(res, checker, out, flagged)
     _unused_outputs(res, checker, top, out)
     return out
+
+
+def _roots(res: Resolution, top: list) -> list:
+    """The top-level nets that no other top-level net uses: the others are analysed where they are used."""
+    used: set = set()
+    for net in top:
+        scope = res.net_scope(net)
+        for ref in net_references(net.body):
+            target = scope.lookup(ref.name)
+            if target is not net and any(target is t for t in top):
+                used.add(id(target))
+    return [net for net in top if id(net) not in used]
 
 
 def _analyse_top(flow: Flow, net: ast.NetDef, checker: TypeChecker) -> None:
