@@ -30,6 +30,7 @@ label of the right kind is near (:func:`difflib.get_close_matches`), adds
 from __future__ import annotations
 
 import difflib
+import threading
 
 from snet.errors import Diagnostic
 from snet.records import format_labels
@@ -44,8 +45,8 @@ SHOWN = 3  # record variants quoted in one message
 
 def find_slips(res: Resolution, checker: TypeChecker) -> list[Diagnostic]:
     out: list[Diagnostic] = []
-    _budget[0] = HINT_BUDGET
-    _hinted.clear()
+    _hints.budget = HINT_BUDGET
+    _hints.given = set()
     top = [d for d in res.program.definitions if isinstance(d, ast.NetDef) and d.body is not None]
     total = None
     shared: dict = {}
@@ -163,8 +164,9 @@ def _variants(variants) -> str:
 # labels would make that quadratic, so each check compares at most this many pairs in all, and
 # gives no more hints once they are spent.
 HINT_BUDGET = 50_000
-_budget = [HINT_BUDGET]
-_hinted: set = set()  # labels some warning already suggested; S5 does not report them again
+# Per thread (programs may be compiled in several threads at once): the pairs left to compare, and
+# the labels some warning already suggested (S5 does not report them again).
+_hints = threading.local()
 
 
 def near(label: str, candidates) -> str | None:
@@ -173,8 +175,8 @@ def near(label: str, candidates) -> str | None:
     kind, name = _split(label)
     names = {}
     for c in candidates:
-        _budget[0] -= 1
-        if _budget[0] < 0:
+        _hints.budget -= 1
+        if _hints.budget < 0:
             return None
         k, n = _split(c)
         if k == kind and n != name and n[:1].lower() == name[:1].lower():
@@ -182,7 +184,7 @@ def near(label: str, candidates) -> str | None:
     found = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.6)
     if not found:
         return None
-    _hinted.add(names[found[0]])
+    _hints.given.add(names[found[0]])
     return names[found[0]]
 
 
@@ -298,7 +300,7 @@ def _unused_outputs(res: Resolution, checker: TypeChecker, top, out: list[Diagno
     needed = used - produced - carried
     seen: set = set()
     for label, span, what in sorted(emitters, key=lambda x: (x[1].line, x[1].column) if x[1] else (0, 0)):
-        if label in used or label in carried or label in _hinted or (label, id(span)) in seen:
+        if label in used or label in carried or label in _hints.given or (label, id(span)) in seen:
             continue
         hint = near(label, needed)
         if hint is None:
