@@ -161,3 +161,29 @@ def test_strict_check_raises_no_false_alarm_on_the_examples(path):
 
 def test_there_are_cases_and_examples():
     assert len(CASES) >= 40 and len(EXAMPLES) >= 2
+
+
+# ---- robustness: the flow analysis never fails on a correct program
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from snet.errors import SNetCompileError  # noqa: E402
+from snet.syntax.printer import format_expr  # noqa: E402
+from test_frontend_printer import connect_exprs  # noqa: E402
+
+BOX_NAMES = ["a", "b", "c", "f", "g", "x1", "T", "F", "_u", "netx", "iff", "long_name"]
+SIGNATURES = ["(a) -> (b)", "(b, <t>) -> (a) | (c)", "() -> (a, <#k>)", " -> (<t>) | (b)", "(c) -> ()",
+              "(a, b) -> (a, <t>)"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(connect_exprs, st.lists(st.sampled_from(SIGNATURES), min_size=len(BOX_NAMES), max_size=len(BOX_NAMES)))
+def test_slip_analysis_runs_on_any_program(expr, signatures):
+    boxes = "".join(f"box {name} ({sig});\n" for name, sig in zip(BOX_NAMES, signatures))
+    text = f"{boxes}net n ({{a}} | {{b, <t>}} -> {{c}}) connect {format_expr(expr)};\nnet m connect n;\n"
+    try:
+        graph = compile_source(text, "w.snet", net="m")
+    except SNetCompileError:
+        return  # duplicate labels and the like: errors, not the subject here
+    assert all(": warning: " in w for w in graph.warnings)
