@@ -42,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="record format of input and output (default: from the file extension; jsonl on a pipe)")
     run.add_argument("--input-format", choices=("jsonl", "xml"), help="record format of the input only")
     run.add_argument("--output-format", choices=("jsonl", "xml"), help="record format of the output only")
+    run.add_argument("--xml-mode", choices=("textual", "binary"), default="textual",
+                     help="how XML output writes field values: textual (default) or the C4SNet binary form")
     _add_boxes_option(run)
     run.add_argument("-w", "--workers", type=int, metavar="N",
                      help="worker threads of the FRONT engine (default: the number of cores)")
@@ -98,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_boxes_option(check)
     check.add_argument("-v", "--verbose", action="store_true", help="print the signature of every net")
     check.add_argument("-q", "--quiet", action="store_true", help="print no warnings")
+    check.add_argument("--strict", action="store_true",
+                       help="treat every warning as an error: report them as errors and exit with status 2")
     check.set_defaults(func=_check, parser=check)
 
     graph = sub.add_parser("graph", help="draw the static property graph (.dot, .svg or .png)")

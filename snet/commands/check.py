@@ -10,7 +10,10 @@ boxes are also bound, so that missing boxes are reported as ``snet run``
 would report them.
 
 Exit status: 0 when the program is correct (warnings allowed); errors are
-raised as :class:`~snet.errors.SNetError` and mapped to 2 by the CLI.
+raised as :class:`~snet.errors.SNetError` and mapped to 2 by the CLI.  With
+``--strict``, every warning (the front end's and, with ``--boxes``, the
+binding's) is reported as an error and the exit status is 2; the signature is
+then not printed.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import argparse
 import os
 import sys
 
-from snet.errors import SNetUsageError
+from snet.errors import EXIT_STARTUP, SNetUsageError
+from snet.source import render
 
 
 def check_command(args: argparse.Namespace) -> int:
@@ -34,18 +38,30 @@ def check_command(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as e:
         raise SNetUsageError(f"cannot read {path}: {e}") from None
     verbose = getattr(args, "verbose", False)
+    strict = getattr(args, "strict", False)
     analysis, graph = compile_analysis(text, path, getattr(args, "net", None), require_run=not verbose)
-    # The graph holds the warnings already rendered; render them here only without a graph (-v).
-    rendered = graph.warnings if graph is not None else [w.render() for w in analysis.warnings]
     quiet = getattr(args, "quiet", False)
-    for warning in () if quiet else rendered:
+    if strict:
+        rendered = [render(w.span, "error", w.message) for w in analysis.warnings]
+    else:
+        # The graph holds the warnings already rendered; render them here only without a graph (-v).
+        rendered = graph.warnings if graph is not None else [w.render() for w in analysis.warnings]
+    for warning in () if quiet and not strict else rendered:
         print(warning, file=sys.stderr)
+    failed = strict and bool(rendered)
     if graph is not None and getattr(args, "boxes", None):
         from snet.core.boxes import bind_boxes, resolve_box_sources
         warnings: list[str] = []
         bind_boxes(graph, resolve_box_sources(args.boxes, path), warnings)
-        for warning in () if quiet else warnings:
+        for warning in () if quiet and not strict else warnings:
+            if strict:
+                warning = warning.replace(": warning: ", ": error: ", 1)
             print(warning, file=sys.stderr)
+        failed = failed or (strict and bool(warnings))
+    if failed:
+        count = len(rendered) + (len(warnings) if graph is not None and getattr(args, "boxes", None) else 0)
+        print(f"{path}: {count} warning{'s' if count != 1 else ''} treated as errors (--strict)", file=sys.stderr)
+        return EXIT_STARTUP
     if verbose:
         for name, _depth, signature in analysis.net_signatures():
             print(f"{name}: {signature}")

@@ -149,6 +149,8 @@ def run_command(args: argparse.Namespace) -> int:
 
     in_format = detect_format(args.input, args.input_format or args.format)
     out_format = detect_format(args.output, args.output_format or args.format)
+    if getattr(args, "xml_mode", "textual") == "binary" and out_format != "xml":
+        raise SNetUsageError("--xml-mode binary applies to XML output only; the output format is jsonl")
     if args.input not in (None, "-") and (not os.path.exists(args.input) or os.path.isdir(args.input)):
         raise SNetUsageError(f"input file not found: {args.input}")
     if _same_file(args.input, args.output):
@@ -164,7 +166,7 @@ def run_command(args: argparse.Namespace) -> int:
     if dead is not None:
         options = attrs.evolve(options, on_error=dead.write)
     writer = open_writer(args.output, out_format, allow_pickle=args.allow_pickle,
-                         hint=lambda label: _made_by(network, label))
+                         hint=lambda label: _made_by(network, label), xml_mode=getattr(args, "xml_mode", "textual"))
     where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
     if (args.progress is not None or args.verbose) and options.spark_master:
         log_spark_batches()

@@ -28,7 +28,7 @@ from typing import Any, Final, Iterator, Protocol
 from snet.errors import SNetUsageError
 from snet.recordio.jsonl import JsonlWriter, PickledField, format_record_jsonl, read_jsonl
 from snet.recordio.streams import RecordFileError, open_destination, open_source, source_name
-from snet.recordio.xml import XmlWriter, format_record_xml, read_xml
+from snet.recordio.xml import XmlBinaryWriter, XmlWriter, format_record_xml, read_xml
 
 __all__ = [
     "FORMATS", "RecordFileError", "RecordWriter", "PickledField", "detect_format", "format_record_jsonl",
@@ -126,7 +126,8 @@ def _owning(records: Iterator[dict], f: Any) -> Iterator[dict]:
             f.close()
 
 
-def open_writer(dest: Any, fmt: str, *, allow_pickle: bool = False, hint: Any = None) -> RecordWriter:
+def open_writer(dest: Any, fmt: str, *, allow_pickle: bool = False, hint: Any = None,
+                xml_mode: str = "textual") -> RecordWriter:
     """A writer of records to `dest` in format `fmt`.
 
     Args:
@@ -139,11 +140,17 @@ def open_writer(dest: Any, fmt: str, *, allow_pickle: bool = False, hint: Any = 
             once per field and type (S-Net XML always pickles silently).
         hint: ``hint(label) -> str`` completes that warning (the box that
             made the field, say).
+        xml_mode: ``"textual"`` or ``"binary"``: how XML writes field values
+            (``binary``: the C4SNet binary form where a value has one).
 
     Raises:
         SNetUsageError: an unknown format or a path that cannot be opened.
     """
     if fmt not in FORMATS:
         raise SNetUsageError(f"unknown record format '{fmt}': use jsonl or xml")
+    if xml_mode not in ("textual", "binary"):
+        raise SNetUsageError(f"unknown XML mode '{xml_mode}': use textual or binary")
     f, owned = open_destination(dest)
-    return JsonlWriter(f, owned, allow_pickle, hint) if fmt == "jsonl" else XmlWriter(f, owned)
+    if fmt == "jsonl":
+        return JsonlWriter(f, owned, allow_pickle, hint)
+    return XmlBinaryWriter(f, owned) if xml_mode == "binary" else XmlWriter(f, owned)

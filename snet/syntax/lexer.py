@@ -46,6 +46,7 @@ OPERATORS = {
 # What a terminal looks like in "expected ..." messages.
 DISPLAY = {name: f"'{text}'" for text, name in OPERATORS.items()}
 DISPLAY.update({name: f"'{word}'" for word, name in KEYWORDS.items()})
+DISPLAY["GTCMP"] = "'>'"
 DISPLAY.update({"NAME": "name", "INT": "integer", "METADATA": "metadata block", "$END": "end of input"})
 
 _OPERATOR_RE = "|".join(re.escape(op) for op in sorted(OPERATORS, key=len, reverse=True))
@@ -58,8 +59,11 @@ _TOKEN_RE = re.compile(
     rf"|(?P<op>{_OPERATOR_RE})",
     re.DOTALL,
 )
-_METADATA_OPEN = "<metadata>"
-_METADATA_CLOSE = "</metadata>"
+# The opening tag of a metadata block: <metadata>, or an early form with attributes
+# (<metadata xmlns="...">) or a namespace prefix (<snet:metadata xmlns:snet="...">).
+METADATA_OPEN_RE = re.compile(
+    r"<(?:(?P<prefix>[A-Za-z_][A-Za-z0-9_.-]*):)?metadata"
+    r"(?:\s+[A-Za-z_][A-Za-z0-9_.:-]*\s*=\s*(?:\"[^\"]*\"|'[^']*'))*\s*>")
 
 
 class LexicalError(Exception):
@@ -122,20 +126,23 @@ def tokenize(text: str, parser_state=None) -> Iterator[Token]:
         if kind == "name":
             yield Token(keywords.get(value, "NAME"), value, pos, line, column, line, column + len(value), stop)
         elif kind == "op":
-            if value == "<" and text.startswith(_METADATA_OPEN, pos) and _metadata_allowed(parser_state):
-                close = text.find(_METADATA_CLOSE, pos)
-                if close < 0:
-                    raise LexicalError("unterminated metadata block", line, column)
-                stop = close + len(_METADATA_CLOSE)
-                value = text[pos:stop]
-                yield _token("METADATA", value, pos, line, line_start, text)
-                newlines = value.count("\n")
-                if newlines:
-                    line += newlines
-                    line_start = text.rfind("\n", pos, stop) + 1
-                pos = stop
-                continue
-            yield Token(operators[value], value, pos, line, column, line, column + len(value), stop)
+            if value == "<" and stop < end and (text[stop] in "?!" or text[stop].isalpha()):
+                skipped = _definition_level_markup(text, pos, parser_state, line, column)
+                if skipped is not None:
+                    kind, stop = skipped
+                    value = text[pos:stop]
+                    if kind == "METADATA":
+                        yield _token("METADATA", value, pos, line, line_start, text)
+                    newlines = value.count("\n")
+                    if newlines:
+                        line += newlines
+                        line_start = text.rfind("\n", pos, stop) + 1
+                    pos = stop
+                    continue
+            kind = operators[value]
+            if value == ">" and parser_state is not None and _comparison_here(parser_state, text, stop):
+                kind = "GTCMP"
+            yield Token(kind, value, pos, line, column, line, column + len(value), stop)
         elif kind == "int":
             if len(value) > 1 and value[0] == "0" and value[1] not in "xX" and not _is_octal(value):
                 raise LexicalError(f"invalid octal literal '{value}'", line, column)
@@ -145,8 +152,98 @@ def tokenize(text: str, parser_state=None) -> Iterator[Token]:
         pos = stop
 
 
+_PREFIX = frozenset(("-", "!", "abs"))
+
+
+def _comparison_here(parser_state, text: str, pos: int) -> bool:
+    """Is the ``>`` that ends before `pos` a comparison (language.md §3.4, the ``>`` rule)?
+
+    It is when the parser, inside a tag-expression bracket, can take a
+    comparison here, and the tokens after it begin an operand: after any
+    prefix operators (``-``, ``!``, ``abs``), a number, a name other than a
+    keyword, ``#`` or ``(``.  So ``<N > 0>`` and ``<N>0>`` compare, while
+    the ``>`` of ``<n == 0> ! <k>`` closes its bracket: ``!`` there is
+    followed by ``<``, which begins no operand.
+    """
+    if not _parser_takes(parser_state, "GTCMP"):
+        return False
+    end = len(text)
+    while pos < end:
+        m = _TOKEN_RE.match(text, pos)
+        if m is None:
+            return False
+        kind, value = m.lastgroup, m.group()
+        pos = m.end()
+        if kind == "ws" or kind == "comment":
+            continue
+        if kind == "int":
+            return True
+        if kind == "name":
+            if value == "abs":
+                continue
+            return value not in KEYWORDS
+        if kind == "op" and value in _PREFIX:
+            continue
+        return kind == "op" and value in ("#", "(")
+    return False
+
+
+def _parser_takes(parser_state, terminal: str) -> bool:
+    """Would the LALR parser shift `terminal` next (after the reductions it makes first)?
+
+    LALR merges the lookaheads of states with the same core, so the current
+    state alone may list a terminal that a reduction would then refuse; this
+    runs the reductions on a copy of the state stack, without building values.
+    """
+    try:
+        states = parser_state.parse_conf.states
+        stack = list(parser_state.state_stack)
+        while True:
+            entry = states[stack[-1]].get(terminal)
+            if entry is None:
+                return False
+            action, arg = entry
+            if action.name == "Shift":
+                return True
+            size = len(arg.expansion)
+            if size:
+                del stack[-size:]
+            stack.append(states[stack[-1]][arg.origin.name][1])
+    except (AttributeError, KeyError, IndexError, TypeError):  # another lark version
+        return False
+
+
 def _is_octal(text: str) -> bool:
     return all(c in "01234567" for c in text)
+
+
+def _definition_level_markup(text: str, pos: int, parser_state, line: int, column: int):
+    """Markup where a definition may start: ``("METADATA", end)``, ``("skip", end)`` or None.
+
+    A metadata block in any of its forms is one token.  An XML declaration
+    ``<?xml ...?>`` and an XML comment ``<!-- ... -->`` are skipped like
+    comments, as the early S-Net files write them around metadata.
+    Anywhere else (``{<metadata>}``, ``<!x>`` in a guard) the ``<`` is an
+    ordinary operator, so None.
+    """
+    m = METADATA_OPEN_RE.match(text, pos)
+    if m is None and not text.startswith(("<?", "<!--"), pos):
+        return None
+    if not _metadata_allowed(parser_state):
+        return None
+    if m is None:
+        opener, closer, what = ("<?", "?>", "XML declaration") if text[pos + 1] == "?" else \
+            ("<!--", "-->", "XML comment")
+        close = text.find(closer, pos + len(opener))
+        if close < 0:
+            raise LexicalError(f"unterminated {what}", line, column)
+        return "skip", close + len(closer)
+    prefix = m.group("prefix")
+    closing = re.compile(rf"</{re.escape(prefix) + ':' if prefix else ''}metadata\s*>")
+    close = closing.search(text, m.end())
+    if close is None:
+        raise LexicalError("unterminated metadata block", line, column)
+    return "METADATA", close.end()
 
 
 def _metadata_allowed(parser_state) -> bool:

@@ -14,6 +14,7 @@ import re
 
 from snet.source import Source, Span
 from snet.syntax.ast import Metadata, MetaElement
+from snet.syntax.lexer import METADATA_OPEN_RE
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]*")
 _SPACE = re.compile(r"\s*")
@@ -159,12 +160,22 @@ def parse_metadata(block: str, offset: int, source: Source, line_of) -> Metadata
     Raises:
         MetadataError: with the offset of the problem.
     """
-    inner_start = len("<metadata>")
-    inner_end = len(block) - len("</metadata>")
+    opening = METADATA_OPEN_RE.match(block)
+    inner_start = opening.end()
+    inner_end = block.rfind("</")
     reader = _Reader(block[:inner_end], offset, source, line_of)
     reader.pos = inner_start
     elements = reader.elements()
     if reader.pos < inner_end:
         raise reader.error("unexpected closing tag in metadata")
+    prefix = opening.group("prefix")
+    if prefix:  # <snet:metadata>: the elements inside may carry the same prefix
+        elements = [_unprefixed(e, prefix + ":") for e in elements]
     line, column = line_of(offset)
     return Metadata(tuple(elements), Span(source, line, column, line, column))
+
+
+def _unprefixed(element: MetaElement, prefix: str) -> MetaElement:
+    key = element.key[len(prefix):] if element.key.startswith(prefix) else element.key
+    return MetaElement(key, element.attributes, element.text,
+                       tuple(_unprefixed(c, prefix) for c in element.children), element.span)

@@ -20,7 +20,7 @@ from snet.syntax.lexer import int_value
 from snet.syntax.metadata import parse_metadata
 from snet.tagexpr import Binary, Cond, Const, Ref, Unary
 
-_BINARY_OPS = {"BARBAR": "||", "ANDAND": "&&", "EQEQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">",
+_BINARY_OPS = {"BARBAR": "||", "ANDAND": "&&", "EQEQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GTCMP": ">",
                "GE": ">=", "PLUS": "+", "MINUS": "-", "STAR": "*", "SLASH": "/", "PERCENT": "%",
                "MIN": "min", "MAX": "max"}
 _UNARY_OPS = {"MINUS": "-", "BANG": "!", "ABS": "abs"}

@@ -21,6 +21,7 @@ from snet.records import format_labels
 from snet.syntax import ast
 from snet.tagexpr import Binary, Cond, reads
 from snet.typesys.scopes import Resolution
+from snet.typesys.slips import find_slips
 from snet.typesys.types import EVERY, TypeChecker, format_type
 
 
@@ -44,6 +45,7 @@ def find_warnings(res: Resolution, checker: TypeChecker) -> list[Diagnostic]:
                     if not isinstance(target, (ast.BoxDecl, ast.NetDef)):
                         out.append(Diagnostic("warning", element.span,
                                               f"metadata names '{name}', which is no box or net in scope"))
+    out.extend(find_slips(res, checker))
     return out
 
 
@@ -56,6 +58,15 @@ def _signature_warnings(net: ast.NetDef, checker: TypeChecker, out: list[Diagnos
         if accepts is not None:
             for d in m.inputs:
                 if not accepts(d):
+                    unmet = _unmet_stage(net, d, checker)
+                    if unmet is not None:
+                        stage, missing = unmet
+                        names = " and ".join(f"'{label}'" for label in sorted(missing))
+                        out.append(Diagnostic(
+                            "warning", span,
+                            f"net '{net.name}': {stage} needs {names}, which neither declared input "
+                            f"{format_labels(d)} nor anything before it produces"))
+                        continue
                     if body_text is None:
                         body_text = format_type(body.in_type)
                     out.append(Diagnostic(
@@ -74,6 +85,50 @@ def _signature_warnings(net: ast.NetDef, checker: TypeChecker, out: list[Diagnos
             out.append(Diagnostic(
                 "warning", span,
                 f"net '{net.name}': declared output label '{label}' is produced by nothing in its body"))
+
+
+def _unmet_stage(net: ast.NetDef, d: frozenset, checker: TypeChecker):
+    """The first stage of the body's serial chain whose input a record of `d` cannot have, and the missing labels.
+
+    None when the body is no chain (or its first stage is the one), or an open Prov hides it.
+    """
+    body = net.body
+    while isinstance(body, ast.Placement):
+        body = body.operand
+    if not isinstance(body, ast.Serial):
+        return None
+    scope = checker.res.net_scope(net)
+    available = set(d)
+    for i, stage in enumerate(body.stages):
+        info = checker.infer(stage, scope)
+        if info.in_type and not any(w <= available for w in info.in_type):
+            if i == 0:
+                return None
+            missing = min((w - available for w in info.in_type), key=len)
+            if isinstance(stage, ast.NameRef):
+                kind = "box" if isinstance(scope.lookup(stage.name), ast.BoxDecl) else "net"
+                what = f"{kind} '{stage.name}'"
+            else:
+                what = f"the {_stage_kind(stage)} at {_where(stage)}"
+            return what, missing
+        if info.prov is EVERY:
+            return None
+        available |= info.prov
+    return None
+
+
+def _stage_kind(stage) -> str:
+    if isinstance(stage, ast.Filter):
+        return "filter"
+    if isinstance(stage, ast.SyncCell):
+        return "synchro-cell"
+    return "stage"
+
+
+def _where(stage) -> str:
+    from snet.typesys.slips import start_span
+    span = start_span(stage)
+    return f"{span.line}:{span.column}" if span is not None else "?"
 
 
 class _Acceptance:

@@ -224,10 +224,32 @@ def test_tag_expression_precedence(src, expected):
     assert texpr(src) == expected
 
 
-def test_greater_than_closes_the_bracket_unless_parenthesised():
-    with pytest.raises(SNetSyntaxError, match=r"unexpected name 'b'"):
-        body("[{<a>} -> if <a > b> then {} else {}]")
-    assert body("[{<a>} -> if <(a > b)> then {} else {}]").clauses[0].guard == Binary(">", T("a"), T("b"))
+def test_greater_than_compares_when_an_operand_follows_and_closes_otherwise():
+    guard = Binary(">", T("a"), T("b"))
+    assert body("[{<a>} -> if <(a > b)> then {} else {}]").clauses[0].guard == guard
+    assert body("[{<a>} -> if <a > b> then {} else {}]").clauses[0].guard == guard
+    assert body("[{<a>} -> if <a>b> then {} else {}]").clauses[0].guard == guard
+    assert body("[{<N>} -> if <N > 0> then {} else {}]").clauses[0].guard == Binary(">", T("N"), Const(0))
+    assert body("[{<N>} -> if <N>0> then {} else {}]").clauses[0].guard == Binary(">", T("N"), Const(0))
+    assert body("[{<a>} -> if <a > /* c */ -b> then {} else {}]").clauses[0].guard == \
+        Binary(">", T("a"), Unary("-", T("b")))
+    assert body("[{<a>} -> if <a > abs #b> then {} else {}]").clauses[0].guard == \
+        Binary(">", T("a"), Unary("abs", Ref("<#b>")))
+    assert body("[{<a>} -> if <a > (b)> then {} else {}]").clauses[0].guard == guard
+    assert body("[{<a>} -> {<c = a > b>, <d = a>}]").clauses[0].outputs[0].items[0].expr == guard
+    # Comparison binds tighter than ==, as any relational operator.
+    assert body("[{<a>} -> if <a > b == 1> then {} else {}]").clauses[0].guard == \
+        Binary("==", guard, Const(1))
+
+
+def test_greater_than_before_a_token_that_begins_no_operand_closes_the_bracket():
+    # '!' followed by '<' is a split, not a negation: the guard ends at the first '>'.
+    split = body("[] * {<n>} if <n == 0> ! <k>")
+    assert isinstance(split, ast.Split) and split.operand.patterns[0].guard == Binary("==", T("n"), Const(0))
+    # Labels and tag references are brackets of their own, never tag expressions.
+    assert body("[{<a>} -> {<a>, b}]").clauses[0].outputs[0].items[0].label == "<a>"
+    with pytest.raises(SNetSyntaxError, match=r"unexpected 'then' \(expected .*'>'"):
+        body("[{<a>} -> if <a > b then {} else {}]")
 
 
 def test_longest_token_double_bang_is_not_double_negation():
