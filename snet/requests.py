@@ -35,7 +35,7 @@ every output to the input being drained.
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import Any, Callable
 
 Record = dict
@@ -77,29 +77,25 @@ class Request:
 
     def finish(self) -> None:
         """Nothing from this input is left inside the network (called once, by the engine)."""
-        if self.finished:
-            return
-        self.finished = True
-        future = self.future
-        try:
-            if future is not None and not future.done():
-                if self.error is not None:
-                    future.set_exception(self.error)
-                else:
-                    future.set_result(self.outputs)
-        finally:
-            if self.on_done is not None:
-                self.on_done(self)
+        self._settle(self.error)
 
     def abandon(self, error: BaseException) -> None:
         """The run ended before this request was done: its future fails with ``error``."""
+        self._settle(error)
+
+    def _settle(self, error: BaseException | None) -> None:
         if self.finished:
             return
         self.finished = True
         future = self.future
         try:
             if future is not None and not future.done():
-                future.set_exception(error)
+                if error is not None:
+                    future.set_exception(error)
+                else:
+                    future.set_result(self.outputs)
+        except InvalidStateError:  # cancelled by its holder meanwhile
+            pass
         finally:
             if self.on_done is not None:
                 self.on_done(self)

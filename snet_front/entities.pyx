@@ -22,6 +22,20 @@ from snet_front.core cimport (Entity, Writer, Network, GStack, Ctx, register_fac
 from snet_front.kinds cimport K_BOX, K_FILTER, K_SYNC, K_SYNCSTAR
 
 
+cdef long emit_in_order(Entity e, Writer w, dict done, long emit_seq) except -1:
+    """Emit a box's reorder buffer (seq -> (outputs, stack)) from ``emit_seq`` on while the next is there.
+
+    Returns the next sequence number to emit; the caller holds the box's ``rlock``.
+    """
+    while done:
+        pair = done.pop(emit_seq, None)
+        if pair is None:
+            break
+        e.emit_list(w, pair[0], pair[1], False)
+        emit_seq += 1
+    return emit_seq
+
+
 @cython.final
 @cython.trashcan(True)
 cdef class BoxEntity(Entity):
@@ -67,12 +81,7 @@ cdef class BoxEntity(Entity):
                     self.emit_seq += 1
                 else:
                     self.done[seq] = (outs, st)
-                while self.done:
-                    pair = self.done.pop(self.emit_seq, None)
-                    if pair is None:
-                        break
-                    self.emit_list(w, pair[0], pair[1], False)
-                    self.emit_seq += 1
+                self.emit_seq = emit_in_order(self, w, self.done, self.emit_seq)
             finally:
                 snet_unlock(&self.rlock)
         finally:
@@ -145,12 +154,7 @@ cdef class AsyncBoxEntity(Entity):
         spin_lock(&self.rlock)
         try:
             self.done[seq] = (outs, st)
-            while self.done:
-                pair = self.done.pop(self.emit_seq, None)
-                if pair is None:
-                    break
-                self.emit_list(w, pair[0], pair[1], False)
-                self.emit_seq += 1
+            self.emit_seq = emit_in_order(self, w, self.done, self.emit_seq)
         finally:
             snet_unlock(&self.rlock)
             snet_atomic_add(&self.running, -1)
