@@ -106,7 +106,8 @@ from snet.core.semantics import log_parked, log_throttle_overridden
 from snet.errors import SNetRuntimeError
 
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_try_lock, snet_unlock, snet_is_locked,
-                                 snet_atomic_max, snet_counters_new, snet_counters_retain, snet_counters_release)
+                                 snet_atomic_max, snet_counters_new, snet_counters_retain, snet_counters_release,
+                                 snet_flag_store)
 from snet_front.kinds cimport (K_NET, K_SERIAL, K_IDENT, K_INITBOX, NKINDS, X_NEXT, X_UP, X_POP)
 
 cdef extern from "<sched.h>" nogil:
@@ -436,7 +437,8 @@ cdef class Network:
 
     cdef bint throttle_holds(self):
         """True while the throttle's rule ``inputs < offset + factor * outputs`` holds input back."""
-        return self.throttled and self.records_in >= self.thr_off + self.thr_fac * self.records_out
+        return self.throttled and (snet_atomic_load(&self.records_in)
+                                   >= self.thr_off + self.thr_fac * snet_atomic_load(&self.records_out))
 
     cdef void throttle_overridden(self):
         """Input was admitted past the throttle because the network was idle: warn once."""
@@ -451,7 +453,9 @@ cdef class Network:
     cdef int output(self, object item) except -1:
         # Every deterministic group was popped by its collector: what is left
         # is a tracked input's group, whose outputs may go to its future.
-        self.records_out += 1
+        # Any worker writes here (the sink is never locked), so the count is
+        # atomic: a plain += was only whole under the GIL.
+        snet_atomic_add(&self.records_out, 1)
         if type(item) is Tagged:
             request = request_of(item)
             if request is not None and request.outputs is not None:
@@ -510,8 +514,8 @@ cdef class Network:
     cdef void fail(self, object error):
         with self.fail_lock:
             if self.error is None:
-                self.error = error
-            self.stop = True
+                self.error = error  # set once: readers outside the lock never see it replaced
+            snet_flag_store(&self.stop, True)
         self.notify()
         self.wake_idle(True)
 
