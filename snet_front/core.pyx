@@ -85,14 +85,21 @@ its outputs).  The network has terminated when the input has ended and
 The GIL
 =======
 
-Records, operators and boxes are Python objects, so a worker holds the GIL
-while it invokes entities.  The GIL is released while a worker is idle
-(sleeping between polls), while it yields in a contended spin lock, and by
-any box that releases it itself (NumPy, I/O, ``time.sleep``, C
-extensions): that is where threads run in parallel on CPython 3.11.  All
-synchronisation is explicit (C11-style atomics on lock words and counters,
-see includes/atomics.h), never the GIL's atomicity, so the scheduler's
-invariants hold without it.
+Records, operators and boxes are Python objects, so on a build with the
+GIL a worker holds it while it invokes entities.  The GIL is released while
+a worker is idle (sleeping between polls), while it yields in a contended
+spin lock, and by any box that releases it itself (NumPy, I/O,
+``time.sleep``, C extensions): that is where threads run in parallel on
+CPython 3.11.  On a free-threaded build (3.13t) there is no GIL and the
+modules say so (``freethreading_compatible``, set in setup.py).  All
+synchronisation is explicit, never the GIL's atomicity: C11-style atomics
+on lock words and counters (includes/atomics.h), including the output and
+input counts that any worker bumps; release stores and acquire loads for
+the one-way flags other threads test without a lock (``input_done``,
+``stop``, ``done``, ``identity``); the single-owner rules of docs/runtime.md
+for entity fields; deques, whose single operations are atomic on both
+builds, for inboxes, outputs and group queues.  So the scheduler's
+invariants hold without the GIL.
 """
 
 
