@@ -29,7 +29,7 @@ def front_extensions():
     try:
         from Cython.Build import cythonize
     except ImportError:  # pragma: no cover - pyproject.toml makes Cython available
-        sys.exit("building snet needs Cython>=3.0 (pip install 'Cython>=3.0,<3.4')")
+        sys.exit("building snet needs Cython>=3.1 (pip install 'Cython>=3.1,<3.4')")
     debug = os.environ.get("SNET_FRONT_DEBUG", "") not in ("", "0")
     macros = [("SNET_FRONT_DEBUG", "1" if debug else "0")]
     if debug:
@@ -50,6 +50,9 @@ def front_extensions():
                   "annotation_typing": False}
     if debug:
         directives["linetrace"] = True
+    # The modules need no GIL (docs/runtime.md, "The GIL"): on a free-threaded
+    # CPython importing them keeps it off (Cython 3.1+ knows the directive).
+    directives["freethreading_compatible"] = True
     return cythonize(extensions, compiler_directives=directives,
                      annotate=os.environ.get("SNET_FRONT_ANNOTATE") == "1")
 

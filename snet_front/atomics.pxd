@@ -13,6 +13,8 @@ cdef extern from "atomics.h" nogil:
     int snet_try_lock(int *p)
     void snet_unlock(int *p)
     int snet_is_locked(int *p)
+    int snet_flag_load(int *p)
+    void snet_flag_store(int *p, int v)
     void snet_atomic_max(long *p, long v)
     double snet_now()
     snet_counters *snet_counters_new()

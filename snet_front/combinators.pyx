@@ -14,7 +14,8 @@ from collections import deque
 
 from snet.errors import SNetRuntimeError
 
-from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_now, snet_try_lock, snet_unlock)
+from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_now, snet_try_lock, snet_unlock,
+                                 snet_flag_load, snet_flag_store)
 from snet_front.core cimport (Entity, Writer, Network, Group, GStack, Tagged, Ctx, Instance, WakeUp, register_factory,
                               make_item, record_of, stack_of, spin_lock, spawn, push, bypass, new_ctx, request_of)
 from snet_front.kinds cimport (K_NET, K_SERIAL, K_PAR, K_STAR, K_SPLIT, K_FEEDBACK, K_EXECSPLIT, K_INITBOX)
@@ -135,15 +136,17 @@ cdef class StarEntity(Entity):
         self.op_entry = dest
         if not sh.loops and not leader and not self.identity and (
                 (type(dest) is StarEntity and (<StarEntity>dest).sh is sh)
-                or (dest.identity and dest.out is self.nxt)):
+                or (snet_flag_load(&dest.identity) and dest.out is self.nxt)):
             # The operand dissolved completely (its entry is a later
             # incarnation, or an identity leading straight to the next, which
             # another worker may hold right now): this incarnation tests
             # exactly what the next one tests, so it becomes an identity
             # forwarding to its operand entry, and writers skip it.  (`out`
-            # of an identity is only compared here, never followed.)
+            # of an identity is only compared here, never followed: a pointer
+            # comparison, no reference taken, so it is safe without its lock;
+            # the release store below publishes `out` before the flag.)
             self.out = dest
-            self.identity = True
+            snet_flag_store(&self.identity, True)
         w.write(dest, item, True)
         return 0
 
@@ -330,7 +333,7 @@ cdef class Collector(Entity):
                 w.write(dest, it, False)
             self.stray = []
         if self.barrier_only:
-            self.identity = True
+            snet_flag_store(&self.identity, True)
         return 0
 
 
@@ -403,7 +406,7 @@ cdef bint executor_due(Network rt):
     cdef long b = snet_atomic_load(&rt.exec_buffered)
     if b == 0 or snet_atomic_load(&rt.pending) != b:
         return False
-    if rt.input_done or not rt.admits_input():
+    if snet_flag_load(&rt.input_done) or not rt.admits_input():
         return True
     cdef double since = rt.input_since
     if since == 0:
@@ -422,7 +425,7 @@ cdef bint flush_executor(Network rt, Writer w) except -1:
     cdef bint ran = False
     while snet_try_lock(&rt.exec_flushing):
         try:
-            while not rt.stop:
+            while not snet_flag_load(&rt.stop):
                 with rt.exec_lock:
                     taken = rt.executor.take()
                 if taken is None:
@@ -452,7 +455,7 @@ cdef bint flush_executor(Network rt, Writer w) except -1:
         # A worker that filled the batch just before the unlock could not take
         # the flush: look again, so that a full batch never waits.
         with rt.exec_lock:
-            if rt.stop or not rt.executor.full():
+            if snet_flag_load(&rt.stop) or not rt.executor.full():
                 break
     return ran
 

@@ -1,7 +1,8 @@
 # cython: language_level=3
 """Records in flight, contexts, the entity base and the per-run network state (see core.pyx)."""
 
-from snet_front.atomics cimport snet_counters, snet_try_lock, snet_unlock, snet_atomic_add, snet_atomic_load
+from snet_front.atomics cimport (snet_counters, snet_try_lock, snet_unlock, snet_atomic_add, snet_atomic_load,
+                                 snet_flag_load, snet_flag_store)
 
 
 cdef class Group:
@@ -48,7 +49,10 @@ cdef class Entity:
     # a concurrent box only while it takes a record off the inbox).
     cdef int lock
     cdef int jlock  # guards the lazily resolved shared out target of junctions
-    cdef bint identity  # forwards everything unchanged from now on: writers may bypass it
+    # Forwards everything unchanged from now on: writers may bypass it.  Set
+    # once, by the lock holder, with snet_flag_store; a reader that misses it
+    # only forwards through the entity instead of skipping it.
+    cdef int identity
     cdef int cap  # concurrent boxes: at most `cap` calls in flight (0: not a concurrent box)
     cdef long running  # calls in flight (concurrent boxes)
     cdef int node
@@ -111,10 +115,13 @@ cdef class Network:
     cdef Entity sink
     cdef object outputs
     cdef long pending
+    # Atomic counters: every worker that writes to the sink counts an output
+    # (the sink's lock is not taken for that), and the throttle reads both
+    # outside the input lock.
     cdef long records_in
     cdef long records_out
     cdef int input_lock
-    cdef bint input_done
+    cdef int input_done  # flag: snet_flag_store / snet_flag_load (atomics.h)
     cdef object input_iter
     cdef object input_error
     cdef double input_since  # when the input reader entered the iterator (0: not in it)
@@ -128,8 +135,8 @@ cdef class Network:
 
     # Workers and termination
     cdef bint steal_enabled
-    cdef bint stop
-    cdef bint done
+    cdef int stop  # flags: snet_flag_store / snet_flag_load (atomics.h)
+    cdef int done
     cdef object error
     cdef object fail_lock
     cdef list workers

@@ -85,14 +85,21 @@ its outputs).  The network has terminated when the input has ended and
 The GIL
 =======
 
-Records, operators and boxes are Python objects, so a worker holds the GIL
-while it invokes entities.  The GIL is released while a worker is idle
-(sleeping between polls), while it yields in a contended spin lock, and by
-any box that releases it itself (NumPy, I/O, ``time.sleep``, C
-extensions): that is where threads run in parallel on CPython 3.11.  All
-synchronisation is explicit (C11-style atomics on lock words and counters,
-see includes/atomics.h), never the GIL's atomicity, so the scheduler's
-invariants hold without it.
+Records, operators and boxes are Python objects, so on a build with the
+GIL a worker holds it while it invokes entities.  The GIL is released while
+a worker is idle (sleeping between polls), while it yields in a contended
+spin lock, and by any box that releases it itself (NumPy, I/O,
+``time.sleep``, C extensions): that is where threads run in parallel on
+CPython 3.11.  On a free-threaded build (3.13t) there is no GIL and the
+modules say so (``freethreading_compatible``, set in setup.py).  All
+synchronisation is explicit, never the GIL's atomicity: C11-style atomics
+on lock words and counters (includes/atomics.h), including the output and
+input counts that any worker bumps; release stores and acquire loads for
+the one-way flags other threads test without a lock (``input_done``,
+``stop``, ``done``, ``identity``); the single-owner rules of docs/runtime.md
+for entity fields; deques, whose single operations are atomic on both
+builds, for inboxes, outputs and group queues.  So the scheduler's
+invariants hold without the GIL.
 """
 
 
@@ -106,7 +113,8 @@ from snet.core.semantics import log_parked, log_throttle_overridden
 from snet.errors import SNetRuntimeError
 
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_try_lock, snet_unlock, snet_is_locked,
-                                 snet_atomic_max, snet_counters_new, snet_counters_retain, snet_counters_release)
+                                 snet_atomic_max, snet_counters_new, snet_counters_retain, snet_counters_release,
+                                 snet_flag_store)
 from snet_front.kinds cimport (K_NET, K_SERIAL, K_IDENT, K_INITBOX, NKINDS, X_NEXT, X_UP, X_POP)
 
 cdef extern from "<sched.h>" nogil:
@@ -440,7 +448,8 @@ cdef class Network:
 
     cdef bint throttle_holds(self):
         """True while the throttle's rule ``inputs < offset + factor * outputs`` holds input back."""
-        return self.throttled and self.records_in >= self.thr_off + self.thr_fac * self.records_out
+        return self.throttled and (snet_atomic_load(&self.records_in)
+                                   >= self.thr_off + self.thr_fac * snet_atomic_load(&self.records_out))
 
     cdef void throttle_overridden(self):
         """Input was admitted past the throttle because the network was idle: warn once."""
@@ -455,7 +464,9 @@ cdef class Network:
     cdef int output(self, object item) except -1:
         # Every deterministic group was popped by its collector: what is left
         # is a tracked input's group, whose outputs may go to its future.
-        self.records_out += 1
+        # Any worker writes here (the sink is never locked), so the count is
+        # atomic: a plain += was only whole under the GIL.
+        snet_atomic_add(&self.records_out, 1)
         if type(item) is Tagged:
             request = request_of(item)
             if request is not None and request.outputs is not None:
@@ -514,8 +525,8 @@ cdef class Network:
     cdef void fail(self, object error):
         with self.fail_lock:
             if self.error is None:
-                self.error = error
-            self.stop = True
+                self.error = error  # set once: readers outside the lock never see it replaced
+            snet_flag_store(&self.stop, True)
         self.notify()
         self.wake_idle(True)
 

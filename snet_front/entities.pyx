@@ -16,7 +16,7 @@ from snet.core.boxes import Deferred
 from snet.errors import SNetRuntimeError
 from snet.requests import set_current_request
 
-from snet_front.atomics cimport snet_atomic_add, snet_now, snet_unlock
+from snet_front.atomics cimport snet_atomic_add, snet_now, snet_unlock, snet_flag_store
 from snet_front.core cimport (Entity, Writer, Network, GStack, Ctx, register_factory, make_item, record_of,
                               stack_of, spin_lock, request_of)
 from snet_front.kinds cimport K_BOX, K_FILTER, K_SYNC, K_SYNCSTAR
@@ -190,7 +190,7 @@ cdef class SyncEntity(Entity):
             self.rt.note_partial(self.cell, self.node, False)
             return 0
         if not was_fired and self.cell.fired:
-            self.identity = True
+            snet_flag_store(&self.identity, True)
             self.rt.note_partial(self.cell, self.node, True)
         w.write(self.resolve_out(), make_item(res, st), True)
         return 0

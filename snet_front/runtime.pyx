@@ -12,7 +12,7 @@ See core.pyx for the design of the runtime as a whole.
 import threading
 from collections import deque
 
-from snet_front.atomics cimport snet_atomic_load, snet_now
+from snet_front.atomics cimport snet_atomic_load, snet_now, snet_flag_load, snet_flag_store
 from snet_front.core cimport Network, Instance, new_ctx, set_current_writer, current_writer, Sink
 from snet_front.combinators cimport fire
 from snet_front.workers cimport Worker
@@ -96,9 +96,9 @@ cdef class Runtime(Network):
                 return self.outputs.popleft()
             if self.error is not None:
                 raise self.error
-            if self.stop:  # halted or closed: no more outputs will come
+            if snet_flag_load(&self.stop):  # halted or closed: no more outputs will come
                 raise StopIteration
-            if self.done and snet_atomic_load(&self.exited) >= len(self.workers):
+            if snet_flag_load(&self.done) and snet_atomic_load(&self.exited) >= len(self.workers):
                 if len(self.outputs):
                     continue
                 if self.finished == 0:
@@ -109,7 +109,7 @@ cdef class Runtime(Network):
                 raise StopIteration
             with self.cond:
                 self.consumer_waiting = True
-                if not len(self.outputs) and self.error is None and not self.done:
+                if not len(self.outputs) and self.error is None and not snet_flag_load(&self.done):
                     self.cond.wait(timeout)
                 self.consumer_waiting = False
 
@@ -119,7 +119,7 @@ cdef class Runtime(Network):
 
     def halt(self):
         """Ask the workers to stop (they finish the invocation they are in); ``close`` joins them."""
-        self.stop = True
+        snet_flag_store(&self.stop, True)
         self.wake_idle(True)
         self.notify()
 
@@ -165,8 +165,8 @@ cdef class Runtime(Network):
         end = self.finished if self.finished else snet_now()
         return {
             "seconds": end - self.started if self.started else 0.0,
-            "records_in": self.records_in,
-            "records_out": self.records_out,
+            "records_in": snet_atomic_load(&self.records_in),
+            "records_out": snet_atomic_load(&self.records_out),
             "boxes": {name: {"calls": c, "seconds": s} for name, (c, s) in sorted(boxes.items())},
             "entities": {"created": self.counters.created, "alive": self.counters.alive,
                          "peak": self.counters.peak},

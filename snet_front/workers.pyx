@@ -13,7 +13,7 @@ from posix.unistd cimport usleep
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_try_lock, snet_unlock, snet_is_locked,
-                                 snet_now)
+                                 snet_now, snet_flag_load, snet_flag_store)
 from snet_front.core cimport (Entity, Writer, Network, Group, GStack, Tagged, WakeUp, bypass, saturated, spin_lock,
                               set_current_writer, make_item, push, request_of)
 from snet_front.combinators cimport executor_due, flush_executor
@@ -153,7 +153,7 @@ cdef class Worker(Writer):
             item = self.cont_item
             self.cont_e = None
             self.cont_item = None
-            if rt.stop:
+            if snet_flag_load(&rt.stop):
                 return 0
 
     cdef bint work_own(self) except -1:
@@ -238,7 +238,7 @@ cdef class Worker(Writer):
         """Admit one input record (one worker at a time)."""
         cdef Network rt = self.rt
         cdef Entity dest
-        if rt.input_done or self.holds_work() or not snet_try_lock(&rt.input_lock):
+        if snet_flag_load(&rt.input_done) or self.holds_work() or not snet_try_lock(&rt.input_lock):
             return False
         try:
             if rt.input_done:
@@ -262,11 +262,11 @@ cdef class Worker(Writer):
             try:
                 rec = next(rt.input_iter)
             except StopIteration:
-                rt.input_done = True
+                snet_flag_store(&rt.input_done, True)
                 return False
             except BaseException as e:
                 rt.input_error = e
-                rt.input_done = True
+                snet_flag_store(&rt.input_done, True)
                 return False
             finally:
                 rt.input_since = 0
@@ -280,7 +280,7 @@ cdef class Worker(Writer):
                 rec = make_item(rec.record, push(request_group(rec), None))
             elif type(rec) is not dict:
                 rec = dict(rec)
-            rt.records_in += 1
+            snet_atomic_add(&rt.records_in, 1)
             self.n_inputs += 1
             self.write(dest, rec, True)
         finally:
@@ -347,7 +347,7 @@ cdef class Worker(Writer):
         cdef long left
         set_current_writer(self)
         try:
-            while not rt.stop and not rt.done:
+            while not snet_flag_load(&rt.stop) and not snet_flag_load(&rt.done):
                 t0 = snet_now()
                 if (self.work_own() or (len(rt.completions) and self.try_completion()) or self.try_input()
                         or (rt.steal_enabled and self.try_steal())):
@@ -360,10 +360,13 @@ cdef class Worker(Writer):
                     continue
                 if rt.consumer_waiting and len(rt.outputs):
                     rt.notify()
-                if rt.input_done:
+                # The acquire load orders the read of `pending` after it: a
+                # worker that sees the input ended sees every input's count
+                # in `pending` (without the GIL, loads may otherwise pass).
+                if snet_flag_load(&rt.input_done):
                     left = snet_atomic_load(&rt.pending)
                     if left == 0:
-                        rt.done = True
+                        snet_flag_store(&rt.done, True)
                         rt.notify()
                         rt.wake_idle(True)
                         break
@@ -382,7 +385,7 @@ cdef class Worker(Writer):
                     snet_atomic_add(&rt.sleepers, 1)
                     try:
                         with rt.idle_cond:
-                            if not rt.stop and not rt.done:
+                            if not snet_flag_load(&rt.stop) and not snet_flag_load(&rt.done):
                                 rt.idle_cond.wait(IDLE_SLEEP_S)
                     finally:
                         snet_atomic_add(&rt.sleepers, -1)

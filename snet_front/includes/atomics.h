@@ -22,6 +22,14 @@ static inline int snet_try_lock(int *p) {
 static inline void snet_unlock(int *p) { __atomic_store_n(p, 0, __ATOMIC_RELEASE); }
 static inline int snet_is_locked(int *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
+/* One-way flags (bint fields: ended, stopped, dissolved) that other threads
+ * test without a lock.  The release store publishes everything its writer did
+ * before it; a reader that sees the flag through the acquire load sees that
+ * too.  Under the GIL the GIL's own hand-over ordered these; on a free-threaded
+ * build nothing else does (on x86 both compile to plain moves). */
+static inline int snet_flag_load(int *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static inline void snet_flag_store(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+
 /* Raise *p to at least v (for the peak entity count). */
 static inline void snet_atomic_max(long *p, long v) {
     long cur = __atomic_load_n(p, __ATOMIC_RELAXED);

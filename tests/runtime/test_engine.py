@@ -152,6 +152,18 @@ def test_unfinished_cells_warn_at_termination():
     assert "synchro-cell discarded with 1 of 2 patterns filled" in execution.warnings[0]
 
 
+def test_outputs_are_counted_exactly_while_every_worker_writes_to_the_output():
+    # Two boxes end at the output and run on different workers at once, so
+    # outputs are counted by several threads together (without the GIL a
+    # plain increment loses counts).
+    source = "box f ((a) -> (a)); box g ((b) -> (b)); net n connect f | g;"
+    records = [{"a": i} if i % 2 else {"b": i} for i in range(40_000)]
+    outputs, execution = run(source, records, {"f": lambda a: {"a": a}, "g": lambda b: {"b": b}}, workers=4)
+    assert len(outputs) == 40_000
+    stats = execution.stats()
+    assert stats.records_in == 40_000 and stats.records_out == 40_000
+
+
 def test_statistics_report_what_the_runtime_did():
     records = [{"a": i} for i in range(500)]
     _, execution = run(PIPE, records, sleepy_boxes(), workers=2)
