@@ -12,36 +12,40 @@ the order of the box's output stream do not change.
 
 What travels to a process:
 
-* the function, once per process (the pool's initialiser): by reference
+* the function, once per process, when it starts: by reference
   (module and name) when its module is importable there, by its file when
   it was loaded from a ``.py`` path, and by value (cloudpickle) when it
   lives in ``__main__`` or a notebook; the parent's ``sys.path`` goes first,
   so the box module's neighbours import in the process too;
-* per call, the argument values (pickled) and back the results, a
-  generator or other iterable made a list first.
+* per call, the argument values (pickled) down the process's own pipe,
+  and back the results, a generator or other iterable made a list first.
+  A call takes an idle process of the box, so calls of one box run in as
+  many processes at once as it has.
 
 An exception in a process comes back as the same exception, with the
 traceback of the box's own frames in the process: the box error reads as
 an in-process one.  A process that dies (``os._exit``, a signal, a crash in
-C) fails the call with an error naming the box and the record; the pool is
-started again for later calls.  Pools use the ``forkserver`` start method
-(forking a process that runs worker threads is unsafe) and are shut down
-when the run ends, on every path (``BoxProcesses.close``).
+C) fails the call with an error naming the box and the record; another
+process takes its place for later calls.  Processes use the ``forkserver``
+start method (forking a process that runs worker threads is unsafe), start
+with the run (with the caller's main module hidden, so that a script needs
+no ``if __name__ == "__main__":`` guard), and are terminated when the run
+ends, on every path (``BoxProcesses.close``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import multiprocessing
 import os
 import pickle
+import queue
 import sys
 import threading
 import traceback
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from types import ModuleType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from snet.errors import SNetBindingError
 
@@ -76,6 +80,26 @@ def _start_process(path: list[str], shipped: dict[str, tuple]) -> None:
             _functions[name] = pickle.loads(detail[0])
 
 
+def _serve(connection: Any, path: list[str], shipped: dict[str, tuple]) -> None:
+    """A box process: take ``(args, kwargs)`` from the pipe, answer ``_call``'s pair, until the pipe ends."""
+    _start_process(path, shipped)
+    (name,) = shipped
+    while True:
+        try:
+            args, kwargs = connection.recv()
+        except (EOFError, OSError):
+            return  # the run is over
+        answer = _call(name, args, kwargs)
+        try:
+            connection.send(answer)
+        except (EOFError, OSError):
+            return
+        except Exception as e:  # a result that cannot be pickled: the box's failure, as in process
+            text = f"{type(e).__name__}: {e}\n"
+            connection.send((False, (RemoteBoxException(type(e).__name__, f"its result cannot be sent back from "
+                                                                           f"the box process: {e}"), text)))
+
+
 def _call(name: str, args: tuple, kwargs: dict) -> tuple[bool, Any]:
     """One call in the process: ``(True, results)`` or ``(False, (exception or stand-in, traceback text))``."""
     try:
@@ -99,6 +123,31 @@ def _call(name: str, args: tuple, kwargs: dict) -> tuple[bool, Any]:
 
 
 # -- in the parent -------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _main_hidden() -> Iterator[None]:
+    """Start processes without them running the caller's main script again.
+
+    multiprocessing's spawn and forkserver methods make a new process import
+    the parent's ``__main__`` (by its module name or file) so that functions
+    defined there can be unpickled.  A box's function travels on its own
+    (by module, file or value), so the processes need no main module; and a
+    script without an ``if __name__ == "__main__":`` guard would otherwise
+    run again in every box process.  So the main module's ``__spec__`` and
+    ``__file__`` are hidden while the processes start.
+    """
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {name: main.__dict__[name] for name in ("__spec__", "__file__") if name in main.__dict__}
+    main.__dict__["__spec__"] = None
+    main.__dict__.pop("__file__", None)
+    try:
+        yield
+    finally:
+        main.__dict__.update(saved)
 
 
 class RemoteBoxException(Exception):
@@ -171,50 +220,88 @@ class BoxProcesses:
 
 
 class _Pool:
+    """The processes of one box, each behind a pipe of its own; idle ones wait in a queue.
+
+    A call takes an idle process, sends it the arguments, waits for the
+    answer without the GIL (``Connection.recv``) and puts the process back:
+    one pickling and one pipe transfer each way, no manager thread.  A
+    process that dies during a call (the pipe ends) is replaced.
+    """
+
     def __init__(self, name: str, function: Callable, count: int):
         self.name = name
         self.count = count
         self._args = ([p for p in sys.path if p], {name: _shipped(name, function)})
+        self._context = multiprocessing.get_context("forkserver")
         self._lock = threading.Lock()
         self._closed = False
-        self._executor = self._new_executor()
+        self._all: list = []  # (process, connection) of every process started and not yet ended
+        self._idle: queue.SimpleQueue = queue.SimpleQueue()
+        with _main_hidden():
+            for _ in range(count):
+                self._idle.put(self._start())
         self.stand_in = ProcessBox(self, function)
 
-    def _new_executor(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(self.count, mp_context=multiprocessing.get_context("forkserver"),
-                                   initializer=_start_process, initargs=self._args)
+    def _start(self) -> tuple:
+        """A new process serving this box on one end of a pipe (started with the main module hidden)."""
+        here, there = self._context.Pipe()
+        process = self._context.Process(target=_serve, args=(there, *self._args), daemon=True,
+                                        name=f"snet-box-{self.name}")
+        process.start()
+        there.close()
+        entry = (process, here)
+        with self._lock:
+            self._all.append(entry)
+        return entry
 
     def call(self, args: tuple, kwargs: dict) -> Any:
-        executor = self._executor
+        if self._closed:
+            raise BoxProcessDied(f"the box processes of box '{self.name}' were shut down with the run")
+        entry = self._idle.get()
+        process, connection = entry
         try:
-            ok, value = executor.submit(_call, self.name, args, kwargs).result()
-        except BrokenProcessPool:
-            with self._lock:  # later calls get a fresh pool
-                if self._executor is executor and not self._closed:
-                    executor.shutdown(wait=False, cancel_futures=True)
-                    self._executor = self._new_executor()
+            connection.send((args, kwargs))
+            ok, value = connection.recv()
+        except (EOFError, OSError, BrokenPipeError):
+            self._replace(entry)
             died = BoxProcessDied(f"the box process running box '{self.name}' died (killed, exited or crashed) "
                                   f"during the call")
             died.__snet_traceback__ = ""  # nothing of the box's to show: the process is gone
             raise died from None
+        except BaseException:  # the arguments cannot be pickled, or the wait was interrupted: end this process
+            self._replace(entry)
+            raise
+        self._idle.put(entry)
         if ok:
             return value
         error, text = value
         error.__snet_traceback__ = text  # read by BoxCaller._raised: the box's frames in the process
         raise error
 
+    def _replace(self, entry: tuple) -> None:
+        process, connection = entry
+        with self._lock:
+            if entry in self._all:
+                self._all.remove(entry)
+        connection.close()
+        if process.is_alive():
+            process.terminate()
+        if not self._closed:
+            with _main_hidden():
+                self._idle.put(self._start())
+
     def pids(self) -> list[int]:
-        return [p.pid for p in (getattr(self._executor, "_processes", None) or {}).values() if p.is_alive()]
+        with self._lock:
+            return [process.pid for process, _ in self._all if process.is_alive()]
 
     def close(self) -> None:
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            executor = self._executor
-            processes = list((getattr(executor, "_processes", None) or {}).values())
-            executor.shutdown(wait=False, cancel_futures=True)
-        for process in processes:  # a call still running is abandoned with the run: never wait for it
+            entries, self._all = self._all, []
+        for process, connection in entries:  # a call still running is abandoned with the run: never wait for it
+            connection.close()
             if process.is_alive():
                 process.terminate()
 

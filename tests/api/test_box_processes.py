@@ -102,7 +102,7 @@ def test_pools_are_shut_down_when_the_run_ends_or_is_closed(engine_options, boxe
     monkeypatch.setattr(processes.BoxProcesses, "close", close)
     net = snet.load(NET, boxes=boxes_file)
     list(net.run([{"n": i} for i in range(10)], processes=2, **engine_options))
-    with net.run(({"n": i} for i in range(10**9)), processes=2, **engine_options) as execution:
+    with net.run(({"n": i % 10} for i in range(10**9)), processes=2, **engine_options) as execution:
         next(execution)
     pools = [s for s in seen if isinstance(s, processes.BoxProcesses)]
     pids = [p for s in seen if isinstance(s, list) for p in s]
@@ -159,3 +159,15 @@ def test_cli_box_processes_and_ctrl_c(tmp_path, boxes_file):
     bad = subprocess.run([sys.executable, "-m", "snet", "run", "p.snet", "--box-processes", "x"], cwd=tmp_path,
                          capture_output=True, text=True, input="", timeout=60)
     assert bad.returncode == 2 and "--box-processes takes N or NAME=N, not 'x'" in bad.stderr
+
+
+def test_a_script_without_a_main_guard_runs_box_processes_once(tmp_path, boxes_file):
+    """Box processes never run the caller's main script again (multiprocessing's spawn would)."""
+    (tmp_path / "script.py").write_text(
+        "import snet\n"
+        "print('script body runs')\n"
+        f"net = snet.load({NET!r}, boxes={boxes_file!r})\n"
+        "print(sorted(o['n'] for o in net.run([{'n': i} for i in range(6)], processes=2)))\n")
+    done = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["script body runs", "[0, 1, 2, 3, 4, 5]"]
