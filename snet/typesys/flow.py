@@ -273,13 +273,8 @@ class Flow:
             seen |= pending
             enter = set()
             for rec in pending:
-                leaves, stays = False, True
-                for pattern, guarded in exits:
-                    if pattern <= rec[0]:
-                        leaves = True
-                        if not guarded:
-                            stays = False
-                            break
+                leaves, always = _matched(rec, exits)
+                stays = not always
                 if leaves:
                     out.add(rec)
                 if stays:
@@ -299,13 +294,8 @@ class Flow:
             seen |= pending
             back = set()
             for rec in self.expr(fb.operand, pending, scope):
-                goes_back, leaves = False, True
-                for pattern, guarded in backs:
-                    if pattern <= rec[0]:
-                        goes_back = True
-                        if not guarded:
-                            leaves = False
-                            break
+                goes_back, always = _matched(rec, backs)
+                leaves = not always
                 if goes_back:
                     back.add(rec)
                     self._take(rec)
@@ -314,6 +304,17 @@ class Flow:
             pending = back - seen
             self._check(seen)
         raise GiveUp
+
+
+def _matched(rec: tuple, patterns: list) -> tuple[bool, bool]:
+    """(a pattern may match ``rec``, one with no guard surely does): a record may take that way, or must."""
+    may = False
+    for pattern, guarded in patterns:
+        if pattern <= rec[0]:
+            may = True
+            if not guarded:
+                return True, True
+    return may, False
 
 
 class _Routes:
