@@ -264,27 +264,37 @@ class Flow:
 
     def _star(self, star: ast.Star, recs: set, scope: Scope) -> set:
         exits = [(p.pattern.label_set(), p.guard is not None) for p in star.patterns]
-        out: set = set()
-        seen: set = set()
-        pending = set(recs)
-        for _ in range(ROUNDS):
-            if not pending:
-                return out
-            seen |= pending
+
+        def round_(pending: set, out: set) -> set:
             enter = set()
             for rec in pending:
                 leaves, always = _matched(rec, exits)
-                stays = not always
                 if leaves:
                     out.add(rec)
-                if stays:
+                if not always:
                     enter.add(rec)
-            pending = self.expr(star.operand, enter, scope) - seen
-            self._check(seen)
-        raise GiveUp
+            return self.expr(star.operand, enter, scope)
+
+        return self._loop(recs, round_)
 
     def _feedback(self, fb: ast.Feedback, recs: set, scope: Scope) -> set:
         backs = [(p.pattern.label_set(), p.guard is not None) for p in fb.patterns]
+
+        def round_(pending: set, out: set) -> set:
+            back = set()
+            for rec in self.expr(fb.operand, pending, scope):
+                goes_back, always = _matched(rec, backs)
+                if goes_back:
+                    back.add(rec)
+                    self._take(rec)
+                if not always:
+                    out.add(rec)
+            return back
+
+        return self._loop(recs, round_)
+
+    def _loop(self, recs: set, round_) -> set:
+        """Run a star's or feedback's rounds until no new record shape comes round (or give up)."""
         out: set = set()
         seen: set = set()
         pending = set(recs)
@@ -292,16 +302,7 @@ class Flow:
             if not pending:
                 return out
             seen |= pending
-            back = set()
-            for rec in self.expr(fb.operand, pending, scope):
-                goes_back, always = _matched(rec, backs)
-                leaves = not always
-                if goes_back:
-                    back.add(rec)
-                    self._take(rec)
-                if leaves:
-                    out.add(rec)
-            pending = back - seen
+            pending = round_(pending, out) - seen
             self._check(seen)
         raise GiveUp
 
