@@ -23,14 +23,14 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable, Mapping, Sequence
 
 import attrs
 
 from snet.backends import Execution, start
 from snet.core.boxes import bind_boxes, resolve_box_sources
 from snet.errors import SNetUsageError
-from snet.options import RunOptions
+from snet.options import CompileOptions, RunOptions
 from snet.recordio.inputs import checked_inputs
 from snet.session import Session
 from snet.spg.nodes import PropertyGraph
@@ -46,7 +46,8 @@ log = logging.getLogger("snet")
 Record = dict
 
 
-def load(source: str | os.PathLike, boxes: Any = None, *, net: str | None = None) -> "Network":
+def load(source: str | os.PathLike, boxes: Any = None, *, net: str | None = None, dialect: str = "standard",
+         net_path: str | os.PathLike | Sequence[str | os.PathLike] = ()) -> "Network":
     """Compile a network and bind its boxes.
 
     Args:
@@ -56,12 +57,21 @@ def load(source: str | os.PathLike, boxes: Any = None, *, net: str | None = None
             a list of these (searched in order).  Without it, ``NET.py``
             beside ``NET.snet`` is used when ``source`` is a path.
         net: the top-level net to run when the file has several.
+        dialect: ``"standard"`` (default) or ``"rts"``, the reference
+            distribution's dialect: inline box code, ``type t = t;``
+            naming an outer ``t``, declared-only nets bound from other files.
+        net_path: folders searched for ``NAME.snet`` to bind a declared-only
+            net ``NAME`` (rts dialect), after the program's own folder.
 
     Raises:
         SNetCompileError: syntax, name or type errors (with every diagnostic).
         SNetBindingError: declared boxes missing from the box modules.
+        SNetUsageError: an unknown dialect or a net-path entry that is no folder.
     """
+    from snet.inlinecode import with_inline_boxes
     from snet.spg.build import compile_file, compile_source
+
+    options = CompileOptions(dialect=dialect, net_path=net_path)  # checked before anything is read
 
     path: str | None = None
     if isinstance(source, os.PathLike):
@@ -71,15 +81,25 @@ def load(source: str | os.PathLike, boxes: Any = None, *, net: str | None = None
     if path is not None:
         if not os.path.isfile(path):
             raise SNetUsageError(f"network file not found: {path}")
-        graph = compile_file(path, net=net)
+        graph = compile_file(path, net=net, options=options)
     else:
-        graph = compile_source(str(source), "<string>", net=net)
-    namespaces = resolve_box_sources(boxes, path)
+        graph = compile_source(str(source), "<string>", net=net, options=options)
+    namespaces = with_inline_boxes(graph, linked_box_sources(graph, boxes, path))
     warnings: list[str] = []
     network = Network(graph, bind_boxes(graph, namespaces, warnings))
     for warning in warnings:
         log.warning("%s", warning)
     return network
+
+
+def linked_box_sources(graph: PropertyGraph, boxes: Any, path: str | None) -> list[Any]:
+    """The box modules to bind from: as :func:`resolve_box_sources`, and, without ``boxes``,
+    also ``X.py`` beside each file ``X.snet`` bound to a declared-only net (rts dialect)."""
+    namespaces = resolve_box_sources(boxes, path)
+    if boxes is None or (isinstance(boxes, (list, tuple)) and not boxes):
+        for linked in graph.linked:
+            namespaces.extend(resolve_box_sources(None, linked))
+    return namespaces
 
 
 class Network:

@@ -23,6 +23,16 @@ def _add_boxes_option(p: argparse.ArgumentParser) -> None:
                         "(repeatable; default: NET.py beside NET.snet)")
     p.add_argument("--net", metavar="NAME",
                    help="the top-level net to use (default: the only one, or the one named after the file)")
+    _add_dialect_options(p)
+
+
+def _add_dialect_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dialect", choices=("standard", "rts"), default="standard",
+                   help="the language read: standard (default), or rts, the reference distribution's dialect "
+                        "(inline box code, 'type t = t;' naming an outer t, declared-only nets bound from NAME.snet)")
+    p.add_argument("--net-path", action="append", default=[], metavar="DIR",
+                   help="a folder searched for NAME.snet to bind a declared-only net NAME, after the program's "
+                        "own folder (rts dialect; repeatable)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("-o", "--output", default="-", metavar="FILE",
                        help="output file; .svg and .png need Graphviz's dot (default: DOT on standard output)")
     graph.add_argument("--net", metavar="NAME", help="the top-level net to draw")
+    _add_dialect_options(graph)
     graph.add_argument("--compact", action="store_true",
                        help="draw each combinator once around its operands, boxes by name only, no type labels")
     graph.add_argument("--left-to-right", action="store_true",

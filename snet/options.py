@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import numbers
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -194,6 +195,58 @@ class RunOptions:
 
 OPTION_NAMES: tuple[str, ...] = tuple(a.name for a in attrs.fields(RunOptions))
 
+# -- compiling ---------------------------------------------------------------------
+
+DIALECTS: tuple[str, ...] = ("standard", "rts")  # docs/language.md, "The reference distribution's dialect"
+
+
+def _dialect(_, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, str) or value not in DIALECTS:
+        shown = f"'{value}'" if isinstance(value, str) else repr(value)
+        close = difflib.get_close_matches(value, DIALECTS, n=1) if isinstance(value, str) else []
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise SNetOptionError(attribute.name, f": unknown dialect {shown} ({hint}dialects: {', '.join(DIALECTS)})")
+
+
+def _folders(value: Any) -> Any:
+    """One folder or a sequence of them, as a tuple of strings; anything else goes on to the validator."""
+    if isinstance(value, (str, os.PathLike)):
+        value = [value]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, os.PathLike)) for v in value):
+        return tuple(os.fspath(v) for v in value)
+    return value
+
+
+def _net_path(_, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, tuple):
+        raise SNetOptionError(attribute.name, f" must be a folder or a list of folders, not {value!r}")
+    for folder in value:
+        if not folder or not os.path.isdir(folder):
+            raise SNetOptionError(attribute.name, f": no such folder: {folder!r}")
+
+
+@attrs.frozen
+class CompileOptions:
+    """How a ``.snet`` program is read: its dialect and where declared-only nets are looked for.
+
+    ``dialect`` is ``"standard"`` (the language of docs/language.md, the
+    default) or ``"rts"`` (the reference distribution's dialect: inline box
+    code, ``type t = t;`` naming an outer ``t``, nets declared by signature
+    only and bound from ``NAME.snet``).  ``net_path`` lists the folders
+    searched for ``NAME.snet`` after the program's own folder (rts only).
+
+    Raises:
+        SNetOptionError: at construction, for an unknown dialect or a
+            net-path entry that is not a folder.
+    """
+
+    dialect: str = attrs.field(default="standard", validator=_dialect)
+    net_path: tuple[str, ...] = attrs.field(default=(), converter=_folders, validator=_net_path)
+
+    @property
+    def rts(self) -> bool:
+        return self.dialect == "rts"
+
 
 def unknown_option_message(name: str) -> str:
     close = difflib.get_close_matches(name, OPTION_NAMES, n=1)
@@ -201,4 +254,4 @@ def unknown_option_message(name: str) -> str:
     return f"unknown run option '{name}' ({hint})"
 
 
-__all__ = ["RunOptions", "OPTION_NAMES", "SEED_RANGE"]
+__all__ = ["RunOptions", "CompileOptions", "DIALECTS", "OPTION_NAMES", "SEED_RANGE"]

@@ -22,8 +22,18 @@ import argparse
 import os
 import sys
 
-from snet.errors import EXIT_STARTUP, SNetUsageError
+from snet.errors import EXIT_STARTUP, SNetOptionError, SNetUsageError
+from snet.options import CompileOptions
 from snet.source import render
+
+
+def compile_options(args: argparse.Namespace) -> CompileOptions:
+    """``--dialect`` and ``--net-path`` as :class:`CompileOptions`; errors name the command-line option."""
+    try:
+        return CompileOptions(dialect=getattr(args, "dialect", None) or "standard",
+                              net_path=tuple(getattr(args, "net_path", None) or ()))
+    except SNetOptionError as e:
+        raise e.relabelled("--" + e.option.replace("_", "-")) from None
 
 
 def check_command(args: argparse.Namespace) -> int:
@@ -39,7 +49,8 @@ def check_command(args: argparse.Namespace) -> int:
         raise SNetUsageError(f"cannot read {path}: {e}") from None
     verbose = getattr(args, "verbose", False)
     strict = getattr(args, "strict", False)
-    analysis, graph = compile_analysis(text, path, getattr(args, "net", None), require_run=not verbose)
+    analysis, graph = compile_analysis(text, path, getattr(args, "net", None), require_run=not verbose,
+                                       options=compile_options(args))
     quiet = getattr(args, "quiet", False)
     if strict:
         rendered = [render(w.span, "error", w.message) for w in analysis.warnings]
@@ -50,9 +61,11 @@ def check_command(args: argparse.Namespace) -> int:
         print(warning, file=sys.stderr)
     failed = strict and bool(rendered)
     if graph is not None and getattr(args, "boxes", None):
-        from snet.core.boxes import bind_boxes, resolve_box_sources
+        from snet.api import linked_box_sources
+        from snet.core.boxes import bind_boxes
+        from snet.inlinecode import with_inline_boxes
         warnings: list[str] = []
-        bind_boxes(graph, resolve_box_sources(args.boxes, path), warnings)
+        bind_boxes(graph, with_inline_boxes(graph, linked_box_sources(graph, args.boxes, path)), warnings)
         for warning in () if quiet and not strict else warnings:
             if strict:
                 warning = warning.replace(": warning: ", ": error: ", 1)

@@ -25,7 +25,9 @@ def graph_command(args: argparse.Namespace) -> int:
 
     if not os.path.isfile(args.net_file):
         raise SNetUsageError(f"network file not found: {args.net_file}")
-    graph = compile_file(args.net_file, net=getattr(args, "net", None))
+    from snet.commands.check import compile_options
+
+    graph = compile_file(args.net_file, net=getattr(args, "net", None), options=compile_options(args))
     for warning in graph.warnings:
         print(warning, file=sys.stderr)
     text = to_dot(graph, compact=getattr(args, "compact", False), left_to_right=getattr(args, "left_to_right", False),

@@ -144,7 +144,11 @@ def run_command(args: argparse.Namespace) -> int:
         raise SNetUsageError(f"--progress takes a positive number of seconds, not {args.progress}")
     level = logging.ERROR if args.quiet else logging.INFO if args.verbose else logging.WARNING
     show_warnings(level)
-    network = load(NetFile(args.net_file), boxes=args.boxes, net=args.net)
+    from snet.commands.check import compile_options
+
+    compiling = compile_options(args)
+    network = load(NetFile(args.net_file), boxes=args.boxes, net=args.net, dialect=compiling.dialect,
+                   net_path=compiling.net_path)
     log.info("info: net %s %s; boxes %s", network.name, network.signature, _box_origins(network))
 
     in_format = detect_format(args.input, args.input_format or args.format)

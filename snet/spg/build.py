@@ -33,7 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from snet.errors import Diagnostic, SNetCompileError, SNetUsageError
+from snet.inlinecode import INLINE_LANGUAGE
+from snet.options import CompileOptions
 from snet.source import Source
+from snet.spg.linking import Linker, not_found_note
 from snet.spg.nodes import (BoxDeclaration, BoxNode, FeedbackNode, FilterClause, FilterItem, FilterNode,
                             IdentityNode, NetNode, Node, ParallelNode, Pattern, PropertyGraph, SerialNode,
                             SplitNode, StarNode, SyncNode)
@@ -59,6 +62,7 @@ class Analysis:
     resolution: Resolution
     checker: TypeChecker
     warnings: tuple[Diagnostic, ...]
+    linked: tuple[str, ...] = ()  # files bound to declared-only nets (rts dialect)
 
     def net_signatures(self) -> list[tuple[str, int, str]]:
         """``(name, depth, signature)`` for every net of the file, in source order."""
@@ -72,9 +76,15 @@ def position_key(d: Diagnostic) -> tuple[int, int]:
     return (d.span.line, d.span.column) if d.span is not None else (0, 0)
 
 
+DEFAULT_OPTIONS = CompileOptions()
+
+
 def analyse(text: str, filename: str = "<string>", net: str | None = None,
-            require_run: bool = True) -> tuple[Analysis, ast.NetDef | None]:
+            require_run: bool = True, options: CompileOptions | None = None) -> tuple[Analysis, ast.NetDef | None]:
     """Parse, resolve and type `text`, and pick the net to run.
+
+    ``options`` chooses the dialect; in the rts dialect, declared-only nets
+    are bound from other files first (:mod:`snet.spg.linking`).
 
     Returns:
         The analysis and the selected top-level net.  With ``require_run``
@@ -86,9 +96,15 @@ def analyse(text: str, filename: str = "<string>", net: str | None = None,
         SNetCompileError: every name, label, cycle and declaration-only error.
         SNetUsageError: no net, or an ambiguous or unknown ``net``.
     """
+    options = options or DEFAULT_OPTIONS
     source = Source(filename, text)
-    program = parse(text, filename, source)
-    res = resolve(program)
+    program = parse(text, filename, source, options.dialect)
+    linked: tuple[str, ...] = ()
+    if options.rts:
+        linker = Linker(options.net_path)
+        program = linker.link(program, filename)
+        linked = tuple(linker.linked)
+    res = resolve(program, shadowing=options.rts)
     errors = list(res.errors)
     top = [d for d in program.definitions if isinstance(d, ast.NetDef)]
     chosen: ast.NetDef | None = None
@@ -99,14 +115,25 @@ def analyse(text: str, filename: str = "<string>", net: str | None = None,
         if require_run or net is not None or len(top) < 2:
             selection_error = e
     if chosen is not None and not errors:
-        errors.extend(_declaration_only_uses(res, chosen))
+        errors.extend(_declaration_only_uses(res, chosen, options, filename))
     if errors:
         raise SNetCompileError(sorted(errors, key=position_key))
     if selection_error is not None:
         raise selection_error
     checker = TypeChecker(res)
-    warnings = tuple(sorted(find_warnings(res, checker), key=position_key))
-    return Analysis(source, program, res, checker, warnings), chosen
+    found = find_warnings(res, checker)
+    if options.rts:
+        found.extend(_foreign_inline_code(res))
+    warnings = tuple(sorted(found, key=position_key))
+    return Analysis(source, program, res, checker, warnings, linked), chosen
+
+
+def _foreign_inline_code(res: Resolution) -> list[Diagnostic]:
+    """Inline code in another language than Python is not run: say so where it is."""
+    return [Diagnostic("warning", d.inline.span, f"the inline {d.inline.language} code of box '{d.name}' is not "
+                                                 f"run; the box is bound from the box modules")
+            for d, _ in res.definitions()
+            if isinstance(d, ast.BoxDecl) and d.inline is not None and d.inline.language.lower() != INLINE_LANGUAGE]
 
 
 def select_net(top: list[ast.NetDef], filename: str, net: str | None) -> ast.NetDef:
@@ -131,8 +158,12 @@ def select_net(top: list[ast.NetDef], filename: str, net: str | None) -> ast.Net
                          f"choose one with --net NAME")
 
 
-def _declaration_only_uses(res: Resolution, run: ast.NetDef) -> list[Diagnostic]:
-    """Every use of a declaration-only net inside the net to run (by definition, each once)."""
+def _declaration_only_uses(res: Resolution, run: ast.NetDef, options: CompileOptions = DEFAULT_OPTIONS,
+                           filename: str = "<string>") -> list[Diagnostic]:
+    """Every use of a declaration-only net inside the net to run (by definition, each once).
+
+    In the rts dialect the message also says where ``NAME.snet`` was looked for.
+    """
     if run.body is None:
         return [Diagnostic("error", run.span, f"net '{run.name}' is declared only (it has no connect "
                                               f"expression) and cannot run")]
@@ -147,35 +178,40 @@ def _declaration_only_uses(res: Resolution, run: ast.NetDef) -> list[Diagnostic]
             if not isinstance(target, ast.NetDef):
                 continue
             if target.body is None:
+                note = not_found_note(ref.name, filename, options.net_path) if options.rts else ""
                 out.append(Diagnostic("error", ref.span, f"net '{ref.name}' is declared only (it has no "
-                                                          f"connect expression); the net to run uses it here"))
+                                                          f"connect expression); the net to run uses it here"
+                                                          f"{note}"))
             elif id(target) not in seen:
                 seen.add(id(target))
                 stack.append(target)
     return out
 
 
-def compile_source(text: str, filename: str = "<string>", net: str | None = None) -> PropertyGraph:
+def compile_source(text: str, filename: str = "<string>", net: str | None = None,
+                   options: CompileOptions | None = None) -> PropertyGraph:
     """Compile S-Net source text to the property graph of its run net.
 
     Args:
         text: the program.
         filename: the name used in messages (and for the default net).
         net: the top-level net to run (default: see :func:`select_net`).
+        options: the dialect and net path (default: the standard dialect).
 
     Raises:
         SNetCompileError: syntax (first), name, label, cycle errors (all).
         SNetUsageError: no net, or an ambiguous or unknown ``net``.
     """
-    return compile_analysis(text, filename, net)[1]
+    return compile_analysis(text, filename, net, options=options)[1]
 
 
 def compile_analysis(text: str, filename: str = "<string>", net: str | None = None,
-                     require_run: bool = True) -> tuple[Analysis, PropertyGraph | None]:
+                     require_run: bool = True,
+                     options: CompileOptions | None = None) -> tuple[Analysis, PropertyGraph | None]:
     """:func:`analyse` and :func:`build_graph` together: the analysis and the run net's graph
     (None when ``require_run`` is false and no net was chosen among several)."""
     try:
-        analysis, run = analyse(text, filename, net, require_run)
+        analysis, run = analyse(text, filename, net, require_run, options)
         return analysis, (build_graph(analysis, run) if run is not None else None)
     except RecursionError:
         # The passes after the parser recurse over the expression tree.
@@ -183,13 +219,13 @@ def compile_analysis(text: str, filename: str = "<string>", net: str | None = No
                                                           f"to compile")]) from None
 
 
-def compile_file(path: str, net: str | None = None) -> PropertyGraph:
+def compile_file(path: str, net: str | None = None, options: CompileOptions | None = None) -> PropertyGraph:
     """:func:`compile_source` on a file; an unreadable file is a usage error."""
     try:
         text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is skipped
     except (OSError, UnicodeDecodeError) as e:
         raise SNetUsageError(f"cannot read {path}: {e}") from None
-    return compile_source(text, str(path), net)
+    return compile_source(text, str(path), net, options)
 
 
 def build_graph(analysis: Analysis, run: ast.NetDef) -> PropertyGraph:
@@ -203,12 +239,20 @@ def build_graph(analysis: Analysis, run: ast.NetDef) -> PropertyGraph:
                                f"net is a separate instance); use *, ! or \\ for repeated structure")]) from None
     boxes = tuple(
         BoxDeclaration(d.name, () if d.inputs is None else tuple(label.text for label in d.inputs),
-                       tuple(tuple(label.text for label in v) for v in d.outputs), d.inputs is None, d.span)
+                       tuple(tuple(label.text for label in v) for v in d.outputs), d.inputs is None, d.span,
+                       _inline(d))
         for d, _ in analysis.resolution.definitions() if isinstance(d, ast.BoxDecl))
     return PropertyGraph(
         root=root, nodes=tuple(builder.nodes), net_name=run.name,
         signature=analysis.checker.signature_text(run), boxes=boxes, source=analysis.source,
-        warnings=tuple(w.render() for w in analysis.warnings))
+        warnings=tuple(w.render() for w in analysis.warnings), linked=analysis.linked)
+
+
+def _inline(box: ast.BoxDecl) -> tuple[str, int, int] | None:
+    inline = box.inline
+    if inline is None or inline.language.lower() != INLINE_LANGUAGE:
+        return None
+    return inline.code, inline.line, inline.column
 
 
 class _TooLarge(Exception):

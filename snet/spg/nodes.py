@@ -217,6 +217,8 @@ class BoxDeclaration:
     variants: tuple[tuple[str, ...], ...]
     initialiser: bool
     span: Span | None
+    # an inline Python body (rts dialect): (code, line, column) in the file of `span` (snet.inlinecode)
+    inline: tuple[str, int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -232,6 +234,8 @@ class PropertyGraph:
             run net's boxes are a subset (``BoxNode.name``).
         source: the program text, for messages and for shipping to Spark.
         warnings: rendered warning messages found while compiling.
+        linked: the ``.snet`` files whose nets were bound to declared-only
+            nets of the program (rts dialect, :mod:`snet.spg.linking`).
     """
 
     root: Node
@@ -241,6 +245,7 @@ class PropertyGraph:
     boxes: tuple[BoxDeclaration, ...]
     source: Source
     warnings: tuple[str, ...] = ()
+    linked: tuple[str, ...] = ()
 
     def walk(self) -> Iterator[Node]:
         """Every node, parents before children."""

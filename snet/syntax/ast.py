@@ -257,6 +257,20 @@ ConnectExpr = Union[NameRef, Identity, Filter, SyncCell, Serial, Parallel, Star,
 # ---- definitions (§3.1)
 
 @dataclass(frozen=True, slots=True)
+class InlineCode:
+    """``{<<< language | code >>>}`` after a box's signature (rts dialect; :mod:`snet.inlinecode`).
+
+    ``line`` and ``column`` are where ``code`` starts in the program text.
+    """
+
+    language: str
+    code: str
+    line: int = field(default=1, compare=False, repr=False)
+    column: int = field(default=1, compare=False, repr=False)
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
 class BoxDecl:
     """``box f (I -> O1 | O2);``; ``inputs`` None for an initialiser ``( -> O)``."""
 
@@ -264,6 +278,7 @@ class BoxDecl:
     inputs: tuple[Label, ...] | None
     outputs: tuple[tuple[Label, ...], ...]
     span: Span | None = _span()  # the name
+    inline: InlineCode | None = None  # inline box code (rts dialect)
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,7 +47,8 @@ OPERATORS = {
 DISPLAY = {name: f"'{text}'" for text, name in OPERATORS.items()}
 DISPLAY.update({name: f"'{word}'" for word, name in KEYWORDS.items()})
 DISPLAY["GTCMP"] = "'>'"
-DISPLAY.update({"NAME": "name", "INT": "integer", "METADATA": "metadata block", "$END": "end of input"})
+DISPLAY.update({"NAME": "name", "INT": "integer", "METADATA": "metadata block", "$END": "end of input",
+                "INLINE_CODE": "inline box code"})
 
 _OPERATOR_RE = "|".join(re.escape(op) for op in sorted(OPERATORS, key=len, reverse=True))
 _TOKEN_RE = re.compile(
@@ -64,6 +65,11 @@ _TOKEN_RE = re.compile(
 METADATA_OPEN_RE = re.compile(
     r"<(?:(?P<prefix>[A-Za-z_][A-Za-z0-9_.-]*):)?metadata"
     r"(?:\s+[A-Za-z_][A-Za-z0-9_.:-]*\s*=\s*(?:\"[^\"]*\"|'[^']*'))*\s*>")
+
+
+# Inline box code of the rts dialect: "{", blanks, "<<<" ... ">>>", blanks, "}" is one token.
+INLINE_OPEN_RE = re.compile(r"\{\s*<<<")
+INLINE_CLOSE_RE = re.compile(r">>>\s*\}")
 
 
 class LexicalError(Exception):
@@ -89,6 +95,8 @@ class SNetLexer(Lexer):
     """Tokens for lark's LALR parser; see the module docstring."""
 
     __future_interface__ = 2  # lex(lexer_state, parser_state): we need the parser state
+    # Set by snet.syntax.parser.parse, under its lock, for the parse in progress.
+    rts = False
 
     def __init__(self, lexer_conf) -> None:  # lark's interface
         pass
@@ -96,11 +104,15 @@ class SNetLexer(Lexer):
     def lex(self, lexer_state, parser_state) -> Iterator[Token]:
         slice_ = lexer_state.text
         text = slice_.text if hasattr(slice_, "text") else slice_
-        return tokenize(text, parser_state)
+        return tokenize(text, parser_state, SNetLexer.rts)
 
 
-def tokenize(text: str, parser_state=None) -> Iterator[Token]:
-    """Yield the tokens of `text`; with a parser state, metadata is context-sensitive."""
+def tokenize(text: str, parser_state=None, rts: bool = False) -> Iterator[Token]:
+    """Yield the tokens of `text`; with a parser state, metadata is context-sensitive.
+
+    With ``rts`` (the reference distribution's dialect), ``{ <<< ... >>> }``
+    is one INLINE_CODE token.
+    """
     pos = 0
     line = 1
     line_start = 0  # index of the first character of `line`
@@ -126,6 +138,18 @@ def tokenize(text: str, parser_state=None) -> Iterator[Token]:
         if kind == "name":
             yield Token(keywords.get(value, "NAME"), value, pos, line, column, line, column + len(value), stop)
         elif kind == "op":
+            if value == "{" and rts and INLINE_OPEN_RE.match(text, pos):
+                close = INLINE_CLOSE_RE.search(text, pos)
+                if close is None:
+                    raise LexicalError("unterminated inline box code (no '>>>' and '}' after '<<<')", line, column)
+                value = text[pos:close.end()]
+                yield _token("INLINE_CODE", value, pos, line, line_start, text)
+                newlines = value.count("\n")
+                if newlines:
+                    line += newlines
+                    line_start = text.rfind("\n", pos, close.end()) + 1
+                pos = close.end()
+                continue
             if value == "<" and stop < end and (text[stop] in "?!" or text[stop].isalpha()):
                 skipped = _definition_level_markup(text, pos, parser_state, line, column)
                 if skipped is not None:

@@ -26,6 +26,7 @@ from lark import Lark
 from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
 
 from snet.errors import Diagnostic, SNetSyntaxError
+from snet.inlinecode import InlineCodeError
 from snet.source import Source, Span
 from snet.syntax.ast import Program
 from snet.syntax.lexer import DISPLAY, LexicalError, SNetLexer
@@ -99,13 +100,15 @@ def line_locator(text: str):
     return line_of
 
 
-def parse(text: str, filename: str = "<string>", source: Source | None = None) -> Program:
+def parse(text: str, filename: str = "<string>", source: Source | None = None, dialect: str = "standard") -> Program:
     """Parse a whole `.snet` text.
 
     Args:
         text: the program.
         filename: the name messages report.
         source: the :class:`Source` to attach to spans (made from the others if None).
+        dialect: ``"standard"`` or ``"rts"`` (:class:`snet.options.CompileOptions`):
+            the rts dialect also reads inline box code and ``net NAME;``.
 
     Returns:
         The program's AST.
@@ -117,12 +120,17 @@ def parse(text: str, filename: str = "<string>", source: Source | None = None) -
         source = Source(filename, text)
     line_of = line_locator(text)
     parsers = _parsers()
+    rts = dialect == "rts"
     try:
         with parsers.lock:
             parsers.builder.source = source
             parsers.builder.line_of = line_of
-            return parsers.lark.parse(text)
-    except LexicalError as e:
+            parsers.builder.rts = SNetLexer.rts = rts
+            try:
+                return parsers.lark.parse(text)
+            finally:
+                parsers.builder.rts = SNetLexer.rts = False
+    except (LexicalError, InlineCodeError) as e:
         raise _error(source, e.line, e.column, e.message) from None
     except MetadataError as e:
         line, column = line_of(e.offset)
@@ -132,9 +140,11 @@ def parse(text: str, filename: str = "<string>", source: Source | None = None) -
         if isinstance(inner, MetadataError):
             line, column = line_of(inner.offset)
             raise _error(source, line, column, inner.message) from None
+        if isinstance(inner, InlineCodeError):
+            raise _error(source, inner.line, inner.column, inner.message) from None
         raise
     except UnexpectedToken as e:
-        raise _unexpected(source, text, e) from None
+        raise _unexpected(source, text, e, rts) from None
     except UnexpectedInput as e:  # not produced by this lexer, but keep the contract
         raise _error(source, getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1, str(e).split("\n")[0]) from None
 
@@ -144,7 +154,7 @@ def _error(source: Source, line: int, column: int, message: str) -> SNetSyntaxEr
     return SNetSyntaxError([Diagnostic("error", span, message)])
 
 
-def _unexpected(source: Source, text: str, e: UnexpectedToken) -> SNetSyntaxError:
+def _unexpected(source: Source, text: str, e: UnexpectedToken, rts: bool = False) -> SNetSyntaxError:
     token = e.token
     names = set(e.expected)
     try:
@@ -153,6 +163,10 @@ def _unexpected(source: Source, text: str, e: UnexpectedToken) -> SNetSyntaxErro
         names = e.interactive_parser.accepts() or names
     except Exception:  # noqa: BLE001 - only the message's quality depends on it
         pass
+    if not rts:  # forms of the rts dialect only: the standard dialect does not offer them
+        names = set(names) - {"INLINE_CODE"}
+        if "_LPAR" in names and "_CONNECT" in names:  # after `net NAME`, where `;` is rts only
+            names.discard("_SEMI")
     expected = sorted({DISPLAY.get(name, name) for name in names if not name.startswith("__")},
                       key=_expected_order)
     if token.type == "$END":

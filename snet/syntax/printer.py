@@ -44,6 +44,8 @@ def format_definition(d, depth: int) -> list[str]:
     if isinstance(d, ast.BoxDecl):
         inputs = "" if d.inputs is None else format_tuple(d.inputs) + " "
         outs = " | ".join(format_tuple(v) for v in d.outputs)
+        if d.inline is not None:
+            return [f"{pad}box {d.name} ({inputs}-> {outs}) {{<<< {d.inline.language} |{d.inline.code}>>>}}"]
         return [f"{pad}box {d.name} ({inputs}-> {outs});"]
     if isinstance(d, ast.TypeDef):
         return [f"{pad}type {d.name} = {format_type(d.type)};"]

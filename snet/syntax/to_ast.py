@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from lark import Token, Transformer
 
+from snet.inlinecode import INLINE_LANGUAGE, InlineCodeError, compile_python, split_token
 from snet.source import Source, Span
 from snet.syntax import ast
 from snet.syntax.lexer import int_value
@@ -33,6 +34,7 @@ class AstBuilder(Transformer):
         super().__init__(visit_tokens=False)
         self.source = source
         self.line_of = line_of
+        self.rts = False  # the reference distribution's dialect (set per parse)
 
     def span(self, tok: Token) -> Span:
         return Span(self.source, tok.line, tok.column, tok.end_line, tok.end_column)
@@ -49,7 +51,15 @@ class AstBuilder(Transformer):
     def box_decl(self, items):
         name, inputs = items[0], items[1]
         outputs = tuple(t for t in items[2:] if not isinstance(t, Token))
-        return ast.BoxDecl(str(name), inputs, outputs, self.span(name))
+        inline = None
+        last = items[-1]
+        if isinstance(last, Token) and last.type == "INLINE_CODE":  # only the rts lexer makes one
+            parts = split_token(str(last), last.line, last.column)
+            if parts.language.lower() == INLINE_LANGUAGE:
+                labels = () if inputs is None else tuple(label.text for label in inputs)
+                compile_python(str(name), labels, parts, self.source.name)
+            inline = ast.InlineCode(parts.language, parts.code, parts.line, parts.column, self.span(last))
+        return ast.BoxDecl(str(name), inputs, outputs, self.span(name), inline)
 
     def box_tuple(self, items):
         return tuple(items)
@@ -70,6 +80,15 @@ class AstBuilder(Transformer):
     def net_decl(self, items):
         name, signature = items
         return ast.NetDef(str(name), signature, None, None, self.span(name))
+
+    def net_decl_bare(self, items):
+        name = items[0]
+        if not self.rts:  # the standard dialect's message for `net n;`, as before the rts form existed
+            rest = self.source.text[name.end_pos:]
+            gap = len(rest) - len(rest.lstrip())
+            line, column = self.line_of(name.end_pos + gap)
+            raise InlineCodeError("unexpected ';' (expected '(', 'connect', '{')", line, column)
+        return ast.NetDef(str(name), None, None, None, self.span(name))
 
     def net_sig(self, items):
         return items[0]

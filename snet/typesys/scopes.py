@@ -8,7 +8,10 @@ scope.  A name is looked up lexically, innermost scope first:
   scope if it has braces, else in the scope that holds ``N``;
 * the right-hand side of a ``type`` or ``typesig`` starts in the scope that
   holds the definition, so ``type T = T | {x};`` finds itself (a cycle) even
-  where an outer scope also defines ``T``.
+  where an outer scope also defines ``T``.  In the rts dialect
+  (``shadowing``), a right-hand side that names its own definition looks
+  that name up from the enclosing scope instead: ``type t = t;`` in a net
+  names the outer ``t`` (:meth:`Resolution.rhs_scope`).
 
 :func:`resolve` checks the whole file, used or not, and returns every
 error it finds; the caller sorts them by position.  Nothing here computes
@@ -69,8 +72,10 @@ class Resolution:
         errors: every error found, unsorted.
     """
 
-    def __init__(self, program: ast.Program) -> None:
+    def __init__(self, program: ast.Program, shadowing: bool = False) -> None:
         self.program = program
+        self.shadowing = shadowing  # the rts dialect's `type t = t;` rule
+        self._rhs: dict[int, Scope] = {}  # id(definition) -> its right-hand side's scope, where it differs
         self.errors: list[Diagnostic] = []
         self.file_scope = Scope(None, None, 0)
         self._home: dict[int, Scope] = {}  # id(definition) -> the scope that holds it
@@ -82,6 +87,25 @@ class Resolution:
     def home(self, definition) -> Scope:
         """The scope that holds `definition`."""
         return self._home[id(definition)]
+
+    def rhs_scope(self, definition) -> Scope:
+        """Where the names on the right-hand side of a ``type`` or ``typesig`` definition are looked up.
+
+        The holding scope; with ``shadowing``, for a definition that names
+        itself, a view of it without that one name, so the name is found in
+        an enclosing scope (or is unknown at the file scope).
+        """
+        home = self._home[id(definition)]
+        if not self.shadowing:
+            return home
+        view = self._rhs.get(id(definition))
+        if view is not None:
+            return view
+        if not any(ref.name == definition.name for ref in _type_references(definition)):
+            return home
+        names = {k: v for k, v in home.names.items() if k != definition.name}
+        view = self._rhs[id(definition)] = Scope(home.parent, home.owner, home.depth, names, home.metadata)
+        return view
 
     def net_scope(self, net: ast.NetDef) -> Scope:
         """The scope in which `net`'s signature and connect expression are resolved."""
@@ -121,13 +145,16 @@ class Resolution:
         self.errors.append(Diagnostic("error", span, message))
 
 
-def resolve(program: ast.Program) -> Resolution:
+def resolve(program: ast.Program, shadowing: bool = False) -> Resolution:
     """Build the scopes and check every name and label of `program`.
+
+    Args:
+        shadowing: the rts dialect's rule for ``type t = t;`` (see the module docstring).
 
     Returns:
         The resolution; its ``errors`` list is empty for a correct program.
     """
-    res = Resolution(program)
+    res = Resolution(program, shadowing)
     res._keep.append(program)
     _declare(res, program.definitions, res.file_scope)
     for definition, scope in list(res.definitions()):
@@ -172,9 +199,9 @@ def _check_definition(res: Resolution, d, scope: Scope) -> None:
         if d.body is not None:
             _check_expr(res, d.body, inner)
     elif isinstance(d, ast.TypeDef):
-        _check_type(res, d.type, scope)
+        _check_type(res, d.type, res.rhs_scope(d))
     elif isinstance(d, ast.TypesigDef):
-        _check_signature(res, d.signature, scope)
+        _check_signature(res, d.signature, res.rhs_scope(d))
 
 
 def _check_labels(res: Resolution, labels, what: str) -> None:
@@ -295,8 +322,9 @@ def _check_cycles(res: Resolution) -> None:
                 if isinstance(target, ast.NetDef):
                     out.append((target, ref))
         elif isinstance(d, (ast.TypeDef, ast.TypesigDef)):
+            rhs = res.rhs_scope(d)
             for ref in _type_references(d):
-                target = scope.lookup(ref.name)
+                target = rhs.lookup(ref.name)
                 if isinstance(target, (ast.TypeDef, ast.TypesigDef)):
                     out.append((target, ref))
         else:

@@ -124,7 +124,7 @@ class TypeChecker:
             if id(d) in done:
                 stack.pop()
                 continue
-            scope = self.res.home(d)
+            scope = self.res.rhs_scope(d)
             pending = [t for t in (scope.lookup(a.name) for a in d.type.atoms if isinstance(a, ast.TypeRef))
                        if id(t) not in done]
             if pending:
@@ -144,7 +144,7 @@ class TypeChecker:
         for item in signature.items:
             if isinstance(item, ast.TypesigRef):
                 definition = scope.lookup(item.name)
-                maps.extend(self.signature_maps(definition.signature, self.res.home(definition)))
+                maps.extend(self.signature_maps(definition.signature, self.res.rhs_scope(definition)))
             else:
                 outputs = None if item.output is None else self.type_of(item.output, scope)
                 maps.append(DeclaredMap(self.type_of(item.input, scope), outputs, item.span))
