@@ -17,7 +17,7 @@ from lark import Token, Transformer
 from snet.inlinecode import INLINE_LANGUAGE, InlineCodeError, compile_python, split_token
 from snet.source import Source, Span
 from snet.syntax import ast
-from snet.syntax.lexer import int_value
+from snet.syntax.lexer import int_value, tokenize
 from snet.syntax.metadata import parse_metadata
 from snet.tagexpr import Binary, Cond, Const, Ref, Unary
 
@@ -84,9 +84,8 @@ class AstBuilder(Transformer):
     def net_decl_bare(self, items):
         name = items[0]
         if not self.rts:  # the standard dialect's message for `net n;`, as before the rts form existed
-            rest = self.source.text[name.end_pos:]
-            gap = len(rest) - len(rest.lstrip())
-            line, column = self.line_of(name.end_pos + gap)
+            semicolon = next(tokenize(self.source.text[name.end_pos:]))  # comments may stand between
+            line, column = self.line_of(name.end_pos + semicolon.start_pos)
             raise InlineCodeError("unexpected ';' (expected '(', 'connect', '{')", line, column)
         return ast.NetDef(str(name), None, None, None, self.span(name))
 

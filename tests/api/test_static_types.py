@@ -58,7 +58,8 @@ def test_load_and_run_have_their_declared_types_under_strict_mypy(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     revealed = re.findall(r'Revealed type is "(.*)"', result.stdout)
     assert revealed == [
-        "def (source: str | os.PathLike[Any], boxes: Any =, *, net: str | None =) -> snet.api.Network",
+        "def (source: str | os.PathLike[Any], boxes: Any =, *, net: str | None =, dialect: str =, "
+        "net_path: str | os.PathLike[Any] | typing.Sequence[str | os.PathLike[Any]] =) -> snet.api.Network",
         "snet.api.Network",
         "snet.execution.Execution",
         "dict[str, Any]",

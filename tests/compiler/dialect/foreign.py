@@ -1,0 +1,2 @@
+def count(A):
+    return {"B": len(A)}

@@ -1,0 +1,2 @@
+def twice(v):
+    return {"v": 2 * v}

@@ -1,0 +1,249 @@
+"""The rts dialect (``--dialect rts``): inline Python boxes, ``type t = t;`` naming an outer ``t``,
+declared-only nets bound from ``NAME.snet``; and the standard dialect still refusing all three."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import snet
+from frontend_helpers import snet_cli
+from snet.errors import SNetCompileError, SNetSyntaxError, SNetUsageError
+from snet.options import CompileOptions
+from snet.spg.build import compile_analysis
+from snet.syntax.parser import parse
+from snet.syntax.printer import format_program
+
+DIALECT = Path(__file__).resolve().parent / "dialect"
+
+
+def outputs(stdout: str) -> Counter:
+    return Counter(json.dumps(json.loads(line), sort_keys=True) for line in stdout.splitlines())
+
+
+def first_line(error: Exception) -> str:
+    return str(error).split("\n")[0]
+
+
+# ---- the standard dialect is unchanged: each form stays the error it was
+
+@pytest.mark.parametrize("src,message", [
+    ('box f ((a) -> (b)) {<<< python | return {"b": a} >>>}\nnet n connect f;\n',
+     "m.snet:1:20: error: unexpected '{' (expected ';')"),
+    ("net x;\nnet n connect x;\n", "m.snet:1:6: error: unexpected ';' (expected '(', 'connect', '{')"),
+    ("net x /* a */ ;\n", "m.snet:1:15: error: unexpected ';' (expected '(', 'connect', '{')"),
+    ("net x foo", "m.snet:1:7: error: unexpected name 'foo' (expected '(', 'connect', '{')"),
+    ("box f ((a) -> (b)) g", "m.snet:1:20: error: unexpected name 'g' (expected ';')"),
+])
+def test_standard_dialect_rejects_the_rts_forms_as_before(src, message):
+    with pytest.raises(SNetSyntaxError) as info:
+        parse(src, "m.snet")
+    assert first_line(info.value) == message
+
+
+def test_standard_dialect_keeps_type_t_equals_t_a_cycle():
+    src = "type t = {a};\nnet n { type t = t | {b}; net m (t -> t) connect []; } connect m;\n"
+    with pytest.raises(SNetCompileError) as info:
+        compile_analysis(src, "m.snet")
+    assert [d.render().split("\n")[0] for d in info.value.diagnostics] == [
+        "m.snet:2:18: error: type 't' is defined in terms of itself: t -> t"]
+
+
+def test_standard_dialect_keeps_declared_only_nets_an_error(tmp_path):
+    for name in ("linked.snet", "lib"):
+        source = DIALECT / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, tmp_path / name)
+    result = snet_cli("check", "--net-path", "lib", "linked.snet", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == "linked.snet:2:11: error: unexpected ';' (expected '(', 'connect', '{')"
+    (tmp_path / "sig.snet").write_text("net offset ({v} -> {w});\nnet sig connect offset;\n")
+    result = snet_cli("check", "--net-path", "lib", "sig.snet", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == (
+        "sig.snet:2:17: error: net 'offset' is declared only (it has no connect expression); "
+        "the net to run uses it here")
+
+
+# ---- inline Python boxes
+
+def test_inline_python_boxes_run_from_the_command_line():
+    result = snet_cli("run", "--dialect", "rts", "inline.snet", "-i", "inline.jsonl", cwd=DIALECT)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert outputs(result.stdout) == outputs('{"small": 6}\n{"text": "big 20"}\n')
+
+
+def test_inline_python_boxes_through_the_api_bind_by_name():
+    src = ('box f ((<b>, a) -> (d)) {<<< python | return {"d": a - b} >>>}\n'
+           "net n connect f;\n")
+    net = snet.load(src, dialect="rts")
+    assert list(net.run([{"a": 10, "<b>": 1}], engine="reference")) == [{"d": 9}]
+    assert net.boxes["f"].__name__ == "f"
+    assert list(net.run([{"a": 10, "<b>": 1}], workers=2)) == [{"d": 9}]
+
+
+def test_an_inline_initialiser_has_no_parameters():
+    src = ('box start (-> (x)) {<<< python | return {"x": 7} >>>}\n'
+           "box inc ((x) -> (x)) {<<< python | return {\"x\": x + 1} >>>}\n"
+           "net n connect (start | []) .. inc;\n")
+    net = snet.load(src, dialect="rts")
+    assert Counter(r["x"] for r in net.run([{"x": 1}], engine="reference")) == Counter({8: 1, 2: 1})
+
+
+def test_a_syntax_error_in_inline_code_is_reported_at_its_place_in_the_snet_file():
+    src = ("box f ((a) -> (b)) {<<< python |\n"
+           "    x = a +\n"
+           "    return {'b': x}\n"
+           ">>>}\n"
+           "net n connect f;\n")
+    with pytest.raises(SNetSyntaxError) as info:
+        parse(src, "m.snet", dialect="rts")
+    assert first_line(info.value) == "m.snet:2:12: error: syntax error in the inline Python code of box 'f': " \
+                                     "invalid syntax"
+    one_line = 'box g ((a) -> (b)) {<<< python | return {"b": a)} >>>}\n'
+    with pytest.raises(SNetSyntaxError) as info:
+        parse(one_line, "m.snet", dialect="rts")
+    assert first_line(info.value).startswith("m.snet:1:48: error: syntax error in the inline Python code of box 'g'")
+
+
+@pytest.mark.parametrize("src,message", [
+    ("box f ((a) -> (b)) {<<< python | return 1\nnet n connect f;\n",
+     "m.snet:1:20: error: unterminated inline box code (no '>>>' and '}' after '<<<')"),
+    ("box f ((a) -> (b)) {<<< | return 1 >>>}\n",
+     "m.snet:1:25: error: inline box code needs a language name after '<<<', as in {<<< python | ... >>>}"),
+    ("box f ((a) -> (b)) {<<< python return 1 >>>}\n",
+     "m.snet:1:32: error: inline box code needs '|' after the language name 'python', as in "
+     "{<<< python | ... >>>}"),
+])
+def test_malformed_inline_code_is_a_positioned_syntax_error(src, message):
+    with pytest.raises(SNetSyntaxError) as info:
+        parse(src, "m.snet", dialect="rts")
+    assert first_line(info.value) == message
+
+
+def test_inline_code_in_another_language_is_not_run_and_says_so():
+    check = snet_cli("check", "--dialect", "rts", "foreign.snet", cwd=DIALECT)
+    assert (check.returncode, check.stdout) == (0, "{A} -> {B}\n")
+    assert check.stderr.splitlines()[0] == ("foreign.snet:2:24: warning: the inline C code of box 'count' is not "
+                                            "run; the box is bound from the box modules")
+    run = snet_cli("run", "--dialect", "rts", "foreign.snet", "-i", "foreign.jsonl", "-q", cwd=DIALECT)
+    assert (run.returncode, run.stdout) == (0, '{"B":3}\n')
+    strict = snet_cli("check", "--strict", "--dialect", "rts", "foreign.snet", cwd=DIALECT)
+    assert strict.returncode == 2 and "foreign.snet:2:24: error: the inline C code" in strict.stderr
+
+
+def test_inline_boxes_print_and_parse_back():
+    src = (DIALECT / "inline.snet").read_text()
+    program = parse(src, "inline.snet", dialect="rts")
+    again = parse(format_program(program), "again.snet", dialect="rts")
+    assert again == program
+    assert again.definitions[0].inline.code == ' return {"y": x * k} '
+
+
+# ---- type t = t
+
+def test_type_t_equals_t_names_the_outer_definition():
+    check = snet_cli("check", "-v", "--dialect", "rts", "shadow.snet", cwd=DIALECT)
+    assert (check.returncode, check.stderr) == (0, "")
+    assert check.stdout == ("shadow: {x} | {y} -> {moved, x} | {moved, y}\n"
+                            "step: {x} -> {moved, x}, {y} -> {moved, y}\n")
+
+
+def test_type_t_equals_t_at_the_file_scope_is_an_unknown_name():
+    with pytest.raises(SNetCompileError) as info:
+        compile_analysis("type t = t | {a};\nnet n connect [];\n", "m.snet", options=CompileOptions(dialect="rts"))
+    assert [d.render().split("\n")[0] for d in info.value.diagnostics] == ["m.snet:1:10: error: unknown name 't'"]
+
+
+def test_a_longer_cycle_through_an_outer_name_is_still_a_cycle():
+    src = "type t = {a};\nnet n { type t = u; type u = t; net m (t -> t) connect []; } connect m;\n"
+    with pytest.raises(SNetCompileError) as info:
+        compile_analysis(src, "m.snet", options=CompileOptions(dialect="rts"))
+    assert "is defined in terms of itself" in str(info.value)
+
+
+# ---- declared-only nets bound from NAME.snet
+
+def test_declared_only_nets_are_bound_from_the_net_path():
+    check = snet_cli("check", "--dialect", "rts", "--net-path", "lib", "linked.snet", cwd=DIALECT)
+    assert (check.returncode, check.stdout, check.stderr) == (0, "{v} -> {w}\n", "")
+    run = snet_cli("run", "--dialect", "rts", "--net-path", "lib", "linked.snet", "-i", "linked.jsonl", cwd=DIALECT)
+    assert (run.returncode, run.stderr) == (0, "")
+    assert outputs(run.stdout) == outputs('{"w": 1002}\n{"w": 1042}\n')
+
+
+def test_a_net_file_beside_the_program_needs_no_net_path(tmp_path):
+    shutil.copy(DIALECT / "linked.snet", tmp_path)
+    for f in (DIALECT / "lib").iterdir():
+        shutil.copy(f, tmp_path)
+    net = snet.load(tmp_path / "linked.snet", dialect="rts")
+    assert sorted(r["w"] for r in net.run([{"v": 1}, {"v": 2}], engine="reference")) == [1002, 1004]
+    assert sorted(net.boxes) == ["plus", "twice"]
+
+
+def test_a_missing_net_file_says_where_it_was_looked_for(tmp_path):
+    shutil.copy(DIALECT / "linked.snet", tmp_path)
+    result = snet_cli("check", "--dialect", "rts", "linked.snet", cwd=tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert lines[0] == (f"linked.snet:5:20: error: net 'double' is declared only (it has no connect expression); "
+                        f"the net to run uses it here; no double.snet in {tmp_path.resolve()}")
+
+
+def test_the_declared_signature_is_checked_against_the_bound_net(tmp_path):
+    # As for a net written with both a signature and a body: the same warning, at the declaration.
+    (tmp_path / "main.snet").write_text("net inc ({a} -> {z});\nnet main connect inc;\n")
+    (tmp_path / "inc.snet").write_text("net inc connect [{a} -> {b = a}];\n")
+    net = snet.load(tmp_path / "main.snet", dialect="rts")
+    assert net.signature == "{a} -> {z}"
+    assert [w.split("\n")[0] for w in net.graph.warnings] == [
+        f"{tmp_path / 'main.snet'}:1:10: warning: net 'inc': declared output label 'z' is produced by nothing "
+        f"in its body"]
+
+
+def test_net_files_that_need_each_other_are_an_error(tmp_path):
+    (tmp_path / "main.snet").write_text("net a;\nnet main connect a;\n")
+    (tmp_path / "a.snet").write_text("net b;\nnet a connect b;\n")
+    (tmp_path / "b.snet").write_text("net a;\nnet b connect a;\n")
+    with pytest.raises(SNetCompileError) as info:
+        snet.load(tmp_path / "main.snet", dialect="rts")
+    assert first_line(info.value).endswith("which needs itself: a.snet -> b.snet -> a.snet")
+
+
+def test_a_net_file_without_that_net_is_an_error(tmp_path):
+    (tmp_path / "main.snet").write_text("net a;\nnet main connect a;\n")
+    (tmp_path / "a.snet").write_text("net other connect [];\n")
+    with pytest.raises(SNetCompileError) as info:
+        snet.load(tmp_path / "main.snet", dialect="rts")
+    assert first_line(info.value) == (f"{tmp_path / 'main.snet'}:1:5: error: net 'a' is declared only, and "
+                                      f"{tmp_path / 'a.snet'} defines no top-level net 'a' with a connect "
+                                      f"expression")
+
+
+# ---- the options
+
+def test_compile_options_are_checked_when_built(tmp_path):
+    assert CompileOptions().dialect == "standard" and CompileOptions().net_path == ()
+    assert CompileOptions(dialect="rts", net_path=tmp_path).net_path == (str(tmp_path),)
+    with pytest.raises(SNetUsageError, match=r"^dialect: unknown dialect 'rst' \(did you mean 'rts'\? "
+                                             r"dialects: standard, rts\)$"):
+        CompileOptions(dialect="rst")
+    with pytest.raises(SNetUsageError, match="^net_path: no such folder: 'nowhere'$"):
+        CompileOptions(net_path=["nowhere"])
+    with pytest.raises(SNetUsageError, match="^net_path must be a folder or a list of folders, not 3$"):
+        CompileOptions(net_path=3)
+    with pytest.raises(AttributeError):
+        CompileOptions().dialect = "rts"  # type: ignore[misc]
+    with pytest.raises(SNetUsageError, match="unknown dialect"):
+        snet.load("net n connect [];\n", dialect="c")
+
+
+def test_the_command_line_names_its_own_option(tmp_path):
+    (tmp_path / "n.snet").write_text("net n connect [];\n")
+    result = snet_cli("check", "--dialect", "rts", "--net-path", "nowhere", "n.snet", cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (2, "error: --net-path: no such folder: 'nowhere'\n")
+    bad = snet_cli("check", "--dialect", "c", "n.snet", cwd=tmp_path)
+    assert bad.returncode == 2 and "invalid choice: 'c'" in bad.stderr
