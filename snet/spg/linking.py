@@ -17,6 +17,12 @@ and its own declared-only nets are bound the same way; a file that needs
 itself, directly or not, is an error.  A declared-only net with no file
 stays declared only: using it in the net to run is the usual error, which
 then also says where ``X.snet`` was looked for.
+
+A name that a connect expression uses and the file defines nowhere is
+taken as such a declaration (at the file scope) when ``NAME.snet`` is
+found: the reference distribution's compiler tests use nets that live in
+other files without declaring them.  Without the file it stays an unknown
+name.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from snet.errors import Diagnostic, SNetCompileError
 from snet.source import Source
 from snet.syntax import ast
 from snet.syntax.parser import parse
-from snet.typesys.scopes import resolve
+from snet.typesys.scopes import net_references, resolve
 
 
 def search_folders(filename: str, net_path: tuple[str, ...]) -> list[str]:
@@ -63,7 +69,28 @@ class Linker:
 
     def link(self, program: ast.Program, filename: str) -> ast.Program:
         folders = search_folders(filename, self.net_path)
-        return ast.Program(self._definitions(program.definitions, folders, filename), program.span)
+        definitions = program.definitions + self._implicit(program, folders)
+        return ast.Program(self._definitions(definitions, folders, filename), program.span)
+
+    @staticmethod
+    def _implicit(program: ast.Program, folders: list[str]) -> tuple:
+        """``net NAME;`` for each name used in a connect expression, defined nowhere in the file,
+        with a ``NAME.snet`` to bind it (the reference distribution's external nets)."""
+        defined: set[str] = set()
+        used: dict[str, ast.NameRef] = {}
+        stack = list(program.definitions)
+        while stack:
+            d = stack.pop()
+            if isinstance(d, ast.Metadata):
+                continue
+            defined.add(d.name)
+            if isinstance(d, ast.NetDef):
+                stack.extend(d.definitions or ())
+                if d.body is not None:
+                    for ref in net_references(d.body):
+                        used.setdefault(ref.name, ref)
+        return tuple(ast.NetDef(name, None, None, None, ref.span) for name, ref in sorted(used.items())
+                     if name not in defined and find_net_file(name, folders) is not None)
 
     def _definitions(self, definitions, folders: list[str], filename: str) -> tuple:
         out = []

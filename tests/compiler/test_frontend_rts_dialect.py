@@ -247,3 +247,15 @@ def test_the_command_line_names_its_own_option(tmp_path):
     assert (result.returncode, result.stderr) == (2, "error: --net-path: no such folder: 'nowhere'\n")
     bad = snet_cli("check", "--dialect", "c", "n.snet", cwd=tmp_path)
     assert bad.returncode == 2 and "invalid choice: 'c'" in bad.stderr
+
+
+def test_an_undeclared_net_with_a_net_file_is_bound_like_a_declared_one(tmp_path):
+    # The reference distribution's compiler tests use nets of other files without declaring them.
+    (tmp_path / "main.snet").write_text("net main { type t = {a}; net inner (t -> {b}) connect ext; } connect inner;\n")
+    (tmp_path / "ext.snet").write_text("net ext connect [{a} -> {b = a}];\n")
+    net = snet.load(tmp_path / "main.snet", dialect="rts")
+    assert list(net.run([{"a": 4}], engine="reference")) == [{"b": 4}]
+    (tmp_path / "ext.snet").unlink()
+    with pytest.raises(SNetCompileError) as info:
+        snet.load(tmp_path / "main.snet", dialect="rts")
+    assert first_line(info.value) == f"{tmp_path / 'main.snet'}:1:55: error: unknown name 'ext'"
