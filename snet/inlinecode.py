@@ -34,7 +34,7 @@ _GAP_RE = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.S)  # blanks and comment
 
 
 class InlineCodeError(Exception):
-    """A problem in inline box code at ``offset`` (0-based, in the program text) or ``line``/``column``."""
+    """A problem in inline box code (or an rts-only form read in the standard dialect) at ``line``:``column``."""
 
     def __init__(self, message: str, line: int, column: int):
         super().__init__(message)
