@@ -22,6 +22,7 @@ bound from the box modules like a box without a body, with a warning.
 
 from __future__ import annotations
 
+import keyword
 import re
 import textwrap
 from dataclasses import dataclass
@@ -133,6 +134,13 @@ def compile_python(box: str, labels: tuple[str, ...], parts: InlineParts, filena
     Raises:
         InlineCodeError: a Python syntax error, at its place in the ``.snet`` file.
     """
+    names = parameter_names(labels)
+    for label, name in zip(labels, names):
+        problem = ("is a Python keyword" if keyword.iskeyword(name) else
+                   "is given by another label too" if names.count(name) > 1 else None)
+        if problem is not None:
+            raise InlineCodeError(f"inline Python code of box '{box}': the parameter '{name}' of label '{label}' "
+                                  f"{problem}; write the box in a box module instead", parts.line, parts.column)
     body = python_body(box, labels, parts)
     try:
         return compile(body.source, f"{filename}:{box}", "exec", dont_inherit=True)

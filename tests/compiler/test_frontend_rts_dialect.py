@@ -124,6 +124,19 @@ def test_malformed_inline_code_is_a_positioned_syntax_error(src, message):
     assert first_line(info.value) == message
 
 
+@pytest.mark.parametrize("labels,message", [
+    ("(class)", "the parameter 'class' of label 'class' is a Python keyword"),
+    ("(a, <a>)", "the parameter 'a' of label 'a' is given by another label too"),
+])
+def test_labels_that_cannot_be_parameters_are_named(labels, message):
+    src = f'box f ({labels} -> (b)) {{<<< python | return {{"b": 1}} >>>}}\n'
+    with pytest.raises(SNetSyntaxError) as info:
+        parse(src, "m.snet", dialect="rts")
+    column = 1 + src.index("|") + 1
+    assert first_line(info.value) == (f"m.snet:1:{column}: error: inline Python code of box 'f': {message}; "
+                                      f"write the box in a box module instead")
+
+
 def test_inline_code_in_another_language_is_not_run_and_says_so():
     check = snet_cli("check", "--dialect", "rts", "foreign.snet", cwd=DIALECT)
     assert (check.returncode, check.stdout) == (0, "{A} -> {B}\n")
