@@ -15,6 +15,10 @@ earlier run, by a test fixture or by the user's own code), it is used
 whatever master was asked for, and only runtime settings of ``conf`` take
 effect.  Sessions are never stopped by snet; the process's exit does that.
 
+Before a session starts, :func:`snet.spark.preflight.check_master` checks
+the URL, Java and the master's address, so that a mistake fails in seconds
+with its cause in one line.
+
 Before the first session starts, the environment is made safe for Python
 workers: for ``local`` masters, ``PYSPARK_PYTHON`` (and
 ``PYSPARK_DRIVER_PYTHON``) default to this interpreter, since workers
@@ -75,6 +79,9 @@ def get_session(master: str, conf: dict[str, str] | None = None):
         if active is not None:
             _apply_runtime_conf(active, conf)
             return active
+        from snet.spark.preflight import check_master
+
+        check_master(master)  # seconds, not a minute, for a master that is not there
         builder = SparkSession.builder.appName("snet")
         if is_connect(master):
             builder = builder.remote(master)
@@ -89,12 +96,24 @@ def get_session(master: str, conf: dict[str, str] | None = None):
         try:
             session = builder.getOrCreate()
         except Exception as e:
-            raise SNetUsageError(f"cannot start Spark for master '{master}': {type(e).__name__}: {e}") from e
+            log.debug("Spark did not start: %s", e)
+            raise SNetUsageError(f"cannot start Spark for master '{master}': {startup_cause(e)}") from e
         finally:
             _restore_sigint(handler)
         if not is_connect_session(session):
             session.sparkContext.setLogLevel("ERROR")
         return session
+
+
+def startup_cause(error: BaseException) -> str:
+    """The line of a session start failure that says why (Spark's text puts it among JVM frames)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("at ", "...", "Traceback")) or line.startswith("File "):
+            continue
+        if "Exception" in line or "Error" in line or "error" in line:
+            return line[:300]
+    return f"{type(error).__name__}: {lines[0][:300]}" if lines else type(error).__name__
 
 
 def _sigint_handler():
