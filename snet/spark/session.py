@@ -102,7 +102,24 @@ def get_session(master: str, conf: dict[str, str] | None = None):
             _restore_sigint(handler)
         if not is_connect_session(session):
             session.sparkContext.setLogLevel("ERROR")
+            _quiet_task_failures(session)
         return session
+
+
+# Loggers whose ERROR lines repeat, as JVM stack traces, a failed task that snet reports itself in one line.
+TASK_FAILURE_LOGGERS = ("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager",
+                        "org.apache.spark.api.python.PythonRunner")
+
+
+def _quiet_task_failures(session) -> None:
+    try:
+        jvm = session.sparkContext._jvm
+        configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+        fatal = jvm.org.apache.logging.log4j.Level.FATAL
+        for name in TASK_FAILURE_LOGGERS:
+            configurator.setLevel(name, fatal)
+    except Exception:  # another logging back end: Spark's lines stay
+        log.debug("could not quiet Spark's task failure logs", exc_info=True)
 
 
 def startup_cause(error: BaseException) -> str:
