@@ -130,11 +130,14 @@ class SparkSplitRunner(SplitRunner):
 
         files = [package_zip()]
         if self.context.files:
+            from snet.spark.shipping import folder_zip
+
             folder = tempfile.mkdtemp(prefix="snet-boxes-")
+            zipped = {}
             for entry in self.context.files.values():
-                copy = os.path.join(folder, entry.shipped_name)
-                shutil.copyfile(entry.path, copy)
-                files.append(copy)
+                if entry.shipped_name not in zipped:
+                    zipped[entry.shipped_name] = folder_zip(entry.path, folder)
+            files.extend(zipped.values())
         with _SHIP_LOCK:
             owner = self.session.sparkContext if not self.connect else self.session
             done = _SHIPPED.setdefault(id(owner), set())
