@@ -59,7 +59,7 @@ Record = dict
 DEFAULT_BATCH = 4096
 
 # Settings read by snet itself, not passed to Spark.
-SNET_KEYS = ("snet.path", "snet.partitions")
+SNET_KEYS = ("snet.path", "snet.partitions", "snet.boxes")
 
 _SHIPPED: dict[int, set[str]] = {}  # id(SparkContext or session) -> files already added
 _SHIP_LOCK = threading.Lock()
@@ -106,7 +106,11 @@ class SparkSplitRunner(SplitRunner):
         self.path = path
         self.partitions = int(own.get("snet.partitions") or parallelism(self.session))
         self.run_id = uuid.uuid4().hex
-        self.context = make_context(graph, split_node_id, boxes, skip_errors)
+        where_boxes = own.get("snet.boxes", "auto")
+        if where_boxes not in ("auto", "shipped"):
+            raise SNetUsageError(f"snet.boxes must be 'auto' (the box file where it exists, else the shipped zip) "
+                                 f"or 'shipped', not '{where_boxes}'")
+        self.context = make_context(graph, split_node_id, boxes, skip_errors, shipped_only=where_boxes == "shipped")
         self.failures: list[tuple] = []  # (seq, error record, ErrorReport) of records skipped on the executors
         self.context_bytes = dump_context(self.context)
         self._ship()

@@ -9,10 +9,14 @@ The executors need three things the driver has:
   its folder: the folder's ``.py`` files and its packages are zipped
   (:func:`folder_zip`) and added with ``SparkContext.addPyFile`` /
   ``addArtifacts``, which puts the zip on the executors' ``sys.path``.  The
-  executor loads the box module from the zip (:func:`load_shipped_module`),
-  never from the driver's path, so the modules it imports beside it
-  (``import helpers``) come from the zip too, and a node without the
-  driver's files runs what the driver runs.  Any other function is pickled with
+  executor loads the box module from its original path where that exists
+  (``local[N]``, a shared file system: ``__file__`` and data files beside
+  it work as on the driver), else from the zip (:func:`load_shipped_module`),
+  so the modules it imports beside it (``import helpers``) come from the zip
+  too, and a node without the driver's files runs what the driver runs.
+  ``snet.boxes=shipped`` (a ``--spark-conf`` key) always takes the zip:
+  a local run then shows what a cluster without the files gets.  Any other
+  function is pickled with
   cloudpickle: by reference when its module is installed (stdlib,
   site-packages), by value otherwise (``__main__``, notebooks, test modules,
   closures), so user code that is not installed on the executors still runs;
@@ -69,6 +73,7 @@ class RunContext:
     files: dict[str, BoxFile] = field(default_factory=dict)
     functions: dict[str, Callable] = field(default_factory=dict)
     skip_errors: bool = False  # on_error other than "stop": replicas skip failing records and report them
+    shipped_only: bool = False  # load box files from the shipped zips even where the driver's path exists
 
     def bind(self) -> dict[str, Callable]:
         """The box table on an executor."""
@@ -76,7 +81,11 @@ class RunContext:
 
         table = dict(self.functions)
         for name, entry in self.files.items():
-            table[name] = getattr(load_shipped_module(entry), entry.attribute)
+            if not self.shipped_only and os.path.isfile(entry.path):
+                module = load_module_from_path(entry.path)  # local[N], a shared file system: the file itself
+            else:
+                module = load_shipped_module(entry)
+            table[name] = getattr(module, entry.attribute)
         return table
 
 
@@ -193,9 +202,9 @@ def _pickle_by_value(module: ModuleType | None) -> bool:
 
 
 def make_context(graph: PropertyGraph, split_node_id: int, boxes: dict[str, Callable],
-                 skip_errors: bool = False) -> RunContext:
+                 skip_errors: bool = False, shipped_only: bool = False) -> RunContext:
     """Decide, per box used by the graph, how it travels."""
-    context = RunContext(graph, split_node_id, skip_errors=skip_errors)
+    context = RunContext(graph, split_node_id, skip_errors=skip_errors, shipped_only=shipped_only)
     for name in sorted(graph.used_boxes()):
         function = boxes[name]
         module = sys.modules.get(getattr(function, "__module__", None) or "")

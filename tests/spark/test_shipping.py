@@ -1,8 +1,9 @@
 """What executors get: the box file's folder as a zip (helper modules included), snet's package as a zip.
 
-Executors load box modules from the shipped zip, never from the driver's
-path, so these tests on the local session show what a cluster node without
-the source tree gets.
+With ``snet.boxes=shipped`` executors load box modules from the shipped
+zip even where the driver's path exists, so these tests on the local
+session show what a cluster node without the box files gets; without it
+(the default) they load the file itself where it exists.
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ def f(a, k):
 '''
 
 
-def make_folder(folder: Path) -> None:
+def make_folder(folder: Path, helpers: str = "helpers") -> None:
+    """A box folder; ``helpers``: the helper module's name (Python workers live on between tests and keep
+    the modules they imported, so a test that must import it afresh names it differently)."""
     folder.mkdir(exist_ok=True)
     (folder / "net.snet").write_text(NET)
-    (folder / "net.py").write_text(BOXES)
-    (folder / "helpers.py").write_text("def double(x):\n    return 2 * x\n")
+    (folder / "net.py").write_text(BOXES.replace("helpers", helpers))
+    (folder / f"{helpers}.py").write_text("def double(x):\n    return 2 * x\n")
     (folder / "tools").mkdir()
     (folder / "tools" / "__init__.py").write_text("")
     (folder / "tools" / "scale.py").write_text("factor = 10\n")
@@ -71,7 +74,8 @@ def test_a_box_module_imports_its_sibling_modules_on_the_executors(spark_options
 
     make_folder(tmp_path / "boxes")
     net = snet.load(str(tmp_path / "boxes" / "net.snet"))
-    out = list(net.run([{"a": i, "<k>": i % 2} for i in range(4)], **spark_options()))
+    out = list(net.run([{"a": i, "<k>": i % 2} for i in range(4)],
+                       **spark_options(spark_conf={"snet.boxes": "shipped"})))
     assert sorted(r["a"] for r in out) == [0, 20, 40, 60]
     for record in out:
         # loaded from the shipped zip, not from the driver's folder
@@ -99,3 +103,25 @@ def test_the_package_zip_parses_programs_without_the_source_tree(tmp_path):
                             timeout=120, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "Program"
+
+
+@pytest.mark.spark
+def test_by_default_executors_load_a_box_file_that_exists_from_its_path(spark_options, tmp_path):
+    """local[N] and shared file systems: ``__file__`` is the file itself, so data beside it can be read."""
+    import snet
+
+    make_folder(tmp_path / "boxes", helpers="helpers_beside")
+    net = snet.load(str(tmp_path / "boxes" / "net.snet"))
+    out = list(net.run([{"a": 1, "<k>": 0}], **spark_options()))
+    assert out[0]["where"] == str(tmp_path / "boxes" / "net.py")
+    assert out[0]["helper"] == str(tmp_path / "boxes" / "helpers_beside.py")
+
+
+def test_snet_boxes_takes_auto_or_shipped(spark_options, tmp_path):
+    import snet
+    from snet.errors import SNetUsageError
+
+    make_folder(tmp_path / "boxes")
+    net = snet.load(str(tmp_path / "boxes" / "net.snet"))
+    with pytest.raises(SNetUsageError, match="snet.boxes must be 'auto' .* or 'shipped', not 'zip'"):
+        list(net.run([{"a": 1, "<k>": 0}], **spark_options(spark_conf={"snet.boxes": "zip"})))
