@@ -168,14 +168,24 @@ def run_command(args: argparse.Namespace) -> int:
     dead = DeadLetters(args.errors) if args.errors is not None else None
     if dead is not None:
         options = attrs.evolve(options, on_error=dead.write)
+    watched = args.progress is not None or args.verbose
     if options.spark_master:
         # Spark starts before the output is opened: a run that cannot start it leaves an existing file as it was.
         from snet.spark.splits import start_for
-        start_for(network.graph, options)
+
+        if watched and "spark.ui.enabled" not in options.spark_conf:  # the Spark UI, for a person watching
+            options = attrs.evolve(options, spark_conf={**options.spark_conf, "spark.ui.enabled": "true"})
+        session = start_for(network.graph, options)
+        if watched and session is not None:
+            from snet.spark.session import ui_address
+
+            address = ui_address(session)
+            if address:
+                print(f"snet progress: Spark UI at {address}", file=sys.stderr)
     writer = open_writer(args.output, out_format, allow_pickle=args.allow_pickle,
                          hint=lambda label: _made_by(network, label), xml_mode=getattr(args, "xml_mode", "textual"))
     where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
-    if (args.progress is not None or args.verbose) and options.spark_master:
+    if watched and options.spark_master:
         log_spark_batches()
     log.info("info: %s engine%s; input %s (%s), output %s (%s)", options.engine or DEFAULT_ENGINE,
              f", {options.workers or os.cpu_count() or 1} workers" if (options.engine or DEFAULT_ENGINE) == "front"

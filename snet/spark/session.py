@@ -161,9 +161,22 @@ def _restore_sigint(handler) -> None:
 def _apply_runtime_conf(session, conf: dict[str, str]) -> None:
     for key, value in conf.items():
         try:
+            if session.conf.get(key, None) == value:
+                continue  # set when the session started (an earlier split of this run, say)
+        except Exception:
+            pass
+        try:
             session.conf.set(key, value)
         except Exception:  # a static setting: only effective at session start
             log.warning("Spark setting %s=%s ignored: the session is already running", key, value)
+
+
+def ui_address(session) -> str | None:
+    """The address of the Spark UI of ``session`` (None when the UI is off, or on Spark Connect)."""
+    try:
+        return session.sparkContext.uiWebUrl or None
+    except Exception:
+        return None
 
 
 def parallelism(session, default: int = 2) -> int:
