@@ -6,7 +6,8 @@ driver but what snet ships: their PYTHONPATH lacks the project's tree, and
 each runs in a folder of its own.  Two driver processes use it: the driver
 program tests/spark/cluster_cases.py (split conformance cases compared with
 the reference engine, and a box module that imports modules beside it) and
-one ``snet run`` whose box kills its Python worker mid-run.
+one ``snet run`` whose box kills its Python worker mid-run, and one
+``snet spark-submit`` in client mode.
 """
 
 from __future__ import annotations
@@ -131,3 +132,19 @@ def test_a_worker_killed_by_a_box_on_the_cluster_is_named_and_earlier_outputs_wr
     assert 'the split\'s input record: {"a":7,"<k>":1}' in result.stderr
     written = [json.loads(line) for line in (folder / "out.jsonl").read_text().splitlines()]
     assert sorted(r["a"] for r in written) == [2 * i for i in range(7)]
+
+
+def test_snet_spark_submit_in_client_mode_on_the_cluster(cluster, tmp_path):
+    folder = helper_folder(tmp_path / "boxes", HELPERS_BOXES, HELPERS_NET)
+    (folder / "in.jsonl").write_text("".join(json.dumps({"a": i, "<k>": i % 2}) + "\n" for i in range(4)))
+    result = subprocess.run(
+        [sys.executable, "-m", "snet", "spark-submit", "--master", cluster.url, "--conf", "spark.driver.host=127.0.0.1",
+         "--conf", "spark.driver.bindAddress=127.0.0.1", "--conf", f"spark.pyspark.python={sys.executable}",
+         "--conf", "spark.executor.memory=512m", "--", "net.snet", "-i", "in.jsonl", "-o", "out.jsonl",
+         "--spark-conf", "snet.boxes=shipped"],
+        cwd=folder, capture_output=True, text=True, timeout=600, env=driver_env())
+    assert result.returncode == 0, result.stderr[-5000:]
+    written = [json.loads(line) for line in (folder / "out.jsonl").read_text().splitlines()]
+    assert sorted(r["a"] for r in written) == [0, 20, 40, 60]
+    workers = [str(w) for w in cluster.worker_folders()]
+    assert all(any(r["where"].startswith(w + os.sep) for w in workers) for r in written), written
