@@ -47,7 +47,7 @@ DEFAULT_PORTS = {"spark": 7077, "sc": 15002, "k8s": 443}
 def addresses(master: str) -> list[tuple[str, int]]:
     """The (host, port) pairs ``master`` names; raises SNetUsageError for a URL Spark cannot take."""
     master = master.strip()
-    if _LOCAL.match(master) or master in ("yarn", "yarn-client", "yarn-cluster"):
+    if _LOCAL.match(master) or master == "yarn":
         return []
     scheme, sep, rest = master.partition("://")
     if not sep or scheme not in DEFAULT_PORTS:
