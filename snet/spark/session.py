@@ -123,13 +123,20 @@ def _quiet_task_failures(session) -> None:
 
 
 def startup_cause(error: BaseException) -> str:
-    """The line of a session start failure that says why (Spark's text puts it among JVM frames)."""
+    """The line of a session start failure that says why (Spark's text puts it among JVM frames).
+
+    The first ``SomeException: message`` or ``SomeError: message`` line that
+    is not a stack frame, from the exception's name on; else the first line.
+    """
+    import re
+
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     for line in lines:
-        if line.startswith(("at ", "...", "Traceback")) or line.startswith("File "):
+        if line.startswith(("at ", "...", "File ", "Traceback")):
             continue
-        if "Exception" in line or "Error" in line or "error" in line:
-            return line[:300]
+        m = re.search(r"[\w.$]*(?:Exception|Error): .*", line)
+        if m:
+            return m.group(0)[:300]
     return f"{type(error).__name__}: {lines[0][:300]}" if lines else type(error).__name__
 
 

@@ -167,3 +167,15 @@ def test_missing_java_fails_in_one_line(spark_installed, folder, tmp_path_factor
     result, seconds = run_cli(folder, "local[2]", env)
     assert_failed_at_start(folder, result, seconds, "error: Java not found: Spark needs Java 17 or later, and there "
                            "is no java on PATH and no JAVA_HOME (install a JDK, e.g. openjdk-17-jre-headless)")
+
+
+def test_a_failed_start_is_told_by_the_line_that_names_the_exception():
+    from snet.spark.session import startup_cause
+
+    text = ("An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.\n"
+            ": org.apache.spark.SparkException: Could not parse Master URL: 'bogus://x'\n"
+            "\tat org.apache.spark.SparkContext$.createTaskScheduler(SparkContext.scala:3300)\n"
+            "\tat org.apache.spark.SparkContext.<init>(SparkContext.scala:600)\n")
+    assert startup_cause(RuntimeError(text)) == \
+        "org.apache.spark.SparkException: Could not parse Master URL: 'bogus://x'"
+    assert startup_cause(RuntimeError("something odd\nmore")) == "RuntimeError: something odd"
