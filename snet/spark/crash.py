@@ -86,7 +86,7 @@ class _Channel:
         self.fd = fd
 
     def send(self, *message: Any) -> None:
-        data = pickle.dumps(message, protocol=5)
+        data = dumps(message)  # cloudpickle for values plain pickle refuses
         view = memoryview(_HEADER.pack(len(data)) + data)
         while view:
             n = os.write(self.fd, view)

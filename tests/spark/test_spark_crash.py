@@ -117,3 +117,13 @@ def test_crash_texts_are_told_from_python_errors():
     assert looks_like_crash("org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)")
     assert looks_like_crash("ExecutorLostFailure (executor 1 exited caused by one of the running tasks)")
     assert not looks_like_crash("pyspark.errors.exceptions.base.PySparkRuntimeError: ModuleNotFoundError: x")
+
+
+def test_the_dataframe_path_names_the_crash_too(spark_options, tmp_path):
+    """``snet.path=dataframe`` (the Spark Connect path): the diagnosis runs through mapInArrow."""
+    net = load(tmp_path, SPLIT, EXITING)
+    records = [{"a": i, "<k>": i % 3} for i in range(9)]
+    outputs, error = run_until_error(net, records, **spark_options(spark_batch=100,
+                                                                    spark_conf={"snet.path": "dataframe"}))
+    assert error.message == "box 'f' ended its Python worker (exit status 3) on input (a=7, <k>=1)"
+    assert sorted(values(outputs)) == list(range(7))
