@@ -97,7 +97,11 @@ def get_session(master: str, conf: dict[str, str] | None = None):
             session = builder.getOrCreate()
         except Exception as e:
             log.debug("Spark did not start: %s", e)
-            raise SNetUsageError(f"cannot start Spark for master '{master}': {startup_cause(e)}") from e
+            cause = startup_cause(e)
+            if master.startswith("spark://") and "stopped SparkContext" in cause:
+                cause = ("the master's address answers, but no Spark master registered the application "
+                         "(another program on that port, or a master of another Spark version?)")
+            raise SNetUsageError(f"cannot start Spark for master '{master}': {cause}") from e
         finally:
             _restore_sigint(handler)
         if not is_connect_session(session):
