@@ -1,4 +1,4 @@
-"""The ``snet`` command: ``run``, ``check`` and ``graph`` (interfaces.md §1).
+"""The ``snet`` command: ``run``, ``check``, ``graph`` (interfaces.md §1) and ``spark-submit``.
 
 This module only parses the command line and maps errors to exit statuses;
 each sub-command lives in :mod:`snet.commands`.
@@ -127,6 +127,13 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--collapse", action="append", default=[], metavar="NET",
                        help="draw the named net NET as one node with its signature (repeatable)")
     graph.set_defaults(func=_graph, parser=graph)
+
+    sub.add_parser("spark-submit", help="run 'snet run' under Spark's spark-submit (docs/spark.md)",
+                   usage="snet spark-submit [SPARK-SUBMIT OPTIONS] [--dry-run] [--spark-submit PROGRAM] "
+                         "-- NET.snet [SNET RUN OPTIONS]",
+                   description="Everything before '--' goes to spark-submit (--master, --deploy-mode, --conf, "
+                               "--driver-memory ...); after it come the arguments of snet run. --dry-run prints "
+                               "the command without running it.")
     return parser
 
 
@@ -143,6 +150,19 @@ def _check(args: argparse.Namespace) -> int:
 def _graph(args: argparse.Namespace) -> int:
     from snet.commands.graph import graph_command
     return graph_command(args)
+
+
+def _spark_submit(words: list[str], parser: argparse.ArgumentParser) -> int:
+    """``snet spark-submit``: its arguments are spark-submit's and snet run's, split at ``--``."""
+    try:
+        from snet.spark.submit import submit_command
+        return submit_command(words, parser)
+    except SNetError as error:
+        report(error)
+        return error.exit_status
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 1
 
 
 def report(error: SNetError) -> None:
@@ -195,7 +215,11 @@ def bare_progress(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args, extras = parser.parse_known_args(bare_progress(sys.argv[1:] if argv is None else argv))
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words and words[0] == "spark-submit" and not {"-h", "--help"} & set(words[1:words.index("--")]
+                                                                            if "--" in words else words[1:]):
+        return _spark_submit(words[1:], parser)
+    args, extras = parser.parse_known_args(bare_progress(words))
     if extras:
         parser.error(unrecognized(extras, args.parser))  # exits with status 2
     try:

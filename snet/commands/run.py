@@ -9,7 +9,10 @@ Order of events, which the exit statuses depend on:
    compile the ``.snet`` file (errors: exit 2, every diagnostic printed),
    then bind every declared box (missing ones: exit 2), before any record
    is read;
-3. open input and output (a missing input file: exit 2);
+3. open the input, start Spark when the run uses it (a master that cannot
+   be reached, Java missing: exit 2, see :mod:`snet.spark.preflight`),
+   then open the output, so that a run that never started leaves an
+   existing output file untouched;
 4. run; outputs are written as they arrive and flushed at least every
    ``FLUSH_SECONDS``, and whenever the next output is not ready yet, so that
    a consumer on a pipe sees every output before the run waits for more;
@@ -169,10 +172,24 @@ def run_command(args: argparse.Namespace) -> int:
     dead = DeadLetters(args.errors) if args.errors is not None else None
     if dead is not None:
         options = attrs.evolve(options, on_error=dead.write)
+    watched = args.progress is not None or args.verbose
+    if options.spark_master:
+        # Spark starts before the output is opened: a run that cannot start it leaves an existing file as it was.
+        from snet.spark.splits import start_for
+
+        if watched and "spark.ui.enabled" not in options.spark_conf:  # the Spark UI, for a person watching
+            options = attrs.evolve(options, spark_conf={**options.spark_conf, "spark.ui.enabled": "true"})
+        session = start_for(network.graph, options)
+        if watched and session is not None:
+            from snet.spark.session import ui_address
+
+            address = ui_address(session)
+            if address:
+                print(f"snet progress: Spark UI at {address}", file=sys.stderr)
     writer = open_writer(args.output, out_format, allow_pickle=args.allow_pickle,
                          hint=lambda label: _made_by(network, label), xml_mode=getattr(args, "xml_mode", "textual"))
     where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
-    if (args.progress is not None or args.verbose) and options.spark_master:
+    if watched and options.spark_master:
         log_spark_batches()
     log.info("info: %s engine%s; input %s (%s), output %s (%s)", options.engine or DEFAULT_ENGINE,
              f", {options.workers or os.cpu_count() or 1} workers" if (options.engine or DEFAULT_ENGINE) == "front"

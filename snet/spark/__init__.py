@@ -17,7 +17,11 @@ docstrings:
   retries, errors as data;
 * :mod:`snet.spark.shipping` - the program, the boxes and the snet package
   on the executors;
-* :mod:`snet.spark.session` - master URLs, session reuse, environment.
+* :mod:`snet.spark.session` - master URLs, session reuse, environment;
+* :mod:`snet.spark.preflight` - checks of the master, Java and the
+  master's address before a session starts;
+* :mod:`snet.spark.crash` - a Python worker that died: the box and the
+  record that killed it, the batch's earlier outputs kept.
 
 Nothing here imports pyspark until a run asks for Spark.
 """

@@ -282,6 +282,8 @@ class ReplicaHost:
         self.op_ids = {id(value): (node.id, name) for node in self.plan.nodes
                        for name, value in operators(node).items() if not isinstance(value, (type(None), str, int))}
         self._shared: tuple | None = None  # the one instance tree of a stateless operand
+        # observer(event, key[, outputs]) before and after each item: the crash diagnosis of snet.spark.crash
+        self.observer: Callable | None = None
 
     # building
 
@@ -319,9 +321,14 @@ class ReplicaHost:
         try:
             if not self.stateful:
                 target = self._shared_target()
+            observer = self.observer
             for key, record, fire in group.items:
                 skipped = len(self.failures)
+                if observer is not None:
+                    observer("item", key)
                 outputs.append((key, self._feed(target, record, fire)))
+                if observer is not None:
+                    observer("out", key, outputs[-1][1])
                 for i in range(skipped, len(self.failures)):  # skipped records of this input: its seq
                     self.failures[i] = (key[0],) + self.failures[i]
         except SNetRuntimeError as e:

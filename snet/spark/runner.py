@@ -59,7 +59,7 @@ Record = dict
 DEFAULT_BATCH = 4096
 
 # Settings read by snet itself, not passed to Spark.
-SNET_KEYS = ("snet.path", "snet.partitions")
+SNET_KEYS = ("snet.path", "snet.partitions", "snet.boxes")
 
 _SHIPPED: dict[int, set[str]] = {}  # id(SparkContext or session) -> files already added
 _SHIP_LOCK = threading.Lock()
@@ -106,7 +106,11 @@ class SparkSplitRunner(SplitRunner):
         self.path = path
         self.partitions = int(own.get("snet.partitions") or parallelism(self.session))
         self.run_id = uuid.uuid4().hex
-        self.context = make_context(graph, split_node_id, boxes, skip_errors)
+        where_boxes = own.get("snet.boxes", "auto")
+        if where_boxes not in ("auto", "shipped"):
+            raise SNetUsageError(f"snet.boxes must be 'auto' (the box file where it exists, else the shipped zip) "
+                                 f"or 'shipped', not '{where_boxes}'")
+        self.context = make_context(graph, split_node_id, boxes, skip_errors, shipped_only=where_boxes == "shipped")
         self.failures: list[tuple] = []  # (seq, error record, ErrorReport) of records skipped on the executors
         self.context_bytes = dump_context(self.context)
         self._ship()
@@ -130,11 +134,14 @@ class SparkSplitRunner(SplitRunner):
 
         files = [package_zip()]
         if self.context.files:
+            from snet.spark.shipping import folder_zip
+
             folder = tempfile.mkdtemp(prefix="snet-boxes-")
+            zipped = {}
             for entry in self.context.files.values():
-                copy = os.path.join(folder, entry.shipped_name)
-                shutil.copyfile(entry.path, copy)
-                files.append(copy)
+                if entry.shipped_name not in zipped:
+                    zipped[entry.shipped_name] = folder_zip(entry.path, folder)
+            files.extend(zipped.values())
         with _SHIP_LOCK:
             owner = self.session.sparkContext if not self.connect else self.session
             done = _SHIPPED.setdefault(id(owner), set())
@@ -281,8 +288,43 @@ class SparkSplitRunner(SplitRunner):
         except Exception as e:
             text = str(e).strip().splitlines()
             summary = next((line for line in text if "Error" in line or "Exception" in line), text[0] if text else "")
-            raise SNetRuntimeError(f"Spark job of the split failed: {type(e).__name__}: {summary.strip()[:500]}",
-                                   self.node.span, str(e)[:4000]) from e
+            failure = SNetRuntimeError(f"Spark job of the split failed: {type(e).__name__}: {summary.strip()[:500]}",
+                                       self.node.span, str(e)[:4000])
+            from snet.spark.crash import crash_summary, looks_like_crash
+
+            if not looks_like_crash(str(e)):
+                raise failure from e
+            rerun = self._diagnose(payloads, description, crash_summary(str(e)))
+            if rerun is None:
+                raise failure from e
+            return rerun
+
+    def _diagnose(self, payloads: list[bytes], description: str, job_error: str) -> list[bytes] | None:
+        """The batch again, each task's groups in child processes (:mod:`snet.spark.crash`); None if that fails too."""
+        from snet.spark import crash
+
+        log.warning("spark split %s: a Python worker died; running the batch again to find the box and the record",
+                    self.where)
+        try:
+            if self.path == "rdd":
+                sc = self.session.sparkContext
+                sc.setJobGroup(self.run_id, description + " (crash diagnosis)", interruptOnCancel=True)
+                rdd = sc.parallelize(payloads, len(payloads))
+                fn = functools.partial(crash.rdd_partition, self.run_id, self._broadcast, job_error)
+                raw = rdd.mapPartitions(fn).collect()
+            else:
+                df = self.session.createDataFrame([(p,) for p in payloads], "payload binary")
+                fn = functools.partial(crash.arrow_batches, self.run_id, self.context_bytes, job_error)
+                raw = [bytes(row[0]) for row in df.mapInArrow(fn, "payload binary").collect()]
+        except KeyboardInterrupt:
+            self.cancel()
+            raise
+        except Exception as e:
+            log.debug("the crash diagnosis failed too: %s", e)
+            return None
+        if not any(result.error is not None for data in raw for result in loads(data).results):
+            log.warning("spark split %s: the batch ran again and completed: its results are used", self.where)
+        return raw
 
     def cancel(self) -> None:
         """Stop this run's Spark jobs (Ctrl-C while a batch runs)."""

@@ -15,6 +15,10 @@ earlier run, by a test fixture or by the user's own code), it is used
 whatever master was asked for, and only runtime settings of ``conf`` take
 effect.  Sessions are never stopped by snet; the process's exit does that.
 
+Before a session starts, :func:`snet.spark.preflight.check_master` checks
+the URL, Java and the master's address, so that a mistake fails in seconds
+with its cause in one line.
+
 Before the first session starts, the environment is made safe for Python
 workers: for ``local`` masters, ``PYSPARK_PYTHON`` (and
 ``PYSPARK_DRIVER_PYTHON``) default to this interpreter, since workers
@@ -75,6 +79,9 @@ def get_session(master: str, conf: dict[str, str] | None = None):
         if active is not None:
             _apply_runtime_conf(active, conf)
             return active
+        from snet.spark.preflight import check_master
+
+        check_master(master)  # seconds, not a minute, for a master that is not there
         builder = SparkSession.builder.appName("snet")
         if is_connect(master):
             builder = builder.remote(master)
@@ -89,12 +96,52 @@ def get_session(master: str, conf: dict[str, str] | None = None):
         try:
             session = builder.getOrCreate()
         except Exception as e:
-            raise SNetUsageError(f"cannot start Spark for master '{master}': {type(e).__name__}: {e}") from e
+            log.debug("Spark did not start: %s", e)
+            cause = startup_cause(e)
+            if master.startswith("spark://") and "stopped SparkContext" in cause:
+                cause = ("the master's address answers, but no Spark master registered the application "
+                         "(another program on that port, or a master of another Spark version?)")
+            raise SNetUsageError(f"cannot start Spark for master '{master}': {cause}") from e
         finally:
             _restore_sigint(handler)
         if not is_connect_session(session):
             session.sparkContext.setLogLevel("ERROR")
+            _quiet_task_failures(session)
         return session
+
+
+# Loggers whose ERROR lines repeat, as JVM stack traces, a failed task that snet reports itself in one line.
+TASK_FAILURE_LOGGERS = ("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager",
+                        "org.apache.spark.api.python.PythonRunner")
+
+
+def _quiet_task_failures(session) -> None:
+    try:
+        jvm = session.sparkContext._jvm
+        configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+        fatal = jvm.org.apache.logging.log4j.Level.FATAL
+        for name in TASK_FAILURE_LOGGERS:
+            configurator.setLevel(name, fatal)
+    except Exception:  # another logging back end: Spark's lines stay
+        log.debug("could not quiet Spark's task failure logs", exc_info=True)
+
+
+def startup_cause(error: BaseException) -> str:
+    """The line of a session start failure that says why (Spark's text puts it among JVM frames).
+
+    The first ``SomeException: message`` or ``SomeError: message`` line that
+    is not a stack frame, from the exception's name on; else the first line.
+    """
+    import re
+
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("at ", "...", "File ", "Traceback")):
+            continue
+        m = re.search(r"[\w.$]*(?:Exception|Error): .*", line)
+        if m:
+            return m.group(0)[:300]
+    return f"{type(error).__name__}: {lines[0][:300]}" if lines else type(error).__name__
 
 
 def _sigint_handler():
@@ -125,9 +172,22 @@ def _restore_sigint(handler) -> None:
 def _apply_runtime_conf(session, conf: dict[str, str]) -> None:
     for key, value in conf.items():
         try:
+            if session.conf.get(key, None) == value:
+                continue  # set when the session started (an earlier split of this run, say)
+        except Exception:
+            pass
+        try:
             session.conf.set(key, value)
         except Exception:  # a static setting: only effective at session start
             log.warning("Spark setting %s=%s ignored: the session is already running", key, value)
+
+
+def ui_address(session) -> str | None:
+    """The address of the Spark UI of ``session`` (None when the UI is off, or on Spark Connect)."""
+    try:
+        return session.sparkContext.uiWebUrl or None
+    except Exception:
+        return None
 
 
 def parallelism(session, default: int = 2) -> int:

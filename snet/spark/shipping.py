@@ -5,16 +5,26 @@ The executors need three things the driver has:
 * **the property graph** (frozen dataclasses: it pickles as is) and the id of
   the split whose replicas they run;
 * **the box functions**.  A box module loaded from a ``.py`` path
-  (``--boxes net.py`` or the ``net.snet`` -> ``net.py`` rule) is shipped as a
-  file (``SparkContext.addPyFile`` / ``addArtifacts``) and loaded on the
-  executor from its original path if that exists (``local[N]``, shared file
-  systems) or else from the shipped copy.  Any other function is pickled with
+  (``--boxes net.py`` or the ``net.snet`` -> ``net.py`` rule) travels with
+  its folder: the folder's ``.py`` files and its packages are zipped
+  (:func:`folder_zip`) and added with ``SparkContext.addPyFile`` /
+  ``addArtifacts``, which puts the zip on the executors' ``sys.path``.  The
+  executor loads the box module from its original path where that exists
+  (``local[N]``, a shared file system: ``__file__`` and data files beside
+  it work as on the driver), else from the zip (:func:`load_shipped_module`),
+  so the modules it imports beside it (``import helpers``) come from the zip
+  too, and a node without the driver's files runs what the driver runs.
+  ``snet.boxes=shipped`` (a ``--spark-conf`` key) always takes the zip:
+  a local run then shows what a cluster without the files gets.  Any other
+  function is pickled with
   cloudpickle: by reference when its module is installed (stdlib,
   site-packages), by value otherwise (``__main__``, notebooks, test modules,
   closures), so user code that is not installed on the executors still runs;
 * **the snet package itself**, as a zip of the driver's pure-Python package
   added with ``addPyFile``, so executors run exactly the driver's version
-  even where the project is not installed.  The FRONT engine's compiled
+  even where the project is not installed (the grammar is read as package
+  data with ``importlib.resources``, so even parsing works from the zip).
+  The FRONT engine's compiled
   extension is not needed on executors: replicas run in the reference
   engine's machinery.  The zip also holds the pure-Python packages that
   machinery imports (``SHIPPED_PACKAGES``: attrs, for the run options and
@@ -43,11 +53,17 @@ _PATH_LOADED_PREFIX = "snet_boxes_"  # module names given by snet.core.boxes.loa
 
 @dataclass(frozen=True, slots=True)
 class BoxFile:
-    """A box found as attribute ``attribute`` of a module loaded from ``path``."""
+    """A box found as attribute ``attribute`` of a module loaded from ``path``.
+
+    ``shipped_name`` is the zip of the module's folder (:func:`folder_zip`),
+    ``member`` the module's path inside it.
+    """
 
     path: str
-    shipped_name: str  # the unique file name of the shipped copy
+    shipped_name: str
     attribute: str
+    member: str = ""
+    module_name: str = ""  # the driver's name of the module: objects of its classes unpickle on both sides
 
 
 @dataclass(slots=True)
@@ -57,6 +73,7 @@ class RunContext:
     files: dict[str, BoxFile] = field(default_factory=dict)
     functions: dict[str, Callable] = field(default_factory=dict)
     skip_errors: bool = False  # on_error other than "stop": replicas skip failing records and report them
+    shipped_only: bool = False  # load box files from the shipped zips even where the driver's path exists
 
     def bind(self) -> dict[str, Callable]:
         """The box table on an executor."""
@@ -64,17 +81,105 @@ class RunContext:
 
         table = dict(self.functions)
         for name, entry in self.files.items():
-            path = entry.path
-            if not os.path.isfile(path):
-                from pyspark import SparkFiles
-                path = SparkFiles.get(entry.shipped_name)
-            table[name] = getattr(load_module_from_path(path), entry.attribute)
+            if not self.shipped_only and os.path.isfile(entry.path):
+                module = load_module_from_path(entry.path)  # local[N], a shared file system: the file itself
+            else:
+                module = load_shipped_module(entry)
+            table[name] = getattr(module, entry.attribute)
         return table
 
 
+MAX_FOLDER_BYTES = 64 << 20  # a box folder bigger than this is shipped all the same, with a warning
+
+
+def folder_files(folder: str) -> list[str]:
+    """What Python can import from ``folder``: its ``.py`` files, and its packages (folders with
+    ``__init__.py``) recursively; relative paths, sorted."""
+    found = []
+    for directory, dirs, files in os.walk(folder):
+        relative = os.path.relpath(directory, folder)
+        if relative != "." and not os.path.isfile(os.path.join(directory, "__init__.py")):
+            dirs[:] = []
+            continue
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+        for name in sorted(files):
+            if name.endswith(".py"):
+                found.append(os.path.normpath(os.path.join(relative, name)))
+    return found
+
+
 def shipped_name(path: str) -> str:
-    digest = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:10]
-    return f"snetbox_{digest}_{os.path.basename(path)}"
+    """The zip name of the folder of box file ``path``: unique per folder and per content."""
+    folder = os.path.dirname(os.path.abspath(path))
+    digest = hashlib.sha1(folder.encode())
+    for relative in folder_files(folder):
+        info = os.stat(os.path.join(folder, relative))
+        digest.update(f"{relative}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+    return f"snetboxes_{digest.hexdigest()[:12]}_{os.path.basename(folder) or 'root'}.zip"
+
+
+def folder_zip(path: str, target_folder: str) -> str:
+    """Zip the folder of box file ``path`` (see :func:`folder_files`) into ``target_folder``; the zip's path.
+
+    The zip is added with ``addPyFile``, so it is on ``sys.path`` on every
+    executor: the box file's sibling modules and packages import there as
+    they do on the driver, where the folder is on ``sys.path``.
+    """
+    import logging
+
+    folder = os.path.dirname(os.path.abspath(path))
+    target = os.path.join(target_folder, shipped_name(path))
+    total = 0
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
+        for relative in folder_files(folder):
+            full = os.path.join(folder, relative)
+            total += os.path.getsize(full)
+            z.write(full, relative.replace(os.sep, "/"))
+    if total > MAX_FOLDER_BYTES:
+        logging.getLogger("snet.spark").warning(
+            "the box folder %s holds %d MB of Python files, all shipped to every executor; a folder of its own "
+            "for the box module ships less", folder, total >> 20)
+    return target
+
+
+def load_shipped_module(entry: BoxFile) -> ModuleType:
+    """The box module of ``entry`` on an executor, from the shipped zip of its folder.
+
+    The module gets the name the driver gave it (so pickled references to
+    it resolve), its code comes from the zip, and its siblings import from
+    the zip, which ``addPyFile`` put on ``sys.path``.
+    """
+    import importlib.util
+
+    from snet.core.boxes import load_module_from_path
+
+    name = entry.module_name
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    try:
+        from pyspark import SparkFiles
+        archive = SparkFiles.get(entry.shipped_name)
+    except Exception:  # not in a Spark task: the driver's own file
+        archive = None
+    if archive is None or not os.path.isfile(archive):
+        return load_module_from_path(entry.path)
+    if archive not in sys.path:
+        sys.path.insert(0, archive)
+    with zipfile.ZipFile(archive) as z:
+        source = z.read(entry.member)
+    origin = f"{archive}/{entry.member}"
+    spec = importlib.util.spec_from_loader(name, loader=None, origin=origin)
+    module = importlib.util.module_from_spec(spec)
+    module.__file__ = origin
+    sys.modules[name] = module
+    try:
+        exec(compile(source, origin, "exec"), module.__dict__)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
 
 
 def _installed_roots() -> tuple[str, ...]:
@@ -97,9 +202,9 @@ def _pickle_by_value(module: ModuleType | None) -> bool:
 
 
 def make_context(graph: PropertyGraph, split_node_id: int, boxes: dict[str, Callable],
-                 skip_errors: bool = False) -> RunContext:
+                 skip_errors: bool = False, shipped_only: bool = False) -> RunContext:
     """Decide, per box used by the graph, how it travels."""
-    context = RunContext(graph, split_node_id, skip_errors=skip_errors)
+    context = RunContext(graph, split_node_id, skip_errors=skip_errors, shipped_only=shipped_only)
     for name in sorted(graph.used_boxes()):
         function = boxes[name]
         module = sys.modules.get(getattr(function, "__module__", None) or "")
@@ -107,7 +212,8 @@ def make_context(graph: PropertyGraph, split_node_id: int, boxes: dict[str, Call
         if module is not None and module.__name__.startswith(_PATH_LOADED_PREFIX) and path:
             attribute = name if getattr(module, name, None) is function else getattr(function, "__name__", "")
             if getattr(module, attribute, None) is function:
-                context.files[name] = BoxFile(os.path.abspath(path), shipped_name(path), attribute)
+                context.files[name] = BoxFile(os.path.abspath(path), shipped_name(path), attribute,
+                                              os.path.basename(path), module.__name__)
                 continue
         context.functions[name] = function
     return context

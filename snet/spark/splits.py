@@ -40,6 +40,31 @@ from snet.stats import SparkStats, SplitStats
 Record = dict
 
 
+def start_session(master: str, conf: dict[str, str] | None = None):
+    """Check ``master`` (:mod:`snet.spark.preflight`) and start or reuse its session, ``snet.*`` keys left out."""
+    from snet.spark.preflight import addresses
+    from snet.spark.session import get_session
+
+    addresses(master)  # a malformed URL is an error even when a session is running already
+    return get_session(master, {k: v for k, v in (conf or {}).items() if not k.startswith("snet.")})
+
+
+def start_for(graph: PropertyGraph, options: Any):
+    """Start Spark now if a run of ``graph`` with ``options`` will use it (None otherwise).
+
+    ``snet run`` calls this before it opens the output file, so that a run
+    that cannot start Spark leaves an existing output untouched.
+    """
+    if not options.spark_master:
+        return None
+    from snet.spark.preflight import addresses
+
+    addresses(options.spark_master)
+    if not select_splits(graph, options.spark_splits):
+        return None
+    return start_session(options.spark_master, options.spark_conf)
+
+
 class SparkSplits(SplitExecutor):
     """The Spark splits of one run: a split executor whose runners are Spark jobs.
 
@@ -60,8 +85,7 @@ class SparkSplits(SplitExecutor):
         if self.selected:
             # Start the session now: a missing pyspark or Java is a start-up error,
             # and the 5-8 s start is not charged to the first batch.
-            from snet.spark.session import get_session
-            get_session(self.master, {k: v for k, v in self.conf.items() if not k.startswith("snet.")})
+            start_session(self.master, self.conf)
 
     def make_runner(self, node_id: int):
         from snet.spark.runner import SparkSplitRunner
@@ -81,4 +105,4 @@ class SparkSplits(SplitExecutor):
         )
 
 
-__all__ = ["SparkSplits", "select_splits", "split_positions"]
+__all__ = ["SparkSplits", "select_splits", "split_positions", "start_for", "start_session"]

@@ -33,12 +33,15 @@ from snet.syntax.lexer import DISPLAY, LexicalError, SNetLexer
 from snet.syntax.metadata import MetadataError
 from snet.syntax.to_ast import AstBuilder
 
-GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
+GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")  # in a source tree or an installed package
 
 
 @functools.lru_cache(maxsize=None)
 def _grammar_text() -> str:
-    return GRAMMAR_PATH.read_text(encoding="utf-8")
+    """The grammar, read as package data: also from a zip of the package (what Spark executors get)."""
+    from importlib import resources
+
+    return resources.files("snet.syntax").joinpath("grammar.lark").read_text(encoding="utf-8")
 
 
 def build_lark(strict: bool = False) -> Lark:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -203,6 +204,9 @@ def test_box_error_on_an_executor_through_the_command_line(spark_installed, tmp_
     assert local.returncode == spark.returncode == 1
     # --progress: the Spark batches one by one, and a last line with the Spark part
     assert "snet progress: spark split net.snet:3:17: batch 1, 4 records" in spark.stderr, spark.stderr
+    # --progress turns the Spark UI on and says where it is
+    assert re.search(r"^snet progress: Spark UI at http://[\w.:-]+:\d+$", spark.stderr, re.M), spark.stderr
+    assert "ignored: the session is already running" not in spark.stderr
     last = [line for line in spark.stderr.splitlines() if line.startswith("snet progress: done")][-1]
     assert "; spark: 1 batches, 4 records" in last, last
     first = [line for line in local.stderr.splitlines() if "error:" in line][0]

@@ -1,0 +1,181 @@
+"""Infrastructure mistakes fail in seconds, with the cause in one line, exit 2, the output file untouched.
+
+The command-line tests run ``python -m snet run --spark MASTER`` in a
+subprocess, as a user would; none of them gets as far as starting a JVM.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from snet.errors import SNetUsageError
+from snet.spark import preflight
+
+ROOT = Path(__file__).resolve().parents[2]
+NET = "net splitting {\n  box f((a, <k>) -> (a));\n} connect f ! <k>;\n"
+
+
+@pytest.mark.parametrize("master, pairs", [
+    ("local", []), ("local[2]", []), ("local[*]", []), ("local[2,3]", []), ("local[*, 4]", []),
+    ("local-cluster[2,1,1024]", []), ("yarn", []),
+    ("spark://head:7077", [("head", 7077)]),
+    ("spark://h1:7077,h2:7078", [("h1", 7077), ("h2", 7078)]),
+    ("spark://[::1]:7077", [("::1", 7077)]),
+    ("k8s://https://api.example:6443", [("api.example", 6443)]),
+    ("k8s://https://api.example", [("api.example", 443)]),
+    ("sc://localhost", [("localhost", 15002)]),
+    ("sc://localhost:15003/;token=abc", [("localhost", 15003)]),
+])
+def test_master_urls_spark_takes_are_accepted(master, pairs):
+    assert preflight.addresses(master) == pairs
+
+
+@pytest.mark.parametrize("master, words", [
+    ("bogus://x", "is not a Spark master URL: a master is local"),
+    ("local[2", "is not a Spark master URL"),
+    ("lokal[2]", "is not a Spark master URL"),
+    ("spark://head", "spark:// needs a port"),
+    ("spark://head:99999", "port 99999 is out of range"),
+    ("spark://head:7077/x:y", "is not HOST:PORT"),
+    ("head:7077", "is not a Spark master URL"),
+])
+def test_malformed_master_urls_say_what_is_wrong(master, words):
+    with pytest.raises(SNetUsageError) as e:
+        preflight.addresses(master)
+    assert words in str(e.value)
+    assert f"'{master}'" in str(e.value)
+
+
+def free_port() -> int:
+    """A loopback port that nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_listening_port_is_reachable_and_a_closed_one_is_refused():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        preflight.check_reachable(f"spark://127.0.0.1:{port}", [("127.0.0.1", port)])
+        closed = free_port()
+        # one reachable standby master is enough
+        preflight.check_reachable("spark://x", [("127.0.0.1", closed), ("127.0.0.1", port)])
+    with pytest.raises(SNetUsageError) as e:
+        preflight.check_reachable(f"spark://127.0.0.1:{closed}", [("127.0.0.1", closed)])
+    assert str(e.value) == (f"cannot reach the Spark master spark://127.0.0.1:{closed}: "
+                            f"connection refused at 127.0.0.1:{closed} (nothing listens there)")
+
+
+def test_an_unknown_host_is_named():
+    with pytest.raises(SNetUsageError) as e:
+        preflight.check_reachable("sc://nosuchhost.invalid", [("nosuchhost.invalid", 15002)])
+    assert "cannot reach the Spark Connect server sc://nosuchhost.invalid: unknown host nosuchhost.invalid" \
+        in str(e.value)
+
+
+def test_java_version_is_read_from_the_program_spark_will_run(tmp_path, monkeypatch):
+    """A ``java`` that reports version 11 (a script standing in for an old JDK) is refused, naming both."""
+    home = tmp_path / "jdk11"
+    (home / "bin").mkdir(parents=True)
+    java = home / "bin" / "java"
+    java.write_text('#!/bin/sh\necho \'openjdk version "11.0.22" 2024-01-16\' >&2\n')
+    java.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(home))
+    assert preflight.java_command() == str(java)
+    assert preflight.java_major(str(java)) == 11
+    with pytest.raises(SNetUsageError, match=r"Java 11 at .*jdk11/bin/java is too old: Spark 4 needs Java 17"):
+        preflight.check_java()
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nowhere"))
+    with pytest.raises(SNetUsageError, match="Java not found: JAVA_HOME is .*nowhere, which has no bin/java"):
+        preflight.check_java()
+
+
+def test_the_java_here_passes(spark_installed):
+    preflight.check_java()
+    assert preflight.java_major(preflight.java_command()) >= preflight.JAVA_MIN
+
+
+# -- the command line ------------------------------------------------------------
+
+def run_cli(folder: Path, master: str, env_changes: dict | None = None) -> tuple[subprocess.CompletedProcess, float]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env.update(env_changes or {})
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "snet", "run", "net.snet", "-i", "in.jsonl", "-o", "out.jsonl",
+                             "--spark", master], cwd=folder, capture_output=True, text=True, timeout=120, env=env)
+    return result, time.monotonic() - started
+
+
+@pytest.fixture
+def folder(tmp_path):
+    (tmp_path / "net.snet").write_text(NET)
+    (tmp_path / "net.py").write_text("def f(a, k):\n    return {'a': a}\n")
+    (tmp_path / "in.jsonl").write_text('{"a": 1, "<k>": 0}\n')
+    (tmp_path / "out.jsonl").write_text("the output of an earlier run\n")
+    return tmp_path
+
+
+def assert_failed_at_start(folder: Path, result, seconds: float, first_line: str):
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines()[0] == first_line, result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr  # the cause, not a JVM log
+    assert seconds < 10
+    assert (folder / "out.jsonl").read_text() == "the output of an earlier run\n"
+
+
+def test_an_unreachable_master_fails_at_once_and_leaves_the_output_alone(spark_installed, folder):
+    port = free_port()
+    result, seconds = run_cli(folder, f"spark://127.0.0.1:{port}")
+    assert_failed_at_start(folder, result, seconds, f"error: cannot reach the Spark master spark://127.0.0.1:{port}: "
+                           f"connection refused at 127.0.0.1:{port} (nothing listens there)")
+
+
+def test_a_master_url_of_no_known_scheme_fails_in_one_line(spark_installed, folder):
+    result, seconds = run_cli(folder, "bogus://x")
+    assert_failed_at_start(folder, result, seconds, "error: 'bogus://x' is not a Spark master URL: a master is "
+                           "local, local[N], spark://HOST:PORT, yarn, k8s://HOST:PORT or sc://HOST:PORT")
+
+
+def test_an_unknown_master_host_fails_in_one_line(spark_installed, folder):
+    result, seconds = run_cli(folder, "spark://nosuchhost.invalid:7077")
+    assert_failed_at_start(folder, result, seconds, "error: cannot reach the Spark master "
+                           "spark://nosuchhost.invalid:7077: unknown host nosuchhost.invalid "
+                           f"({socket_error_text('nosuchhost.invalid')})")
+
+
+def socket_error_text(host: str) -> str:
+    try:
+        socket.getaddrinfo(host, 7077)
+    except OSError as e:
+        return e.strerror or str(e)
+    pytest.skip(f"{host} resolves here")
+
+
+def test_missing_java_fails_in_one_line(spark_installed, folder, tmp_path_factory):
+    empty = tmp_path_factory.mktemp("bin")  # a PATH with no java on it
+    env = {"PATH": str(empty), "JAVA_HOME": ""}
+    result, seconds = run_cli(folder, "local[2]", env)
+    assert_failed_at_start(folder, result, seconds, "error: Java not found: Spark needs Java 17 or later, and there "
+                           "is no java on PATH and no JAVA_HOME (install a JDK, e.g. openjdk-17-jre-headless)")
+
+
+def test_a_failed_start_is_told_by_the_line_that_names_the_exception():
+    from snet.spark.session import startup_cause
+
+    text = ("An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.\n"
+            ": org.apache.spark.SparkException: Could not parse Master URL: 'bogus://x'\n"
+            "\tat org.apache.spark.SparkContext$.createTaskScheduler(SparkContext.scala:3300)\n"
+            "\tat org.apache.spark.SparkContext.<init>(SparkContext.scala:600)\n")
+    assert startup_cause(RuntimeError(text)) == \
+        "org.apache.spark.SparkException: Could not parse Master URL: 'bogus://x'"
+    assert startup_cause(RuntimeError("something odd\nmore")) == "RuntimeError: something odd"
