@@ -28,6 +28,7 @@ import operator
 import os
 import sys
 import traceback
+import zlib
 from types import CoroutineType, ModuleType
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
@@ -50,7 +51,9 @@ def load_module_from_path(path: str) -> ModuleType:
     if folder not in sys.path:
         sys.path.insert(0, folder)
     stem = os.path.splitext(os.path.basename(path))[0]
-    name = f"snet_boxes_{stem}_{abs(hash(path)) & 0xFFFFFF:06x}"
+    # the same name in every process (a box process loads the file under its parent's name, so objects of
+    # its classes pickle by reference both ways), and two files of one name in two folders never collide
+    name = f"snet_boxes_{stem}_{zlib.crc32(os.fsencode(path)):08x}"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
