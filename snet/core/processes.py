@@ -31,15 +31,18 @@ traceback of the box's own frames in the process: the box error reads as
 an in-process one.  An exception that does not survive pickling (one
 whose ``__init__`` takes other arguments than it passes on, or that holds
 a lock...) comes back as a :class:`RemoteBoxException` with its type's
-name, message, the box's name and the same traceback text.  A process that dies (``os._exit``, a signal, a crash in
-C) fails the call with an error naming the box and the record; another
-process takes its place for later calls.  Processes use the ``forkserver``
-start method (forking a process that runs worker threads is unsafe), with
-this module preloaded in the fork server (and with it the box loader), so a
-new process only imports its box's own module; they start
-with the run (with the caller's main module hidden, so that a script needs
-no ``if __name__ == "__main__":`` guard), and are terminated when the run
-ends, on every path (``BoxProcesses.close``).
+name, message, the box's name and the same traceback text.  A process
+that dies (``os._exit``, a signal, a crash in C) fails the call with an
+error naming the box and the record; another process takes its place for
+later calls.
+
+Processes use the ``forkserver`` start method (forking a process that
+runs worker threads is unsafe), with this module preloaded in the fork
+server (and with it the box loader), so a new process only imports its
+box's own module.  They start with the run (with the caller's main module
+hidden, so that a script needs no ``if __name__ == "__main__":`` guard),
+and are terminated when the run ends, on every path
+(``BoxProcesses.close``).
 """
 
 from __future__ import annotations
