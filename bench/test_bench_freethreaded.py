@@ -75,7 +75,8 @@ print(json.dumps({"gil": getattr(sys, "_is_gil_enabled", lambda: True)(), "one_s
 
 
 def measure(python: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHON_GIL": "0"}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "PYTHON_GIL": "0"}
     done = subprocess.run([python, "-c", MEASURE], capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
