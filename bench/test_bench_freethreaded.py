@@ -5,8 +5,8 @@
    workers take turns (ratio about 1); on a free-threaded build (3.13t,
    ``PYTHON_GIL=0``) they run at once.
 2. The runtime's own cost on each interpreter: ten trivial boxes in a
-   pipeline (bench/test_bench_front.py's first network), 20,000 records, at
-   1 and 2 workers, with the process's user and system CPU; reported as
+   pipeline (bench/test_bench_front.py's first network: each record also
+   carries a label the boxes inherit), 20,000 records, at 1 and 2 workers, with the process's user and system CPU; reported as
    the free-threaded time over the GIL build's.  The free-threaded interpreter is the one
 ``.ci/freethreaded`` builds; give its path in ``SNET_FT_PYTHON`` (the
 benchmark runs it as a child process, with this checkout on its path):
@@ -56,7 +56,7 @@ STAGES = 10
 pipe = snet.load("".join(f"box b{i} ((a) -> (a));" for i in range(STAGES))
                  + "net pipe connect " + " .. ".join(f"b{i}" for i in range(STAGES)) + ";",
                  boxes={f"b{i}": (lambda a: {"a": a + 1}) for i in range(STAGES)})
-many = [{"a": i} for i in range(20000)]
+many = [{"a": i, "id": i} for i in range(20000)]  # "id" is inherited: every box copies the record
 
 def pipeline(workers):
     best = None
