@@ -126,11 +126,20 @@ def _serve(connection: Any, path: list[str], shipped: dict[str, tuple]) -> None:
     loads, recv, send = pickle.loads, connection.recv_bytes, connection.send_bytes
     while True:
         try:
-            args, kwargs = loads(recv())
+            data = recv()
         except (EOFError, OSError):
             return  # the run is over
         try:
-            send(_answer(name, args, kwargs))
+            args, kwargs = loads(data)
+        except Exception as e:  # e.g. a value of a class defined in the caller's main script
+            message = (f"its arguments cannot be read in the box process: {type(e).__name__}: {e} (a value of a class "
+                       f"the process cannot import, such as one defined in the main script, cannot travel)")
+            answer = pickle.dumps((False, (RemoteBoxException(type(e).__name__, message, name),
+                                           f"{type(e).__name__}: {message}\n")), PROTOCOL)
+        else:
+            answer = _answer(name, args, kwargs)
+        try:
+            send(answer)
         except (EOFError, OSError):
             return
 

@@ -275,3 +275,24 @@ def test_the_stand_in_exception_pickles():
     error = pickle.loads(pickle.dumps(RemoteBoxException("LockedError", "holds a lock", "fail"), 5))
     assert (type(error), error.kind, str(error), error.box) == (RemoteBoxException, "LockedError", "holds a lock",
                                                                 "fail")
+
+
+def test_an_argument_the_box_process_cannot_unpickle_fails_that_call_only(tmp_path):
+    """A value of a class defined in the main script pickles, but the box process cannot import its class."""
+    (tmp_path / "echo.py").write_text("def echo(v):\n    return {'v': v}\n")
+    (tmp_path / "script.py").write_text(
+        "import snet\n"
+        "class Point:\n"
+        "    pass\n"
+        "net = snet.load('box echo ((v) -> (v)); net p connect echo;', boxes='echo.py')\n"
+        "errors = []\n"
+        "out = net.run([{'v': 1}, {'v': Point()}, {'v': 2}], processes=1, box_concurrency=1,\n"
+        "              on_error=errors.append)\n"
+        "print([o['v'] for o in out])\n"
+        "print(errors[0]['error'])\n")
+    done = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    values, error = done.stdout.splitlines()[:2]
+    assert values == "[1, 2]"
+    assert error.startswith("box 'echo' raised ") and "its arguments cannot be read in the box process" in error
+    assert "died" not in error
