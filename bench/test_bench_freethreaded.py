@@ -1,9 +1,13 @@
 """Pure-Python boxes on two cores: 2 workers against 1 on a free-threaded CPython, and on this one.
 
-A pipeline of a pure-Python box that computes for about 5 ms per call and a
-trivial box, 200 records.  On a CPython with the GIL the two workers take
-turns (ratio about 1); on a free-threaded build (3.13t, ``PYTHON_GIL=0``)
-they run at once.  The free-threaded interpreter is the one
+1. A pipeline of a pure-Python box that computes for about 5 ms per call
+   and a trivial box, 200 records.  On a CPython with the GIL the two
+   workers take turns (ratio about 1); on a free-threaded build (3.13t,
+   ``PYTHON_GIL=0``) they run at once.
+2. The runtime's own cost on each interpreter: ten trivial boxes in a
+   pipeline (bench/test_bench_front.py's first network: each record also
+   carries a label the boxes inherit), 20,000 records, at 1 and 2 workers, with the process's user and system CPU; reported as
+   the free-threaded time over the GIL build's.  The free-threaded interpreter is the one
 ``.ci/freethreaded`` builds; give its path in ``SNET_FT_PYTHON`` (the
 benchmark runs it as a child process, with this checkout on its path):
 
@@ -24,7 +28,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 MEASURE = r'''
-import json, sys, time
+import json, os, sys, time
 import snet
 
 def burn(n):
@@ -47,12 +51,32 @@ def best(workers):
     return min(times)
 
 one, two = best(1), best(2)
-print(json.dumps({"gil": getattr(sys, "_is_gil_enabled", lambda: True)(), "one_s": one, "two_s": two}))
+
+STAGES = 10
+pipe = snet.load("".join(f"box b{i} ((a) -> (a));" for i in range(STAGES))
+                 + "net pipe connect " + " .. ".join(f"b{i}" for i in range(STAGES)) + ";",
+                 boxes={f"b{i}": (lambda a: {"a": a + 1}) for i in range(STAGES)})
+many = [{"a": i, "id": i} for i in range(20000)]  # "id" is inherited: every box copies the record
+
+def pipeline(workers):
+    best = None
+    for _ in range(3):
+        cpu, t = os.times(), time.perf_counter()
+        assert len(list(pipe.run(many, workers=workers))) == len(many)
+        wall, after = time.perf_counter() - t, os.times()
+        if best is None or wall < best[0]:
+            best = (wall, after.user - cpu.user, after.system - cpu.system)
+    return best
+
+pipes = {w: pipeline(w) for w in (1, 2)}
+print(json.dumps({"gil": getattr(sys, "_is_gil_enabled", lambda: True)(), "one_s": one, "two_s": two,
+                  "pipe": {str(w): list(v) for w, v in pipes.items()}}))
 '''
 
 
 def measure(python: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHON_GIL": "0"}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "PYTHON_GIL": "0"}
     done = subprocess.run([python, "-c", MEASURE], capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
@@ -66,5 +90,12 @@ def test_two_workers_against_one(benchmark, report):
     free = measure(python)
     assert free["gil"] is False, "the free-threaded interpreter re-enabled the GIL"
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+    pipe = {}
+    for w in ("1", "2"):
+        (ft_wall, ft_user, ft_sys), (gil_wall, gil_user, gil_sys) = free["pipe"][w], here["pipe"][w]
+        pipe.update({f"pipeline_w{w}_ft_over_gil": ft_wall / gil_wall, f"pipeline_w{w}_ft_s": ft_wall,
+                     f"pipeline_w{w}_ft_user_s": ft_user, f"pipeline_w{w}_ft_sys_s": ft_sys,
+                     f"pipeline_w{w}_gil_s": gil_wall, f"pipeline_w{w}_gil_user_s": gil_user,
+                     f"pipeline_w{w}_gil_sys_s": gil_sys})
     report(free_threaded_ratio=free["one_s"] / free["two_s"], free_threaded_one_s=free["one_s"],
-           free_threaded_two_s=free["two_s"], gil_build_ratio=here["one_s"] / here["two_s"])
+           free_threaded_two_s=free["two_s"], gil_build_ratio=here["one_s"] / here["two_s"], **pipe)

@@ -103,7 +103,8 @@ def _box_processes(graph: PropertyGraph, boxes: dict[str, Callable], options: Ru
         return None, boxes, options
     from snet.core.processes import BoxProcesses
 
-    processes = BoxProcesses(boxes, counts)
+    labels = {decl.name: tuple(decl.arguments) for decl in graph.boxes}
+    processes = BoxProcesses(boxes, counts, labels)
     boxes = {**boxes, **{name: processes.function(name) for name in counts}}
     for name, n in counts.items():
         per_box.setdefault(name, n)

@@ -27,7 +27,9 @@ import inspect
 import operator
 import os
 import sys
+import sysconfig
 import traceback
+import zlib
 from types import CoroutineType, ModuleType
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
@@ -41,6 +43,13 @@ Record = dict
 BoxSpec = Any  # a module, a dotted name, a path to a .py file, a mapping name -> callable, or a list of these
 
 
+# On a free-threaded CPython 3.13, ``d.copy()`` of a dict with deleted entries (what flow inheritance
+# leaves: labels deleted, others added) locks ``d`` a second time inside its own critical section; the
+# nested lock spins 40 ``sched_yield`` calls and parks once per copy, about 1,000 times the cost of the
+# copy, even in a single thread.  ``dict(d)`` locks ``d`` once.  The GIL build keeps the faster ``copy``.
+_FREE_THREADED_BUILD = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
 def load_module_from_path(path: str) -> ModuleType:
     """Import a ``.py`` file as a module; its folder goes on ``sys.path`` so it can import siblings."""
     path = os.path.abspath(path)
@@ -50,7 +59,9 @@ def load_module_from_path(path: str) -> ModuleType:
     if folder not in sys.path:
         sys.path.insert(0, folder)
     stem = os.path.splitext(os.path.basename(path))[0]
-    name = f"snet_boxes_{stem}_{abs(hash(path)) & 0xFFFFFF:06x}"
+    # the same name in every process (a box process loads the file under its parent's name, so objects of
+    # its classes pickle by reference both ways), and two files of one name in two folders never collide
+    name = f"snet_boxes_{stem}_{zlib.crc32(os.fsencode(path)):08x}"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
@@ -421,7 +432,7 @@ class BoxCaller:
             if len(record) == len(dropped):
                 outputs.append(res)  # nothing to inherit: the result is the record
             else:
-                out = record.copy()
+                out = dict(record) if _FREE_THREADED_BUILD else record.copy()
                 for label in dropped:
                     del out[label]
                 out.update(res)

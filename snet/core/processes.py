@@ -17,20 +17,32 @@ What travels to a process:
   it was loaded from a ``.py`` path, and by value (cloudpickle) when it
   lives in ``__main__`` or a notebook; the parent's ``sys.path`` goes first,
   so the box module's neighbours import in the process too;
-* per call, the argument values (pickled) down the process's own pipe,
-  and back the results, a generator or other iterable made a list first.
-  A call takes an idle process of the box, so calls of one box run in as
+* per call, the argument values, pickled in the calling thread with
+  ``pickle.dumps`` (protocol 5) before a process is taken, down the
+  process's own pipe as bytes, and back the results the same way, a
+  generator or other iterable made a list first.  A value that cannot be
+  pickled fails the call at once with an error naming the box and the
+  label (:class:`BoxArgumentNotSendable`); no process is disturbed.  A
+  call takes an idle process of the box, so calls of one box run in as
   many processes at once as it has.
 
 An exception in a process comes back as the same exception, with the
 traceback of the box's own frames in the process: the box error reads as
-an in-process one.  A process that dies (``os._exit``, a signal, a crash in
-C) fails the call with an error naming the box and the record; another
-process takes its place for later calls.  Processes use the ``forkserver``
-start method (forking a process that runs worker threads is unsafe), start
-with the run (with the caller's main module hidden, so that a script needs
-no ``if __name__ == "__main__":`` guard), and are terminated when the run
-ends, on every path (``BoxProcesses.close``).
+an in-process one.  An exception that does not survive pickling (one
+whose ``__init__`` takes other arguments than it passes on, or that holds
+a lock...) comes back as a :class:`RemoteBoxException` with its type's
+name, message, the box's name and the same traceback text.  A process
+that dies (``os._exit``, a signal, a crash in C) fails the call with an
+error naming the box and the record; another process takes its place for
+later calls.
+
+Processes use the ``forkserver`` start method (forking a process that
+runs worker threads is unsafe), with this module preloaded in the fork
+server (and with it the box loader), so a new process only imports its
+box's own module.  They start with the run (with the caller's main module
+hidden, so that a script needs no ``if __name__ == "__main__":`` guard),
+and are terminated when the run ends, on every path
+(``BoxProcesses.close``).
 """
 
 from __future__ import annotations
@@ -45,11 +57,38 @@ import sys
 import threading
 import traceback
 from types import ModuleType
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from snet.core.boxes import argument_binding, load_module_from_path
 from snet.errors import SNetBindingError
 
 _PATH_LOADED_PREFIX = "snet_boxes_"  # module names of snet.core.boxes.load_module_from_path
+PROTOCOL = 5  # pickle protocol of arguments and answers (out-of-band buffers unused: one bytes object per message)
+
+
+class RemoteBoxException(Exception):
+    """Stands for an exception of a box process that cannot be pickled; reads as the original.
+
+    ``kind`` is the original exception's type name, ``box`` the box's name.
+    It pickles by its three fields, so it always reaches the parent.
+    """
+
+    def __init__(self, kind: str, message: str, box: str = ""):
+        super().__init__(message)
+        self.kind = kind
+        self.box = box
+
+    def __reduce__(self) -> tuple:
+        return type(self), (self.kind, str(self), self.box)
+
+
+class BoxArgumentNotSendable(TypeError):
+    """An argument value of a process box cannot be pickled, so it cannot reach the box's process."""
+
+
+class BoxProcessDied(RuntimeError):
+    """A box process ended during a call."""
+
 
 # -- in the worker process ----------------------------------------------------------------
 
@@ -57,7 +96,7 @@ _functions: dict[str, Callable] = {}
 
 
 def _start_process(path: list[str], shipped: dict[str, tuple]) -> None:
-    """The pool's initialiser: the parent's import path, then every box function of the pool."""
+    """A process's start: the parent's import path, then its box's function."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it shuts the pool down
@@ -72,36 +111,41 @@ def _start_process(path: list[str], shipped: dict[str, tuple]) -> None:
                 target = getattr(target, part)
             _functions[name] = target
         elif kind == "file":
-            from snet.core.boxes import load_module_from_path
-
             path_, attribute = detail
+            # the same module name as in the parent (from the path's CRC): objects of classes defined in
+            # the box file travel both ways by reference
             _functions[name] = getattr(load_module_from_path(path_), attribute)
         else:
             _functions[name] = pickle.loads(detail[0])
 
 
 def _serve(connection: Any, path: list[str], shipped: dict[str, tuple]) -> None:
-    """A box process: take ``(args, kwargs)`` from the pipe, answer ``_call``'s pair, until the pipe ends."""
+    """A box process: take pickled ``(args, kwargs)`` from the pipe, answer ``_call``'s pair, until the pipe ends."""
     _start_process(path, shipped)
     (name,) = shipped
+    loads, recv, send = pickle.loads, connection.recv_bytes, connection.send_bytes
     while True:
         try:
-            args, kwargs = connection.recv()
+            data = recv()
         except (EOFError, OSError):
             return  # the run is over
-        answer = _call(name, args, kwargs)
         try:
-            connection.send(answer)
+            args, kwargs = loads(data)
+        except Exception as e:  # e.g. a value of a class defined in the caller's main script
+            message = (f"its arguments cannot be read in the box process: {type(e).__name__}: {e} (a value of a class "
+                       f"the process cannot import, such as one defined in the main script, cannot travel)")
+            answer = pickle.dumps((False, (RemoteBoxException(type(e).__name__, message, name),
+                                           f"{type(e).__name__}: {message}\n")), PROTOCOL)
+        else:
+            answer = _answer(name, args, kwargs)
+        try:
+            send(answer)
         except (EOFError, OSError):
             return
-        except Exception as e:  # a result that cannot be pickled: the box's failure, as in process
-            text = f"{type(e).__name__}: {e}\n"
-            connection.send((False, (RemoteBoxException(type(e).__name__, f"its result cannot be sent back from "
-                                                                           f"the box process: {e}"), text)))
 
 
-def _call(name: str, args: tuple, kwargs: dict) -> tuple[bool, Any]:
-    """One call in the process: ``(True, results)`` or ``(False, (exception or stand-in, traceback text))``."""
+def _answer(name: str, args: tuple, kwargs: dict) -> bytes:
+    """One call in the process, pickled: ``(True, results)`` or ``(False, (exception or stand-in, traceback))``."""
     try:
         result = _functions[name](*args, **kwargs)
         if inspect.iscoroutine(result):
@@ -110,19 +154,46 @@ def _call(name: str, args: tuple, kwargs: dict) -> tuple[bool, Any]:
             result = asyncio.run(result)
         if result is not None and not isinstance(result, (Mapping, str, bytes)) and hasattr(result, "__iter__"):
             result = list(result)  # a generator cannot travel; its exceptions are the box's too
-        return True, result
     except BaseException as e:
         tb = e.__traceback__.tb_next if e.__traceback__ is not None else None  # drop this frame
         text = "".join(traceback.format_exception(type(e), e, tb))
         try:
-            pickle.dumps(e)
+            data = pickle.dumps(e, PROTOCOL)
+            pickle.loads(data)  # an exception whose __init__ wants other arguments pickles but does not load
             carried: BaseException = e
         except Exception:
-            carried = RemoteBoxException(type(e).__name__, str(e))
-        return False, (carried, text)
+            carried = RemoteBoxException(type(e).__name__, str(e), name)
+        return pickle.dumps((False, (carried, text)), PROTOCOL)
+    try:
+        return pickle.dumps((True, result), PROTOCOL)
+    except Exception as e:  # a result that cannot be pickled: the box's failure, as in process
+        message = f"its result cannot be sent back from the box process: {type(e).__name__}: {e}"
+        return pickle.dumps((False, (RemoteBoxException(type(e).__name__, message, name),
+                                     f"{type(e).__name__}: {message}\n")), PROTOCOL)
 
 
 # -- in the parent -------------------------------------------------------------------------
+
+_context_lock = threading.Lock()
+_context_made: Any = None
+
+
+def _context() -> Any:
+    """The ``forkserver`` context, its server preloading this module (and the box loader it imports).
+
+    The server forks every box process, so a process starts with snet's box
+    machinery imported and only imports its box's module.  The caller's main
+    module is not preloaded (a box function travels on its own, see
+    ``_main_hidden``).  The preload list only counts if the fork server is
+    not running yet; otherwise the processes import this module themselves.
+    """
+    global _context_made
+    with _context_lock:
+        if _context_made is None:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload([__name__])
+            _context_made = context
+        return _context_made
 
 
 @contextlib.contextmanager
@@ -148,14 +219,6 @@ def _main_hidden() -> Iterator[None]:
         yield
     finally:
         main.__dict__.update(saved)
-
-
-class RemoteBoxException(Exception):
-    """Stands for an exception of a box process that cannot be pickled; reads as the original."""
-
-    def __init__(self, kind: str, message: str):
-        super().__init__(message)
-        self.kind = kind
 
 
 def _shipped(name: str, function: Callable) -> tuple:
@@ -190,13 +253,19 @@ def _resolves(module: ModuleType, qualname: str, function: Callable) -> bool:
 
 
 class BoxProcesses:
-    """The process pools of one run: one pool per box given processes."""
+    """The process pools of one run: one pool per box given processes.
 
-    def __init__(self, boxes: Mapping[str, Callable], counts: Mapping[str, int]):
+    ``labels`` maps a box's name to its input labels (as declared), so that
+    an argument that cannot be sent is named by its label.
+    """
+
+    def __init__(self, boxes: Mapping[str, Callable], counts: Mapping[str, int],
+                 labels: Mapping[str, Sequence[str]] | None = None):
         self._pools: dict[str, _Pool] = {}
+        labels = labels or {}
         try:
             for name, count in sorted(counts.items()):
-                self._pools[name] = _Pool(name, boxes[name], count)
+                self._pools[name] = _Pool(name, boxes[name], count, tuple(labels.get(name, ())))
         except BaseException:
             self.close()
             raise
@@ -222,17 +291,19 @@ class BoxProcesses:
 class _Pool:
     """The processes of one box, each behind a pipe of its own; idle ones wait in a queue.
 
-    A call takes an idle process, sends it the arguments, waits for the
-    answer without the GIL (``Connection.recv``) and puts the process back:
-    one pickling and one pipe transfer each way, no manager thread.  A
-    process that dies during a call (the pipe ends) is replaced.
+    A call pickles the arguments, takes an idle process, sends them, waits
+    for the answer without the GIL (``Connection.recv_bytes``) and puts the
+    process back: one pickling and one pipe transfer each way, no manager
+    thread.  A process that dies during a call (the pipe ends) is replaced.
     """
 
-    def __init__(self, name: str, function: Callable, count: int):
+    def __init__(self, name: str, function: Callable, count: int, labels: tuple = ()):
         self.name = name
         self.count = count
+        self._function = function
+        self._labels = labels
         self._args = ([p for p in sys.path if p], {name: _shipped(name, function)})
-        self._context = multiprocessing.get_context("forkserver")
+        self._context = _context()
         self._lock = threading.Lock()
         self._closed = False
         self._all: list = []  # (process, connection) of every process started and not yet ended
@@ -257,26 +328,58 @@ class _Pool:
     def call(self, args: tuple, kwargs: dict) -> Any:
         if self._closed:
             raise BoxProcessDied(f"the box processes of box '{self.name}' were shut down with the run")
+        try:
+            data = pickle.dumps((args, kwargs), PROTOCOL)
+        except Exception as e:  # before any process is taken: the pool is untouched
+            raise self._not_sendable(args, kwargs, e) from None
         entry = self._idle.get()
         process, connection = entry
         try:
-            connection.send((args, kwargs))
-            ok, value = connection.recv()
-        except (EOFError, OSError, BrokenPipeError):
+            connection.send_bytes(data)
+            reply = connection.recv_bytes()
+        except (EOFError, OSError):
             self._replace(entry)
             died = BoxProcessDied(f"the box process running box '{self.name}' died (killed, exited or crashed) "
                                   f"during the call")
             died.__snet_traceback__ = ""  # nothing of the box's to show: the process is gone
             raise died from None
-        except BaseException:  # the arguments cannot be pickled, or the wait was interrupted: end this process
+        except BaseException:  # the wait was interrupted: the answer is lost with this process
             self._replace(entry)
             raise
         self._idle.put(entry)
+        try:
+            ok, value = pickle.loads(reply)
+        except Exception as e:  # e.g. a class of the result that the parent cannot import
+            error = RemoteBoxException(type(e).__name__, f"the answer of its box process cannot be read: "
+                                                         f"{type(e).__name__}: {e}", self.name)
+            error.__snet_traceback__ = ""
+            raise error from None
         if ok:
             return value
         error, text = value
         error.__snet_traceback__ = text  # read by BoxCaller._raised: the box's frames in the process
         raise error
+
+    def _not_sendable(self, args: tuple, kwargs: dict, error: Exception) -> BoxArgumentNotSendable:
+        """The error for arguments that do not pickle, naming the first value that does not and its label."""
+        binding = argument_binding(self.name, self._labels, self._function) if self._labels else None
+        names = list(binding.positional) if binding is not None else []
+        keyword_labels = dict(binding.keywords) if binding is not None else {}
+        culprit = None
+        for i, value in enumerate(args):
+            if not _pickles(value):
+                culprit = (f"label '{names[i]}'" if i < len(names) else f"argument {i + 1}", value)
+                break
+        else:
+            for param, value in kwargs.items():
+                if not _pickles(value):
+                    culprit = (f"label '{keyword_labels.get(param, param)}'", value)
+                    break
+        what = f"the value of {culprit[0]} ({type(culprit[1]).__name__})" if culprit else "its arguments"
+        failure = BoxArgumentNotSendable(f"{what} cannot be sent to a box process of box '{self.name}' (values "
+                                         f"travel pickled): {type(error).__name__}: {error}")
+        failure.__snet_traceback__ = ""  # the box did not run: none of its frames to show
+        return failure
 
     def _replace(self, entry: tuple) -> None:
         process, connection = entry
@@ -306,8 +409,12 @@ class _Pool:
                 process.terminate()
 
 
-class BoxProcessDied(RuntimeError):
-    """A box process ended during a call."""
+def _pickles(value: Any) -> bool:
+    try:
+        pickle.dumps(value, PROTOCOL)
+        return True
+    except Exception:
+        return False
 
 
 class ProcessBox:
@@ -325,4 +432,4 @@ class ProcessBox:
         return self._pool.call(args, kwargs)
 
 
-__all__ = ["BoxProcesses", "BoxProcessDied", "ProcessBox", "RemoteBoxException"]
+__all__ = ["BoxArgumentNotSendable", "BoxProcesses", "BoxProcessDied", "ProcessBox", "RemoteBoxException"]

@@ -171,3 +171,128 @@ def test_a_script_without_a_main_guard_runs_box_processes_once(tmp_path, boxes_f
     done = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["script body runs", "[0, 1, 2, 3, 4, 5]"]
+
+
+SAME_NAME = '''
+import os
+
+class Point:
+    def __init__(self, x):
+        self.x = x
+
+def which(n):
+    return {"n": n, "where": WHERE, "module": __name__, "point": Point(n), "pid": os.getpid()}
+'''
+
+
+def test_box_files_of_one_name_in_two_folders_stay_apart_in_process_and_in_box_processes(tmp_path, engine_options):
+    from snet.core.boxes import load_module_from_path
+
+    nets = {}
+    for where in ("left", "right"):
+        (tmp_path / where).mkdir()
+        path = tmp_path / where / "boxes.py"
+        path.write_text(f"WHERE = {where!r}\n" + SAME_NAME)
+        nets[where] = (snet.load("box which ((n) -> (n, where, module, point, pid)); net p connect which;",
+                                 boxes=str(path)), load_module_from_path(str(path)))
+    assert nets["left"][1] is not nets["right"][1] and nets["left"][1].__name__ != nets["right"][1].__name__
+    for where, (net, module) in nets.items():
+        for options in ({}, {"processes": 1}):
+            outputs = list(net.run([{"n": 1}, {"n": 2}], **options, **engine_options))
+            assert [o["where"] for o in outputs] == [where, where]
+            # a box process loads the file under the parent's module name, so its objects travel by reference
+            assert {o["module"] for o in outputs} == {module.__name__}
+            assert all(type(o["point"]) is module.Point and o["point"].x == o["n"] for o in outputs)
+            assert ({o["pid"] for o in outputs} == {os.getpid()}) == (not options)
+
+
+def test_an_argument_that_cannot_be_pickled_names_the_box_and_label_and_leaves_the_pool_alone(engine_options,
+                                                                                               boxes_file):
+    import threading
+
+    net = snet.load("box burn ((k, n) -> (n, s, pid)); net p connect burn;",
+                    boxes={"burn": lambda k, n: {"n": n, "s": 0, "pid": os.getpid()}})
+    errors = []
+    records = [{"k": 1, "n": 1}, {"k": threading.Lock(), "n": 2}, {"k": 3, "n": 3}]
+    outputs = list(net.run(records, processes=1, box_concurrency=1, on_error=errors.append, **engine_options))
+    assert sorted(o["n"] for o in outputs) == [1, 3]
+    assert len({o["pid"] for o in outputs}) == 1  # the same process served the calls before and after
+    (error,) = errors
+    assert error["box"] == "burn" and error["record"]["n"] == 2 and error["exception"] == "BoxArgumentNotSendable"
+    assert ("the value of label 'k' (lock) cannot be sent to a box process of box 'burn' (values travel pickled): "
+            "TypeError: cannot pickle '_thread.lock' object") in error["error"]
+
+
+EXCEPTIONS = '''
+import threading
+
+class TwoPartError(Exception):
+    def __init__(self, part, whole):  # pickles, but does not unpickle: Exception.args is (message,)
+        super().__init__(f"part {part} of {whole}")
+
+class LockedError(Exception):
+    def __init__(self):
+        super().__init__("holds a lock")
+        self.lock = threading.Lock()
+
+def fail(n):
+    if n == 1:
+        raise TwoPartError(1, 3)
+    if n == 2:
+        raise LockedError()
+    if n == 3:
+        return {"n": threading.Lock()}
+    return {"n": n}
+'''
+
+
+@pytest.mark.parametrize("n, message, line", [
+    (1, "box 'fail' raised TwoPartError: part 1 of 3 (input record {n})", "raise TwoPartError(1, 3)"),
+    (2, "box 'fail' raised LockedError: holds a lock (input record {n})", "raise LockedError()"),
+    (3, "box 'fail' raised TypeError: its result cannot be sent back from the box process: TypeError: cannot "
+        "pickle '_thread.lock' object (input record {n})", None),
+])
+def test_exceptions_that_do_not_survive_pickling_reach_the_caller_with_the_box_and_traceback(tmp_path, n, message,
+                                                                                             line):
+    path = tmp_path / "failing.py"
+    path.write_text(EXCEPTIONS)
+    net = snet.load("box fail ((n) -> (n)); net p connect fail;", boxes=str(path))
+    with pytest.raises(snet.SNetBoxError) as remote:
+        list(net.run([{"n": 0}, {"n": n}], processes=1, engine="front", workers=2))
+    assert message in remote.value.render()
+    if line is not None:
+        with pytest.raises(snet.SNetBoxError) as local:
+            list(net.run([{"n": 0}, {"n": n}], engine="front", workers=2))
+        assert remote.value.render() == local.value.render()  # the same message and the box's own traceback
+        assert line in remote.value.render()
+
+
+def test_the_stand_in_exception_pickles():
+    import pickle
+
+    from snet.core.processes import RemoteBoxException
+
+    error = pickle.loads(pickle.dumps(RemoteBoxException("LockedError", "holds a lock", "fail"), 5))
+    assert (type(error), error.kind, str(error), error.box) == (RemoteBoxException, "LockedError", "holds a lock",
+                                                                "fail")
+
+
+def test_an_argument_the_box_process_cannot_unpickle_fails_that_call_only(tmp_path):
+    """A value of a class defined in the main script pickles, but the box process cannot import its class."""
+    (tmp_path / "echo.py").write_text("def echo(v):\n    return {'v': v}\n")
+    (tmp_path / "script.py").write_text(
+        "import snet\n"
+        "class Point:\n"
+        "    pass\n"
+        "net = snet.load('box echo ((v) -> (v)); net p connect echo;', boxes='echo.py')\n"
+        "errors = []\n"
+        "out = net.run([{'v': 1}, {'v': Point()}, {'v': 2}], processes=1, box_concurrency=1,\n"
+        "              on_error=errors.append)\n"
+        "print([o['v'] for o in out])\n"
+        "print(errors[0]['error'])\n")
+    done = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    values, error = done.stdout.splitlines()[:2]
+    assert values == "[1, 2]"
+    assert error.startswith("box 'echo' raised ") and "its arguments cannot be read in the box process" in error
+    assert "died" not in error
