@@ -317,6 +317,8 @@ class BoxCaller:
 
     #: at most this many record shapes (label sequences) are remembered per box
     SHAPES = 256
+    #: a box with at most this many output variants has its results checked label by label
+    MATCHED = 4
 
     def __init__(self, node: BoxNode, function: Callable):
         self.name = node.name
@@ -330,22 +332,73 @@ class BoxCaller:
         # parameters passed by keyword (binding by name, when they do not follow in label order)
         self.kwnames = tuple(param for param, _ in binding.keywords)
         self.kwtake = operator.itemgetter(*[label for _, label in binding.keywords]) if binding.keywords else None
+        # the hot path's argument extraction: the label of a box's only argument, or None
+        self.label = passed[0] if len(passed) == 1 and not binding.keywords else None
         self.consumed = frozenset(node.arguments)
         # variant label set -> the labels in it whose values must be ints
         self.variants = {frozenset(v): tuple(l for l in v if l.startswith("<")) for v in node.variants}
+        # up to MATCHED variants are checked label by label (no tuple, no set built per result):
+        # their labels and their tag labels, in the same order; None past that
+        if len(self.variants) <= self.MATCHED:
+            self.vlabels = tuple(tuple(v) for v in self.variants)
+            self.vtags = tuple(self.variants.values())
+        else:
+            self.vlabels = self.vtags = None
         # result shape (its labels in order) -> the tag labels to check: a result's variant is
-        # found with one tuple, not a set, once its shape has been seen
+        # found with one tuple, not a set, once its shape has been seen (past MATCHED variants)
         self.results: dict = {}
         self.declared = tuple(node.variants)
         self.span = node.span
         self.initialiser = node.initialiser
-        # record shape (its labels in order) -> the labels its outputs do not inherit
-        self.dropped: dict = {}
+        # record shape (its labels in order) -> the labels its outputs inherit, in that order
+        self.kept: dict = {}
+        # (labels, inherited labels) of the first record shape seen: a record of that shape is
+        # recognised by walking its labels, no tuple built.  Set once, never replaced, so a
+        # concurrent call on a free-threaded build never reads a pair being swapped.
+        self.shape = None
         # an engine that overlaps async calls sets this: a coroutine is returned as a Deferred
         self.defer = False
 
     def __call__(self, record: Record) -> list:
         """Process one input record; returns its output records in order."""
+        outs = self.hop(record)
+        return [outs] if type(outs) is dict else outs
+
+    def hop(self, record: Record) -> Any:
+        """Process one input record: a lone output record as itself, else the list of them (or a Deferred).
+
+        The entry of an engine's hot path (the FRONT box entity calls it at C
+        level): a box of one argument has its value taken with one dict
+        look-up and is called with it directly; a result that is one dict is
+        checked against the output variants label by label and inherits
+        the labels the first record shape seen leaves it, with no tuple, set
+        or list built on the way.  Everything else takes the general path.
+        """
+        if type(record) is not dict:
+            record = dict(record)
+        label = self.label
+        if label is not None:
+            try:
+                value = record[label]
+            except KeyError:
+                raise self._lacks(label, record) from None
+            try:
+                result = self.function(value)
+            except (SNetError, KeyboardInterrupt):
+                raise
+            except BaseException as e:  # SystemExit, GeneratorExit...: the box's failure, not the run's end
+                raise self._raised(e, record) from e
+        else:
+            result = self._call(record)
+        if type(result) is dict:
+            return self._output(result, record)
+        outs = self._finish(result, record)
+        if type(outs) is list and len(outs) == 1:
+            return outs[0]
+        return outs
+
+    def _call(self, record: Record) -> Any:
+        """Call the box on ``record``'s input labels (any binding); its raw result."""
         try:
             if self.arity == 1:
                 args = (self.take(record),)
@@ -358,15 +411,13 @@ class BoxCaller:
                 values = self.kwtake(record)
                 kwargs = dict(zip(self.kwnames, (values,) if len(self.kwnames) == 1 else values))
         except KeyError as e:
-            raise SNetBoxError(f"box '{self.name}' cannot take record {describe(record)}: it lacks {e.args[0]}",
-                               self.span) from None
+            raise self._lacks(e.args[0], record) from None
         try:
-            result = self.function(*args) if kwargs is None else self.function(*args, **kwargs)
+            return self.function(*args) if kwargs is None else self.function(*args, **kwargs)
         except (SNetError, KeyboardInterrupt):
             raise
         except BaseException as e:  # SystemExit, GeneratorExit...: the box's failure, not the run's end
             raise self._raised(e, record) from e
-        return self._finish(result, record)
 
     def resume(self, future: Any, record: Record) -> list:
         """The outputs of a deferred call (see ``defer``), once ``future`` (of its coroutine) is done."""
@@ -376,6 +427,8 @@ class BoxCaller:
             raise
         except BaseException as e:
             raise self._raised(e, record) from e
+        if type(record) is not dict:
+            record = dict(record)
         return self._finish(result, record)
 
     def _finish(self, result: Any, record: Record) -> Any:
@@ -402,31 +455,48 @@ class BoxCaller:
         except BaseException as e:  # SystemExit, GeneratorExit...: the box's failure, not the run's end
             raise self._raised(e, record) from e
         outputs = []
-        dropped = None
         for res in results:
             if type(res) is not dict:
                 if not isinstance(res, Mapping):
                     raise self._not_records(res, record)
                 res = dict(res)
+            outputs.append(self._output(res, record))
+        return outputs
+
+    def _output(self, res: dict, record: Record) -> dict:
+        """The output record of the result ``res`` of ``record``: its variant checked, the rest inherited."""
+        vlabels = self.vlabels
+        if vlabels is not None:
+            tags = None
+            n = len(res)
+            for i in range(len(vlabels)):
+                labels = vlabels[i]
+                if len(labels) == n:
+                    for label in labels:
+                        if label not in res:
+                            break
+                    else:
+                        tags = self.vtags[i]
+                        break
+            if tags is None:
+                raise self._bad_variant(res, record)
+        else:
             tags = self.results.get(tuple(res))
             if tags is None:
                 tags = self._variant_tags(res, record)
-            for t in tags:
-                v = res[t]
-                if type(v) is not int and not (isinstance(v, int) and not isinstance(v, bool)):
-                    raise SNetBoxError(
-                        f"box '{self.name}' emitted {t} = {v!r} ({type(v).__name__}), not an int", self.span)
-            if dropped is None:
-                dropped = self._dropped(record)
-            if len(record) == len(dropped):
-                outputs.append(res)  # nothing to inherit: the result is the record
-            else:
-                out = record.copy()
-                for label in dropped:
-                    del out[label]
-                out.update(res)
-                outputs.append(out)
-        return outputs
+        for t in tags:
+            v = res[t]
+            if type(v) is not int and not (isinstance(v, int) and not isinstance(v, bool)):
+                raise SNetBoxError(
+                    f"box '{self.name}' emitted {t} = {v!r} ({type(v).__name__}), not an int", self.span)
+        keep = self._kept(record)
+        if not keep:
+            return res  # nothing to inherit: the result is the record
+        out = {}
+        for label in keep:
+            out[label] = record[label]
+        out.update(res)
+        return out
 
     def _variant_tags(self, result: dict, record: Record) -> tuple:
         """The tag labels of the output variant `result` fits (and remember its shape), or raise."""
@@ -437,16 +507,29 @@ class BoxCaller:
             self.results[tuple(result)] = tags
         return tags
 
-    def _dropped(self, record: Record) -> tuple:
-        """The labels of `record` its outputs do not inherit: the consumed ones and binding tags."""
-        shape = tuple(record)
-        dropped = self.dropped.get(shape)
-        if dropped is None:
+    def _kept(self, record: Record) -> tuple:
+        """The labels of `record` its outputs inherit, in its order: all but the consumed ones and binding tags."""
+        shape = self.shape
+        if shape is not None:
+            labels = shape[0]
+            if len(record) == len(labels):
+                i = 0
+                for k in record:
+                    if k is not labels[i] and k != labels[i]:
+                        break
+                    i += 1
+                else:
+                    return shape[1]
+        labels = tuple(record)
+        kept = self.kept.get(labels)
+        if kept is None:
             consumed = self.consumed
-            dropped = tuple(k for k in shape if k in consumed or k[:2] == "<#")
-            if len(self.dropped) < self.SHAPES:
-                self.dropped[shape] = dropped
-        return dropped
+            kept = tuple(k for k in labels if k not in consumed and k[:2] != "<#")
+            if len(self.kept) < self.SHAPES:
+                self.kept[labels] = kept
+        if shape is None:
+            self.shape = (labels, kept)
+        return kept
 
     def fire(self) -> list:
         """Run an initialiser: no arguments, outputs carry only their own labels."""
@@ -465,6 +548,9 @@ class BoxCaller:
         return SNetBoxError(
             f"box '{self.name}' raised {kind or type(error).__name__}: {error} (input record {describe(record)})",
             self.span, detail)
+
+    def _lacks(self, label: str, record: Record) -> SNetBoxError:
+        return SNetBoxError(f"box '{self.name}' cannot take record {describe(record)}: it lacks {label}", self.span)
 
     def _bad_variant(self, result: Mapping, record: Record) -> SNetBoxError:
         keys = "{" + ", ".join(sorted(map(str, result))) + "}"
