@@ -350,9 +350,10 @@ class BoxCaller:
         self.declared = tuple(node.variants)
         self.span = node.span
         self.initialiser = node.initialiser
-        # record shape (its labels in order) -> the labels its outputs inherit, in that order
-        self.kept: dict = {}
-        # (labels, inherited labels) of the first record shape seen: a record of that shape is
+        # record shape (its labels in order) -> the labels its outputs do not inherit, in that
+        # order (None: they inherit none)
+        self.dropped: dict = {}
+        # (labels, labels not inherited) of the first record shape seen: a record of that shape is
         # recognised by walking its labels, no tuple built.  Set once, never replaced, so a
         # concurrent call on a free-threaded build never reads a pair being swapped.
         self.shape = None
@@ -371,7 +372,7 @@ class BoxCaller:
         level): a box of one argument has its value taken with one dict
         look-up and is called with it directly; a result that is one dict is
         checked against the output variants label by label and inherits
-        the labels the first record shape seen leaves it, with no tuple, set
+        what the first record shape seen leaves it, with no tuple, set
         or list built on the way.  Everything else takes the general path.
         """
         if type(record) is not dict:
@@ -489,13 +490,14 @@ class BoxCaller:
             if type(v) is not int and not (isinstance(v, int) and not isinstance(v, bool)):
                 raise SNetBoxError(
                     f"box '{self.name}' emitted {t} = {v!r} ({type(v).__name__}), not an int", self.span)
-        keep = self._kept(record)
-        if not keep:
+        drop = self._dropped(record)
+        if drop is None:
             return res  # nothing to inherit: the result is the record
-        out = {}
-        for label in keep:
-            out[label] = record[label]
-        out.update(res)
+        out = record.copy()  # (a clean dict's table is copied whole: cheaper than inserting the labels kept)
+        for label in drop:
+            del out[label]
+        for label, v in res.items():
+            out[label] = v
         return out
 
     def _variant_tags(self, result: dict, record: Record) -> tuple:
@@ -507,8 +509,11 @@ class BoxCaller:
             self.results[tuple(result)] = tags
         return tags
 
-    def _kept(self, record: Record) -> tuple:
-        """The labels of `record` its outputs inherit, in its order: all but the consumed ones and binding tags."""
+    def _dropped(self, record: Record) -> tuple | None:
+        """The labels of `record` its outputs do not inherit (consumed ones, binding tags); None: it inherits none.
+
+        The first record shape seen is recognised by walking the record's labels, no tuple built.
+        """
         shape = self.shape
         if shape is not None:
             labels = shape[0]
@@ -521,15 +526,23 @@ class BoxCaller:
                 else:
                     return shape[1]
         labels = tuple(record)
-        kept = self.kept.get(labels)
-        if kept is None:
-            consumed = self.consumed
-            kept = tuple(k for k in labels if k not in consumed and k[:2] != "<#")
-            if len(self.kept) < self.SHAPES:
-                self.kept[labels] = kept
+        if labels in self.dropped:
+            drop = self.dropped[labels]
+        else:
+            drop = self._shape_dropped(labels)
         if shape is None:
-            self.shape = (labels, kept)
-        return kept
+            self.shape = (labels, drop)
+        return drop
+
+    def _shape_dropped(self, labels: tuple) -> tuple | None:
+        """What ``_dropped`` tells of a record with these labels (remembered for SHAPES shapes)."""
+        consumed = self.consumed
+        drop = tuple(k for k in labels if k in consumed or k[:2] == "<#")
+        if len(drop) == len(labels):
+            drop = None
+        if len(self.dropped) < self.SHAPES:
+            self.dropped[labels] = drop
+        return drop
 
     def fire(self) -> list:
         """Run an initialiser: no arguments, outputs carry only their own labels."""
