@@ -6,13 +6,18 @@ as many positional arguments as its input tuple has labels.  All problems
 are collected and reported together (exit 2).
 
 Calling is the hottest path of every engine, so :class:`BoxCaller` does the
-whole of language.md §6.3 in one method with no helper calls on the common
-path: take the input labels (one ``itemgetter``), call, validate each result
-against the output variants, check tag values, add inherited labels.  What
-depends only on a record's or a result's labels (which variant it fits,
-which labels are not inherited) is remembered per shape, the labels in
-order as a tuple, so the common case builds no set and runs no
-comprehension.
+whole of language.md §6.3 with no Python-level helper calls on the common
+path (the module is compiled by Cython; ``boxes.pxd`` makes the helpers C
+methods).  Its entry ``hop`` (a C-level entry for the FRONT box entity)
+takes the value of a one-argument box with one dict look-up and calls the
+box with it, checks a result dict against up to four output variants label
+by label (past four, by the result's labels as a tuple, remembered per
+shape), checks tag values, and adds inherited labels by copying the input
+record's table and deleting the labels not inherited.  The first record
+shape a box sees is recognised by walking the record's labels, other
+shapes by their labels as a tuple (remembered per shape), so the common
+case builds no tuple, set or list; a lone output record is returned as
+itself, not in a list.
 
 Records are never modified after they are made (see :mod:`snet.records`), so
 a result dict may be passed on as the output record itself when nothing is
@@ -354,8 +359,9 @@ class BoxCaller:
         # order (None: they inherit none)
         self.dropped: dict = {}
         # (labels, labels not inherited) of the first record shape seen: a record of that shape is
-        # recognised by walking its labels, no tuple built.  Set once, never replaced, so a
-        # concurrent call on a free-threaded build never reads a pair being swapped.
+        # recognised by walking its labels, no tuple built.  Set by the first call and not
+        # replaced by later shapes (one attribute holding the pair: a concurrent call reads
+        # either nothing or a whole pair).
         self.shape = None
         # an engine that overlaps async calls sets this: a coroutine is returned as a Deferred
         self.defer = False
