@@ -3,7 +3,7 @@
     python3 -m pytest bench/test_bench_networks.py --benchmark-only -s
 
 The networks are the split-heavy, fine-grained coordination the FRONT design
-is for (issue targets: FRONT at least 2x faster than the reference engine,
+is for (targets: FRONT at least 2x faster than the reference engine,
 its peak RSS at most the reference engine's):
 
 * the conformance suite's ``fibonacci`` case (one request) at fib(22) and
