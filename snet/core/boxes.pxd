@@ -20,6 +20,7 @@ cdef class BoxCaller:
     cdef tuple kwnames
     cdef object kwtake
     cdef object label
+    cdef tuple pair
     cdef Py_ssize_t arity
     cdef tuple vlabels
     cdef tuple vtags

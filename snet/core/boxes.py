@@ -337,8 +337,10 @@ class BoxCaller:
         # parameters passed by keyword (binding by name, when they do not follow in label order)
         self.kwnames = tuple(param for param, _ in binding.keywords)
         self.kwtake = operator.itemgetter(*[label for _, label in binding.keywords]) if binding.keywords else None
-        # the hot path's argument extraction: the label of a box's only argument, or None
+        # the hot path's argument extraction: the label of a box's only argument, or None;
+        # the labels of a box's two arguments, or None
         self.label = passed[0] if len(passed) == 1 and not binding.keywords else None
+        self.pair = passed if len(passed) == 2 and not binding.keywords else None
         self.consumed = frozenset(node.arguments)
         # variant label set -> the labels in it whose values must be ints
         self.variants = {frozenset(v): tuple(l for l in v if l.startswith("<")) for v in node.variants}
@@ -375,8 +377,8 @@ class BoxCaller:
         """Process one input record: a lone output record as itself, else the list of them (or a Deferred).
 
         The entry of an engine's hot path (the FRONT box entity calls it at C
-        level): a box of one argument has its value taken with one dict
-        look-up and is called with it directly; a result that is one dict is
+        level): a box of one or two arguments has their values taken with one
+        dict look-up each and is called with them directly; a result that is one dict is
         checked against the output variants label by label and inherits
         what the first record shape seen leaves it, with no tuple, set
         or list built on the way.  Everything else takes the general path.
@@ -394,6 +396,19 @@ class BoxCaller:
             except (SNetError, KeyboardInterrupt):
                 raise
             except BaseException as e:  # SystemExit, GeneratorExit...: the box's failure, not the run's end
+                raise self._raised(e, record) from e
+        elif self.pair is not None:
+            first, second = self.pair
+            try:
+                value = record[first]
+                other = record[second]
+            except KeyError as e:
+                raise self._lacks(e.args[0], record) from None
+            try:
+                result = self.function(value, other)
+            except (SNetError, KeyboardInterrupt):
+                raise
+            except BaseException as e:
                 raise self._raised(e, record) from e
         else:
             result = self._call(record)

@@ -128,6 +128,10 @@ def test_the_hot_path_entry_gives_a_lone_output_as_itself(module):
     assert call.hop({"a": 3}) == {"a": 2}  # nothing inherited: the result is the record
     with pytest.raises(SNetBoxError, match="lacks a"):
         call.hop({"x": 1})
+    two = _caller(module, "box g ((a, <k>) -> (a)); net n connect g;", "g", lambda a, k: {"a": a * k})
+    assert two.hop({"<k>": 3, "a": 2, "z": 0}) == {"z": 0, "a": 6}
+    with pytest.raises(SNetBoxError, match="lacks <k>"):
+        two.hop({"a": 1})
     # an output label that overrides an inherited one keeps the record's order
     over = _caller(module, "box g ((a) -> (x)); net n connect g;", "g", lambda a: {"x": a})
     assert list(over.hop({"x": 0, "a": 7, "y": 1}).items()) == [("x", 7), ("y", 1)]
