@@ -13,6 +13,7 @@ from functools import partial
 
 from snet.core.aloop import box_loop
 from snet.core.boxes import Deferred
+from snet.core.boxes cimport BoxCaller
 from snet.errors import SNetRuntimeError
 from snet.requests import set_current_request
 
@@ -39,8 +40,14 @@ cdef long emit_in_order(Entity e, Writer w, dict done, long emit_seq) except -1:
 @cython.final
 @cython.trashcan(True)
 cdef class BoxEntity(Entity):
-    """A box instance; up to ``limit`` concurrent calls, outputs kept in input order."""
+    """A box instance; up to ``limit`` concurrent calls, outputs kept in input order.
+
+    ``caller`` is the box caller when the plan has one bare (no error
+    policy around it): a one-at-a-time box then calls its C-level entry,
+    which hands a lone output record over as itself, not in a list.
+    """
     cdef object op
+    cdef BoxCaller caller
     cdef int limit
     cdef long next_seq
     cdef long emit_seq
@@ -55,10 +62,13 @@ cdef class BoxEntity(Entity):
         cdef int early = 0
         if self.limit <= 1:
             t0 = snet_now()
-            outs = self.op(rec)
+            outs = self.op(rec) if self.caller is None else self.caller.hop(rec)
             w.box_time[self.node] += snet_now() - t0
             w.box_calls[self.node] += 1
-            self.emit_list(w, outs, st, True)
+            if type(outs) is dict:  # one output: the walk goes on with it
+                w.write(self.resolve_out(), make_item(outs, st), True)
+            else:
+                self.emit_list(w, outs, st, True)
             return 0
         # Concurrent invocation: number the record while we hold the lock,
         # let other workers start on the next records, reorder at the end.
@@ -319,7 +329,10 @@ cdef Entity make_box(Network net, int n, Ctx ctx):
         return a
     cdef BoxEntity b = BoxEntity.__new__(BoxEntity)
     b.setup(net, n, ctx)
-    b.op = net.nodes[n].call.__call__  # the bound method: one lookup per entity, not per call
+    call = net.nodes[n].call
+    b.op = call.__call__  # the bound method: one lookup per entity, not per call
+    if type(call) is BoxCaller:
+        b.caller = <BoxCaller>call
     b.limit = net.conc[n]
     b.cap = b.limit if b.limit > 1 else 0
     b.done = {}

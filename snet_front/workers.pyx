@@ -82,10 +82,10 @@ cdef class Worker(Writer):
             if type(item) is Tagged:  # it leaves the network: its tracked input has one record fewer
                 self.drop((<Tagged>item).stack)
             return 0
-        snet_atomic_add(&rt.pending, 1)
         if last and self.cont_e is None and snet_try_lock(&dest.lock):
             if saturated(dest):
                 snet_unlock(&dest.lock)
+                snet_atomic_add(&rt.pending, 1)
                 dest.inbox.append(item)
                 self.add_licences(dest, 1)
                 return 0
@@ -93,10 +93,13 @@ cdef class Worker(Writer):
             if len(inbox):  # older records first: keep the stream FIFO
                 inbox.append(item)
                 item = inbox.popleft()
+            # The continuation takes over the count of the item being invoked
+            # (`process` does not release it): no increment here, no decrement there.
             self.cont_e = dest
             self.cont_item = item
             self.n_cont += 1
             return 0
+        snet_atomic_add(&rt.pending, 1)
         dest.inbox.append(item)
         self.add_licences(dest, 1)
         return 0
@@ -146,10 +149,11 @@ cdef class Worker(Writer):
             if rc == 0:
                 snet_unlock(&e.lock)
             self.n_invocations += 1
-            snet_atomic_add(&rt.pending, -1)
             e = self.cont_e
             if e is None:
+                snet_atomic_add(&rt.pending, -1)
                 return 0
+            # (else the continuation carries this invocation's count on: see `write`)
             item = self.cont_item
             self.cont_e = None
             self.cont_item = None
@@ -282,7 +286,11 @@ cdef class Worker(Writer):
                 rec = dict(rec)
             snet_atomic_add(&rt.records_in, 1)
             self.n_inputs += 1
+            # The input's count, taken over by a continuation; otherwise `write` counted it itself
+            snet_atomic_add(&rt.pending, 1)
             self.write(dest, rec, True)
+            if self.cont_e is None:
+                snet_atomic_add(&rt.pending, -1)
         finally:
             snet_unlock(&rt.input_lock)
         if self.cont_e is not None:

@@ -1,7 +1,11 @@
 # Declarations that let Cython compile snet/core/boxes.py (pure Python source)
 # with BoxCaller as an extension type: attribute reads on the hot path are
-# struct reads, not dictionary look-ups.  The .py file stays valid Python and
-# runs uncompiled where no build has been made.
+# struct reads, not dictionary look-ups, and the hot path's methods are C
+# calls (``hop`` is also the C-level entry of the FRONT box entity).  The .py
+# file stays valid Python and runs uncompiled where no build has been made.
+
+cimport cython
+
 
 cdef class BoxCaller:
     cdef readonly str name
@@ -15,7 +19,21 @@ cdef class BoxCaller:
     cdef object take
     cdef tuple kwnames
     cdef object kwtake
+    cdef object label
+    cdef tuple pair
     cdef Py_ssize_t arity
+    cdef tuple vlabels
+    cdef tuple vtags
     cdef dict results
     cdef dict dropped
+    cdef tuple shape
     cdef public bint defer
+
+    cpdef object hop(self, object record)
+    cdef object _call(self, dict record)
+    @cython.locals(outputs=list)
+    cdef object _finish(self, object result, dict record)
+    @cython.locals(vlabels=tuple, labels=tuple, tags=tuple, i=Py_ssize_t, n=Py_ssize_t, drop=tuple, out=dict)
+    cdef dict _output(self, dict res, dict record)
+    @cython.locals(shape=tuple, labels=tuple, i=Py_ssize_t, drop=tuple)
+    cdef tuple _dropped(self, dict record)

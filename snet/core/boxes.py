@@ -6,13 +6,18 @@ as many positional arguments as its input tuple has labels.  All problems
 are collected and reported together (exit 2).
 
 Calling is the hottest path of every engine, so :class:`BoxCaller` does the
-whole of language.md §6.3 in one method with no helper calls on the common
-path: take the input labels (one ``itemgetter``), call, validate each result
-against the output variants, check tag values, add inherited labels.  What
-depends only on a record's or a result's labels (which variant it fits,
-which labels are not inherited) is remembered per shape, the labels in
-order as a tuple, so the common case builds no set and runs no
-comprehension.
+whole of language.md §6.3 with no Python-level helper calls on the common
+path (the module is compiled by Cython; ``boxes.pxd`` makes the helpers C
+methods).  Its entry ``hop`` (a C-level entry for the FRONT box entity)
+takes the value of a one-argument box with one dict look-up and calls the
+box with it, checks a result dict against up to four output variants label
+by label (past four, by the result's labels as a tuple, remembered per
+shape), checks tag values, and adds inherited labels by copying the input
+record's table and deleting the labels not inherited.  The first record
+shape a box sees is recognised by walking the record's labels, other
+shapes by their labels as a tuple (remembered per shape), so the common
+case builds no tuple, set or list; a lone output record is returned as
+itself, not in a list.
 
 Records are never modified after they are made (see :mod:`snet.records`), so
 a result dict may be passed on as the output record itself when nothing is
@@ -328,6 +333,8 @@ class BoxCaller:
 
     #: at most this many record shapes (label sequences) are remembered per box
     SHAPES = 256
+    #: a box with at most this many output variants has its results checked label by label
+    MATCHED = 4
 
     def __init__(self, node: BoxNode, function: Callable):
         self.name = node.name
@@ -341,22 +348,90 @@ class BoxCaller:
         # parameters passed by keyword (binding by name, when they do not follow in label order)
         self.kwnames = tuple(param for param, _ in binding.keywords)
         self.kwtake = operator.itemgetter(*[label for _, label in binding.keywords]) if binding.keywords else None
+        # the hot path's argument extraction: the label of a box's only argument, or None;
+        # the labels of a box's two arguments, or None
+        self.label = passed[0] if len(passed) == 1 and not binding.keywords else None
+        self.pair = passed if len(passed) == 2 and not binding.keywords else None
         self.consumed = frozenset(node.arguments)
         # variant label set -> the labels in it whose values must be ints
         self.variants = {frozenset(v): tuple(l for l in v if l.startswith("<")) for v in node.variants}
+        # up to MATCHED variants are checked label by label (no tuple, no set built per result):
+        # their labels and their tag labels, in the same order; None past that
+        if len(self.variants) <= self.MATCHED:
+            self.vlabels = tuple(tuple(v) for v in self.variants)
+            self.vtags = tuple(self.variants.values())
+        else:
+            self.vlabels = self.vtags = None
         # result shape (its labels in order) -> the tag labels to check: a result's variant is
-        # found with one tuple, not a set, once its shape has been seen
+        # found with one tuple, not a set, once its shape has been seen (past MATCHED variants)
         self.results: dict = {}
         self.declared = tuple(node.variants)
         self.span = node.span
         self.initialiser = node.initialiser
-        # record shape (its labels in order) -> the labels its outputs do not inherit
+        # record shape (its labels in order) -> the labels its outputs do not inherit, in that
+        # order (None: they inherit none)
         self.dropped: dict = {}
+        # (labels, labels not inherited) of the first record shape seen: a record of that shape is
+        # recognised by walking its labels, no tuple built.  Set by the first call and not
+        # replaced by later shapes (one attribute holding the pair: a concurrent call reads
+        # either nothing or a whole pair).
+        self.shape = None
         # an engine that overlaps async calls sets this: a coroutine is returned as a Deferred
         self.defer = False
 
     def __call__(self, record: Record) -> list:
         """Process one input record; returns its output records in order."""
+        outs = self.hop(record)
+        return [outs] if type(outs) is dict else outs
+
+    def hop(self, record: Record) -> Any:
+        """Process one input record: a lone output record as itself, else the list of them (or a Deferred).
+
+        The entry of an engine's hot path (the FRONT box entity calls it at C
+        level): a box of one or two arguments has their values taken with one
+        dict look-up each and is called with them directly; a result that is one dict is
+        checked against the output variants label by label and inherits
+        what the first record shape seen leaves it, with no tuple, set
+        or list built on the way.  Everything else takes the general path.
+        """
+        if type(record) is not dict:
+            record = dict(record)
+        label = self.label
+        if label is not None:
+            try:
+                value = record[label]
+            except KeyError:
+                raise self._lacks(label, record) from None
+            try:
+                result = self.function(value)
+            except (SNetError, KeyboardInterrupt):
+                raise
+            except BaseException as e:  # SystemExit, GeneratorExit...: the box's failure, not the run's end
+                raise self._raised(e, record) from e
+        elif self.pair is not None:
+            first, second = self.pair
+            try:
+                value = record[first]
+                other = record[second]
+            except KeyError as e:
+                raise self._lacks(e.args[0], record) from None
+            try:
+                result = self.function(value, other)
+            except (SNetError, KeyboardInterrupt):
+                raise
+            except BaseException as e:
+                raise self._raised(e, record) from e
+        else:
+            result = self._call(record)
+        if type(result) is dict:
+            return self._output(result, record)
+        outs = self._finish(result, record)
+        if type(outs) is list and len(outs) == 1:
+            return outs[0]
+        return outs
+
+    def _call(self, record: Record) -> Any:
+        """Call the box on ``record``'s input labels (any binding); its raw result."""
         try:
             if self.arity == 1:
                 args = (self.take(record),)
@@ -369,15 +444,13 @@ class BoxCaller:
                 values = self.kwtake(record)
                 kwargs = dict(zip(self.kwnames, (values,) if len(self.kwnames) == 1 else values))
         except KeyError as e:
-            raise SNetBoxError(f"box '{self.name}' cannot take record {describe(record)}: it lacks {e.args[0]}",
-                               self.span) from None
+            raise self._lacks(e.args[0], record) from None
         try:
-            result = self.function(*args) if kwargs is None else self.function(*args, **kwargs)
+            return self.function(*args) if kwargs is None else self.function(*args, **kwargs)
         except (SNetError, KeyboardInterrupt):
             raise
         except BaseException as e:  # SystemExit, GeneratorExit...: the box's failure, not the run's end
             raise self._raised(e, record) from e
-        return self._finish(result, record)
 
     def resume(self, future: Any, record: Record) -> list:
         """The outputs of a deferred call (see ``defer``), once ``future`` (of its coroutine) is done."""
@@ -387,6 +460,8 @@ class BoxCaller:
             raise
         except BaseException as e:
             raise self._raised(e, record) from e
+        if type(record) is not dict:
+            record = dict(record)
         return self._finish(result, record)
 
     def _finish(self, result: Any, record: Record) -> Any:
@@ -413,31 +488,51 @@ class BoxCaller:
         except BaseException as e:  # SystemExit, GeneratorExit...: the box's failure, not the run's end
             raise self._raised(e, record) from e
         outputs = []
-        dropped = None
         for res in results:
             if type(res) is not dict:
                 if not isinstance(res, Mapping):
                     raise self._not_records(res, record)
                 res = dict(res)
+            outputs.append(self._output(res, record))
+        return outputs
+
+    def _output(self, res: dict, record: Record) -> dict:
+        """The output record of the result ``res`` of ``record``: its variant checked, the rest inherited."""
+        vlabels = self.vlabels
+        if vlabels is not None:
+            tags = None
+            n = len(res)
+            for i in range(len(vlabels)):
+                labels = vlabels[i]
+                if len(labels) == n:
+                    for label in labels:
+                        if label not in res:
+                            break
+                    else:
+                        tags = self.vtags[i]
+                        break
+            if tags is None:
+                raise self._bad_variant(res, record)
+        else:
             tags = self.results.get(tuple(res))
             if tags is None:
                 tags = self._variant_tags(res, record)
-            for t in tags:
-                v = res[t]
-                if type(v) is not int and not (isinstance(v, int) and not isinstance(v, bool)):
-                    raise SNetBoxError(
-                        f"box '{self.name}' emitted {t} = {v!r} ({type(v).__name__}), not an int", self.span)
-            if dropped is None:
-                dropped = self._dropped(record)
-            if len(record) == len(dropped):
-                outputs.append(res)  # nothing to inherit: the result is the record
-            else:
-                out = dict(record) if _FREE_THREADED_BUILD else record.copy()
-                for label in dropped:
-                    del out[label]
-                out.update(res)
-                outputs.append(out)
-        return outputs
+        for t in tags:
+            v = res[t]
+            if type(v) is not int and not (isinstance(v, int) and not isinstance(v, bool)):
+                raise SNetBoxError(
+                    f"box '{self.name}' emitted {t} = {v!r} ({type(v).__name__}), not an int", self.span)
+        drop = self._dropped(record)
+        if drop is None:
+            return res  # nothing to inherit: the result is the record
+        # a clean dict's table is copied whole: cheaper than inserting the labels kept;
+        # dict() on free-threaded builds, where copy() of a dict with deleted entries locks twice
+        out = dict(record) if _FREE_THREADED_BUILD else record.copy()
+        for label in drop:
+            del out[label]
+        for label, v in res.items():
+            out[label] = v
+        return out
 
     def _variant_tags(self, result: dict, record: Record) -> tuple:
         """The tag labels of the output variant `result` fits (and remember its shape), or raise."""
@@ -448,16 +543,40 @@ class BoxCaller:
             self.results[tuple(result)] = tags
         return tags
 
-    def _dropped(self, record: Record) -> tuple:
-        """The labels of `record` its outputs do not inherit: the consumed ones and binding tags."""
-        shape = tuple(record)
-        dropped = self.dropped.get(shape)
-        if dropped is None:
-            consumed = self.consumed
-            dropped = tuple(k for k in shape if k in consumed or k[:2] == "<#")
-            if len(self.dropped) < self.SHAPES:
-                self.dropped[shape] = dropped
-        return dropped
+    def _dropped(self, record: Record) -> tuple | None:
+        """The labels of `record` its outputs do not inherit (consumed ones, binding tags); None: it inherits none.
+
+        The first record shape seen is recognised by walking the record's labels, no tuple built.
+        """
+        shape = self.shape
+        if shape is not None:
+            labels = shape[0]
+            if len(record) == len(labels):
+                i = 0
+                for k in record:
+                    if k is not labels[i] and k != labels[i]:
+                        break
+                    i += 1
+                else:
+                    return shape[1]
+        labels = tuple(record)
+        if labels in self.dropped:
+            drop = self.dropped[labels]
+        else:
+            drop = self._shape_dropped(labels)
+        if shape is None:
+            self.shape = (labels, drop)
+        return drop
+
+    def _shape_dropped(self, labels: tuple) -> tuple | None:
+        """What ``_dropped`` tells of a record with these labels (remembered for SHAPES shapes)."""
+        consumed = self.consumed
+        drop = tuple(k for k in labels if k in consumed or k[:2] == "<#")
+        if len(drop) == len(labels):
+            drop = None
+        if len(self.dropped) < self.SHAPES:
+            self.dropped[labels] = drop
+        return drop
 
     def fire(self) -> list:
         """Run an initialiser: no arguments, outputs carry only their own labels."""
@@ -476,6 +595,9 @@ class BoxCaller:
         return SNetBoxError(
             f"box '{self.name}' raised {kind or type(error).__name__}: {error} (input record {describe(record)})",
             self.span, detail)
+
+    def _lacks(self, label: str, record: Record) -> SNetBoxError:
+        return SNetBoxError(f"box '{self.name}' cannot take record {describe(record)}: it lacks {label}", self.span)
 
     def _bad_variant(self, result: Mapping, record: Record) -> SNetBoxError:
         keys = "{" + ", ".join(sorted(map(str, result))) + "}"

@@ -100,3 +100,57 @@ def test_errors_name_the_box_and_keep_the_users_frames(module):
     assert tagged({"a": 3}) == [{"<t>": 3}]
     with pytest.raises(SNetBoxError, match="not an int"):
         tagged({"a": True})
+
+
+@BOTH
+def test_the_hot_path_entry_gives_a_lone_output_as_itself(module):
+    """``hop`` (the FRONT entity's entry): the outputs of ``__call__``, a lone one unwrapped."""
+    def f(a):
+        if a < 0:
+            return None
+        if a == 0:
+            return [{"b": 0}, {"a": 1}]
+        if a == 1:
+            return [{"b": 1}]
+        return {"a": a - 1}
+
+    call = _caller(module, "box f ((a) -> (a) | (b)); net n connect f;", "f", f)
+    first = {"a": 5, "x": 1, "<#g>": 2}
+    assert call.hop(first) == {"x": 1, "a": 4}
+    assert list(call.hop(first)) == ["x", "a"]  # the record's labels first, in its order
+    # the first shape is remembered; another shape, and the same labels in another order
+    assert call.hop({"y": 2, "a": 5}) == {"y": 2, "a": 4}
+    assert list(call.hop({"a": 5, "<#g>": 2, "x": 1})) == ["x", "a"]
+    assert call.hop({"a": 5, "x": 1, "<#g>": 2, "z": 0}) == {"x": 1, "z": 0, "a": 4}
+    assert call.hop({"a": 1, "x": 1, "<#g>": 2}) == {"x": 1, "b": 1}
+    assert call.hop({"a": 0, "x": 1, "<#g>": 2}) == [{"x": 1, "b": 0}, {"x": 1, "a": 1}]
+    assert call.hop({"a": -1, "x": 1, "<#g>": 2}) == []
+    assert call.hop({"a": 3}) == {"a": 2}  # nothing inherited: the result is the record
+    with pytest.raises(SNetBoxError, match="lacks a"):
+        call.hop({"x": 1})
+    two = _caller(module, "box g ((a, <k>) -> (a)); net n connect g;", "g", lambda a, k: {"a": a * k})
+    assert two.hop({"<k>": 3, "a": 2, "z": 0}) == {"z": 0, "a": 6}
+    with pytest.raises(SNetBoxError, match="lacks <k>"):
+        two.hop({"a": 1})
+    # an output label that overrides an inherited one keeps the record's order
+    over = _caller(module, "box g ((a) -> (x)); net n connect g;", "g", lambda a: {"x": a})
+    assert list(over.hop({"x": 0, "a": 7, "y": 1}).items()) == [("x", 7), ("y", 1)]
+
+
+@BOTH
+def test_variants_are_checked_label_by_label_and_past_four_by_shape(module):
+    few = _caller(module, "box f ((a) -> (a) | (a, b) | (<t>, c)); net n connect f;", "f",
+                  lambda a: [{"a": 1}, {"b": 2, "a": 1}, {"c": 0, "<t>": 3}][a])
+    assert [few.hop({"a": i}) for i in range(3)] == [{"a": 1}, {"b": 2, "a": 1}, {"c": 0, "<t>": 3}]
+    for wrong in ({"b": 1}, {"a": 1, "c": 1}, {"a": 1, "b": 2, "c": 3}, {}):
+        bad = _caller(module, "box f ((a) -> (a) | (a, b)); net n connect f;", "f", lambda a, w=wrong: w)
+        with pytest.raises(SNetBoxError, match="fits none of its output variants"):
+            bad.hop({"a": 0})
+    tags = _caller(module, "box f ((a) -> (<t>, c)); net n connect f;", "f", lambda a: {"c": 1, "<t>": a})
+    with pytest.raises(SNetBoxError, match="not an int"):
+        tags.hop({"a": "x"})
+    variants = " | ".join(f"(v{i})" for i in range(6))
+    many = _caller(module, f"box f ((a) -> {variants}); net n connect f;", "f", lambda a: {f"v{a}": a})
+    assert [many.hop({"a": i}) for i in (5, 0, 5)] == [{"v5": 5}, {"v0": 0}, {"v5": 5}]
+    with pytest.raises(SNetBoxError, match="fits none of its output variants"):
+        many.hop({"a": 6})
