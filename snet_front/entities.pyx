@@ -16,8 +16,8 @@ from snet.core.boxes import Deferred
 from snet.errors import SNetRuntimeError
 from snet.requests import set_current_request
 
-from snet_front.atomics cimport snet_atomic_add, snet_now, snet_unlock, snet_flag_store
-from snet_front.core cimport (Entity, Writer, Network, GStack, Ctx, register_factory, make_item, record_of,
+from snet_front.atomics cimport snet_atomic_add, snet_atomic_load, snet_now, snet_unlock, snet_flag_store
+from snet_front.core cimport (Entity, Writer, Network, GStack, Ctx, Instance, register_factory, make_item, record_of,
                               stack_of, spin_lock, request_of)
 from snet_front.kinds cimport K_BOX, K_FILTER, K_SYNC, K_SYNCSTAR
 
@@ -87,6 +87,9 @@ cdef class BoxEntity(Entity):
         finally:
             snet_atomic_add(&self.running, -1)
         return early
+
+    cdef bint settled(self):
+        return snet_atomic_load(&self.running) == 0 and not self.done
 
 
 @cython.final
@@ -171,6 +174,9 @@ cdef class FilterEntity(Entity):
         self.emit_list(w, self.op(record_of(item)), stack_of(item), True)
         return 0
 
+    cdef bint settled(self):
+        return True
+
 
 @cython.final
 @cython.trashcan(True)
@@ -224,6 +230,7 @@ cdef class SyncStarEntity(Entity):
         cdef object rec = record_of(item)
         cdef GStack st = stack_of(item)
         cdef long after = -1  # the replica the record has passed (-1: none yet)
+        cdef Instance inst
         cdef bint fresh
         if self.waiting is None:
             self.waiting = [deque() for _ in range(self.shape.count)]
@@ -255,11 +262,18 @@ cdef class SyncStarEntity(Entity):
             if cell.fired:
                 del self.cells[entry[0]]
                 self.rt.note_partial(cell, self.sync_node, True)
+                if not self.cells and self.ctx.inst.members is not None:
+                    # Back to its fresh state: its split may drop the replica (docs/runtime.md).
+                    inst = self.ctx.inst.root
+                    inst.owner.hint_fresh(inst)
             elif fresh:  # (walking) a fresh cell let it pass unchanged: so will every later one
                 self.rt.park(self.node, rec)
                 return 0
             after = entry[0]
             rec = res
+
+    cdef bint settled(self):
+        return not self.cells  # every cell it made has fired (fired cells are identities it forgot)
 
     cdef object first_waiting(self, object hits, long after):
         """The earliest unfired cell after ``after`` with an empty slot among ``hits`` (None: none yet)."""
