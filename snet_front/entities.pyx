@@ -233,8 +233,10 @@ cdef class SyncStarEntity(Entity):
         cdef Instance inst
         cdef bint fresh
         if self.waiting is None:
-            self.waiting = [deque() for _ in range(self.shape.count)]
-            self.all_patterns = range(self.shape.count)
+            # Plain lists: most replicas of a split hold one cell or two (a deque
+            # costs ten times a short list); `new_cell` turns a long one into a deque.
+            self.waiting = [[] for _ in range(self.shape.count)]
+            self.all_patterns = pattern_range(self.shape.count)
         while True:
             if self.matcher(rec) >= 0:
                 w.write(self.resolve_out(), make_item(rec, st), True)
@@ -302,10 +304,12 @@ cdef class SyncStarEntity(Entity):
         for j in before:
             if cell.fired or j not in cell.empty:
                 q = self.waiting[j]
-                if q[0] is entry:
-                    q.popleft()
-                else:
+                if q[0] is not entry:
                     q.remove(entry)
+                elif type(q) is list:
+                    del q[0]
+                else:
+                    q.popleft()
         return 0
 
     cdef object new_cell(self):
@@ -313,9 +317,27 @@ cdef class SyncStarEntity(Entity):
         entry = (self.replicas, self.shape.new_cell())
         self.replicas += 1
         self.cells[entry[0]] = entry
-        for q in self.waiting:
+        cdef Py_ssize_t i
+        for i in range(len(self.waiting)):
+            q = self.waiting[i]
             q.append(entry)
+            if type(q) is list and len(q) > LONG_WAIT:
+                self.waiting[i] = deque(q)  # taking the head of a long list would cost its length
         return entry
+
+
+cdef enum:
+    LONG_WAIT = 32  # cells waiting for one slot past which a sync-star keeps them in a deque
+
+_ranges = {}
+
+
+cdef object pattern_range(long count):
+    """``range(count)``, one shared object per pattern count (every sync-star entity asks for it)."""
+    r = _ranges.get(count)
+    if r is None:
+        r = _ranges[count] = range(count)
+    return r
 
 
 # -- factories ------------------------------------------------------------------
