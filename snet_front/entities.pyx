@@ -267,7 +267,8 @@ cdef class SyncStarEntity(Entity):
                 if not self.cells and self.ctx.inst.members is not None:
                     # Back to its fresh state: its split may drop the replica (docs/runtime.md).
                     inst = self.ctx.inst.root
-                    inst.owner.hint_fresh(inst)
+                    if inst is not None and inst.owner is not None:
+                        inst.owner.hint_fresh(inst)
             elif fresh:  # (walking) a fresh cell let it pass unchanged: so will every later one
                 self.rt.park(self.node, rec)
                 return 0
