@@ -198,7 +198,7 @@ cdef class SplitEntity(Dispatcher):
             spawn(st, n - 1)
         if not det:
             item = make_item(rec, st)
-        if self.track and len(self.hinted):
+        if len(self.hinted):
             self.reclaim_hinted()
         for i in range(n):
             v = values[i]
@@ -210,14 +210,14 @@ cdef class SplitEntity(Dispatcher):
                 item = make_item(rec, cst)
             inst = self.replicas.get(v)
             if inst is None:
-                if self.track and len(self.replicas) >= self.limit:
+                if len(self.replicas) >= self.limit:
                     self.reclaim()
                 inst = Instance.__new__(Instance)
+                inst.root = inst
+                inst.owner = self
+                inst.key = v
                 if self.track:
                     inst.members = []
-                    inst.root = inst
-                    inst.owner = self
-                    inst.key = v
                 inst.entry = open_replica(rt, w, self.node, new_ctx(self, inst, self.ctx), cst)
                 self.replicas[v] = inst
             dest = inst.entry
@@ -231,7 +231,11 @@ cdef class SplitEntity(Dispatcher):
         self.hinted.append(replica)
 
     cdef int reclaim_hinted(self) except -1:
-        """Drop the replicas whose entities said they are fresh again, if they are (a busy one waits for a scan)."""
+        """Drop the replicas whose entities said they are fresh again, if they are (a busy one waits for a scan).
+
+        In a split whose replicas are not reclaimable, a replica whose entry
+        (a synchro-cell) fired is entered past it from now on.
+        """
         cdef list locked
         cdef Instance inst
         cdef bint fresh
@@ -240,6 +244,10 @@ cdef class SplitEntity(Dispatcher):
             inst = <Instance>hinted.popleft()
             if self.replicas.get(inst.key) is not inst:
                 continue  # hinted twice, or reclaimed by a scan
+            if not self.track:
+                if inst.entry.identity:
+                    inst.entry = bypass(inst.entry)  # a fired cell: skip it from now on
+                continue
             locked = []
             fresh = lock_replica(inst, locked) and replica_fresh(inst)
             for e in locked:
@@ -257,11 +265,24 @@ cdef class SplitEntity(Dispatcher):
         Every entity of a replica is try-locked (a busy one keeps the replica
         for a later look), then each is checked: no record in its inbox, no
         state a fresh entity would not have (`Entity.settled`).  A key seen
-        again builds its replica anew, as the first time.
+        again builds its replica anew, as the first time.  A split whose
+        replicas are not reclaimable only skips the identities its replicas
+        start with.
         """
         cdef list locked
         cdef Py_ssize_t dropped = 0
         cdef bint fresh
+        cdef Instance r
+        if not self.track:
+            # Replicas that keep state (a fired synchro-cell, say) stay; but one
+            # whose entry became an identity is entered past it from now on,
+            # as the next record with its tag would do, so the identity goes.
+            for x in self.replicas.values():
+                r = <Instance>x
+                if r.entry.identity:
+                    r.entry = bypass(r.entry)
+            self.limit = 2 * len(self.replicas)
+            return 0
         dead = []
         for v, inst in self.replicas.items():
             locked = []

@@ -188,6 +188,7 @@ cdef class SyncEntity(Entity):
         cdef object rec = record_of(item)
         cdef GStack st = stack_of(item)
         cdef bint was_fired = self.cell.fired
+        cdef Instance inst
         res = self.cell.accept(rec)
         if res is None:
             # A parked record stops counting for its input (language.md §7).
@@ -198,6 +199,9 @@ cdef class SyncEntity(Entity):
         if not was_fired and self.cell.fired:
             snet_flag_store(&self.identity, True)
             self.rt.note_partial(self.cell, self.node, True)
+            inst = self.ctx.inst.root
+            if inst is not None and inst.owner is not None and inst.entry is self:
+                inst.owner.hint_fresh(inst)  # a split replica's entry: its split may skip it now
         w.write(self.resolve_out(), make_item(res, st), True)
         return 0
 

@@ -135,6 +135,21 @@ def test_a_fired_synchro_cell_keeps_its_replica():
         assert len(got) == 300
 
 
+def test_fired_cells_of_a_kept_replica_are_skipped_and_still_pass_records_unchanged():
+    # PowerOfTwo's join: each replica's plain cell fires, the replica is kept
+    # (it is an identity for ever), but the split enters past the identity.
+    net = snet.load(source("([| {<v>}, {<w>} |]) ! <k>"))
+    recs = [r for k in range(100) for r in ({"<k>": k, "<v>": k}, {"<k>": k, "<w>": -k})]
+    recs += [{"<k>": k, "<v>": 1000 + k} for k in range(100)]
+    expected, _ = run(net, recs, "reference")
+    for workers in (1, 2, 4):
+        got, stats = run(net, recs, "front", workers)
+        assert collections.Counter(map(key, got)) == collections.Counter(map(key, expected)), workers
+        assert len(got) == 200
+        assert stats.front.entities.reclaimed == 0
+    assert stats.front.entities.alive < stats.front.entities.created
+
+
 def test_a_replica_with_an_initialiser_is_not_reclaimed():
     net = snet.load(
         "net t { box seed ( -> (<v>)); } connect ((seed | []) .. " + SYNC_STAR + ") ! <k>;",
