@@ -60,6 +60,7 @@ class EntityStats:
     created: int
     alive: int
     peak: int
+    reclaimed: int = 0  # dropped with split replicas that were back in their fresh state
 
 
 @attrs.frozen
@@ -219,6 +220,8 @@ class RunStats:
         if front is not None:
             lines.append(f"  peak entities (box, combinator and cell instances alive at once): "
                          f"{front.entities.peak:,} ({front.entities.created:,} made in all)")
+            lines.append(f"  entities at the end: {front.entities.alive:,} alive, "
+                         f"{front.entities.reclaimed:,} reclaimed with fresh split replicas")
             if self.seconds > 0 and front.workers:
                 busy = sum(w.busy_seconds for w in front.workers) / (self.seconds * len(front.workers))
                 lines.append(f"  workers busy {100 * min(busy, 1.0):.0f}% of the time")

@@ -7,6 +7,7 @@ cdef extern from "atomics.h" nogil:
         long created
         long alive
         long peak
+        long reclaimed
     long snet_atomic_add(long *p, long v)
     long snet_atomic_load(long *p)
     void snet_atomic_store(long *p, long v)

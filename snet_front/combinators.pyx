@@ -62,6 +62,9 @@ cdef class ParallelEntity(Dispatcher):
         w.write(dest, item, True)
         return 0
 
+    cdef bint settled(self):
+        return True  # its branches' entities and its collector are checked themselves
+
 
 @cython.final
 @cython.trashcan(True)
@@ -110,6 +113,7 @@ cdef class StarEntity(Entity):
         cdef StarShared sh = self.sh
         cdef Network rt = self.rt
         cdef Ctx cop
+        cdef Instance inst
         cdef bint leader = self.k == 0 and sh.det
         if leader:
             st = push(sh.coll.new_group(), st)
@@ -124,7 +128,10 @@ cdef class StarEntity(Entity):
             nxt.sh = sh
             nxt.k = self.k + 1
             self.nxt = nxt
-            cop = new_ctx(nxt, Instance.__new__(Instance), sh.ctx)
+            inst = Instance.__new__(Instance)
+            inst.members = sh.ctx.inst.members
+            inst.root = sh.ctx.inst.root  # inside a reclaimable replica: its entities are the replica's
+            cop = new_ctx(nxt, inst, sh.ctx)
             dest = open_replica(rt, w, self.node, cop, st)
             if sh.loops:
                 # A stateless operand: one instance for every unfolding.  Its outputs
@@ -153,17 +160,30 @@ cdef class StarEntity(Entity):
     cdef Entity branch_exit(self):
         return self
 
+    cdef bint settled(self):
+        # Its operand instances' entities are the replica's too and checked themselves;
+        # an incarnation that became an identity is a state a fresh star does not have.
+        return not self.identity
+
+
+cdef enum:
+    RECLAIM_AT = 32  # replicas a split keeps before it first looks for fresh ones to drop
+
 
 @cython.final
 @cython.trashcan(True)
 cdef class SplitEntity(Dispatcher):
     cdef object keys
-    cdef dict replicas
+    cdef dict replicas  # tag value -> Instance (its `entry`: where the replica's records go)
+    cdef bint track  # the replicas are reclaimable (`Network.reclaim`): their entities are listed
+    cdef Py_ssize_t limit  # reclaimable: look for fresh replicas when the table reaches this size
+    cdef object hinted  # deque of replicas that may be fresh again (appended by their entities' workers)
 
     cdef int invoke(self, Writer w, object item) except -1:
         cdef object rec = record_of(item)
         cdef GStack st = stack_of(item)
         cdef Entity dest
+        cdef Instance inst
         cdef Network rt = self.rt
         cdef Py_ssize_t i, n
         values = self.keys.values(rec)
@@ -178,6 +198,8 @@ cdef class SplitEntity(Dispatcher):
             spawn(st, n - 1)
         if not det:
             item = make_item(rec, st)
+        if len(self.hinted):
+            self.reclaim_hinted()
         for i in range(n):
             v = values[i]
             if det:
@@ -186,14 +208,147 @@ cdef class SplitEntity(Dispatcher):
                 # in the order the copies were made (as the reference engine).
                 cst = push(self.coll.new_group(), st)
                 item = make_item(rec, cst)
-            dest = self.replicas.get(v)
-            if dest is None:
-                dest = open_replica(rt, w, self.node, new_ctx(self, Instance.__new__(Instance), self.ctx), cst)
+            inst = self.replicas.get(v)
+            if inst is None:
+                if len(self.replicas) >= self.limit:
+                    self.reclaim()
+                inst = Instance.__new__(Instance)
+                inst.root = inst
+                inst.owner = self
+                inst.key = v
+                if self.track:
+                    inst.members = []
+                inst.entry = open_replica(rt, w, self.node, new_ctx(self, inst, self.ctx), cst)
+                self.replicas[v] = inst
+            dest = inst.entry
             if dest.identity:
                 dest = bypass(dest)
-            self.replicas[v] = dest
+                inst.entry = dest
             w.write(dest, item, i == n - 1)
         return 0
+
+    cdef void hint_fresh(self, Instance replica):
+        self.hinted.append(replica)
+
+    cdef int reclaim_hinted(self) except -1:
+        """Drop the replicas whose entities said they are fresh again, if they are (a busy one waits for a scan).
+
+        In a split whose replicas are not reclaimable, a replica whose entry
+        (a synchro-cell) fired is entered past it from now on.
+        """
+        cdef list locked
+        cdef Instance inst
+        cdef bint fresh
+        hinted = self.hinted
+        while len(hinted):
+            inst = <Instance>hinted.popleft()
+            if self.replicas.get(inst.key) is not inst:
+                continue  # hinted twice, or reclaimed by a scan
+            if not self.track:
+                if inst.entry.identity:
+                    inst.entry = bypass(inst.entry)  # a fired cell: skip it from now on
+                continue
+            locked = []
+            fresh = lock_replica(inst, locked) and replica_fresh(inst)
+            for e in locked:
+                snet_unlock(&(<Entity>e).lock)
+            if fresh:
+                del self.replicas[inst.key]
+                forget_replica(inst)
+                snet_atomic_add(&self.counters.reclaimed, len(locked))
+        return 0
+
+    cdef int reclaim(self) except -1:
+        """Drop the replicas whose entities are all as freshly built ones (docs/runtime.md, "Reclaimed replicas").
+
+        Called by the lock holder, so no record can enter a replica meanwhile.
+        Every entity of a replica is try-locked (a busy one keeps the replica
+        for a later look), then each is checked: no record in its inbox, no
+        state a fresh entity would not have (`Entity.settled`).  A key seen
+        again builds its replica anew, as the first time.  A split whose
+        replicas are not reclaimable only skips the identities its replicas
+        start with.
+        """
+        cdef list locked
+        cdef Py_ssize_t dropped = 0
+        cdef bint fresh
+        cdef Instance r
+        if not self.track:
+            # Replicas that keep state (a fired synchro-cell, say) stay; but one
+            # whose entry became an identity is entered past it from now on,
+            # as the next record with its tag would do, so the identity goes.
+            for x in self.replicas.values():
+                r = <Instance>x
+                if r.entry.identity:
+                    r.entry = bypass(r.entry)
+            self.limit = 2 * len(self.replicas)
+            return 0
+        dead = []
+        for v, inst in self.replicas.items():
+            locked = []
+            fresh = lock_replica(<Instance>inst, locked) and replica_fresh(<Instance>inst)
+            for e in locked:
+                snet_unlock(&(<Entity>e).lock)
+            if fresh:
+                dead.append(v)
+                dropped += len(locked)
+        for v in dead:
+            forget_replica(<Instance>self.replicas.pop(v))
+        snet_atomic_add(&self.counters.reclaimed, dropped)
+        self.limit = max(<Py_ssize_t>RECLAIM_AT, 2 * len(self.replicas))
+        return 0
+
+    cdef bint settled(self):
+        # A nested split: fresh when every replica it keeps is (lock_replica locked them).
+        for inst in self.replicas.values():
+            if not replica_fresh(<Instance>inst):
+                return False
+        return True
+
+
+cdef bint lock_replica(Instance inst, list locked) except -1:
+    """Try-lock every entity of a replica, nested split replicas too; False when one is busy."""
+    cdef Entity e
+    for x in inst.members:
+        e = <Entity>x
+        if not snet_try_lock(&e.lock):
+            return False
+        locked.append(e)
+        if type(e) is SplitEntity:
+            for r in (<SplitEntity>e).replicas.values():
+                if not lock_replica(<Instance>r, locked):
+                    return False
+    return True
+
+
+cdef int forget_replica(Instance inst) except -1:
+    """Empty the entity lists of a dropped replica and its nested ones.
+
+    An entity refers to its instance through its context, and the instance
+    lists the entity: emptying the list (and the instance's other links)
+    breaks those cycles, so the entities
+    go as soon as no licence names them, without waiting for the cycle
+    collector.
+    """
+    for x in inst.members:
+        if type(x) is SplitEntity:
+            for r in (<SplitEntity>x).replicas.values():
+                forget_replica(<Instance>r)
+    inst.members.clear()
+    inst.entry = None  # the entry's context names this instance
+    inst.root = None
+    inst.owner = None
+    return 0
+
+
+cdef bint replica_fresh(Instance inst) except -1:
+    """Every entity of a locked replica holds no record and no state a fresh one would not."""
+    cdef Entity e
+    for x in inst.members:
+        e = <Entity>x
+        if len(e.inbox) or not e.settled():
+            return False
+    return True
 
 
 @cython.final
@@ -272,6 +427,9 @@ cdef class FeedbackReturn(Entity):
     cdef Entity branch_exit(self):
         return self
 
+    cdef bint settled(self):
+        return True
+
 
 @cython.final
 @cython.trashcan(True)
@@ -311,6 +469,9 @@ cdef class Collector(Entity):
         else:
             w.write(self.resolve_out(), item, True)
         return 0
+
+    cdef bint settled(self):
+        return not len(self.groups) and not self.stray and not self.identity
 
     cdef int release(self, Writer w) except -1:
         cdef Group h
@@ -364,6 +525,8 @@ cdef int fire(Network rt, Writer w, int n, Ctx ctx, GStack st) except -1:
         return 0
     if k == K_PAR:
         p = <ParallelEntity>rt.make(n, ctx)
+        if ctx.inst.eager is None:
+            ctx.inst.eager = {}
         ctx.inst.eager[n] = p
         g0 = p.coll.new_group()  # count 1: a claim held while firing
         c = new_ctx(p, ctx.inst, ctx)
@@ -374,6 +537,8 @@ cdef int fire(Network rt, Writer w, int n, Ctx ctx, GStack st) except -1:
         return 0
     if k == K_FEEDBACK:
         fb = new_feedback(rt, n, ctx)
+        if ctx.inst.eager is None:
+            ctx.inst.eager = {}
         ctx.inst.eager[n] = fb
         fire(rt, w, rt.child0[n], fb.ctx_op, st)
         return 0
@@ -513,6 +678,9 @@ cdef Entity make_split(Network rt, int n, Ctx ctx):
     sp.setup(rt, n, ctx)
     sp.keys = rt.nodes[n].keys
     sp.replicas = {}
+    sp.track = rt.reclaim[n]
+    sp.limit = RECLAIM_AT
+    sp.hinted = deque()
     if rt.det[n]:
         sp.coll = new_collector(rt, n, ctx)
     return sp

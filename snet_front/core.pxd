@@ -34,7 +34,12 @@ cdef class WakeUp:
 
 cdef class Instance:
     """One instance (top level, star replica, split replica): its eagerly built entities."""
-    cdef dict eager  # node id -> entity built at instance creation (paths to initialisers)
+    cdef dict eager  # node id -> entity built at instance creation (paths to initialisers); None: none yet
+    cdef list members  # every entity built in a reclaimable split replica (None: not tracked)
+    cdef Entity entry  # a split replica's entry entity
+    cdef Instance root  # the split replica this instance is part of (itself, or a star incarnation's)
+    cdef Entity owner  # a split replica's split
+    cdef object key  # a split replica's tag value
 
 
 cdef class Ctx:
@@ -69,6 +74,8 @@ cdef class Entity:
     cdef Entity branch_exit(self)
     cdef Entity entry(self)
     cdef Entity junction_out(self)
+    cdef bint settled(self)
+    cdef void hint_fresh(self, Instance replica)
     cdef int emit_list(self, Writer w, object outs, GStack st, bint cont) except -1
 
 
@@ -106,6 +113,7 @@ cdef class Network:
     cdef int *inst_init
     cdef int *det
     cdef int *conc
+    cdef int *reclaim  # per split node: its replicas may be reclaimed (docs/runtime.md)
     cdef list nodes  # snet.plan templates: the operators entities are built from
     cdef list children
     cdef list node_names

@@ -115,7 +115,8 @@ from snet.errors import SNetRuntimeError
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_try_lock, snet_unlock, snet_is_locked,
                                  snet_atomic_max, snet_counters_new, snet_counters_retain, snet_counters_release,
                                  snet_flag_store)
-from snet_front.kinds cimport (K_NET, K_SERIAL, K_IDENT, K_INITBOX, NKINDS, X_NEXT, X_UP, X_POP)
+from snet_front.kinds cimport (K_NET, K_SERIAL, K_IDENT, K_INITBOX, K_BOX, K_SYNC, K_SYNCSTAR, K_SPLIT, K_EXECSPLIT,
+                               NKINDS, X_NEXT, X_UP, X_POP)
 
 cdef extern from "<sched.h>" nogil:
     int sched_yield()
@@ -141,6 +142,32 @@ cdef object current_writer():
 
 cdef void set_current_writer(object w):
     _current.writer = w
+
+
+# -- reclaimable split replicas -------------------------------------------------------
+
+cdef bint reclaimable(list nodes, int top):
+    """Whether the replicas of a split whose operand is ``top`` may be reclaimed (docs/runtime.md).
+
+    A replica that is back in the state of a fresh one may be dropped only
+    if a fresh one is what building it again would give: so no initialiser
+    (its outputs are the instance's history), no plain synchro-cell (a fired
+    one is an identity for ever, a state no fresh replica has), no split run
+    by the executor (its instances live there) and no async box (its calls
+    finish outside the workers).  A synchro-cell star holds its cells
+    itself, so its cell node is not looked at.
+    """
+    stack = [top]
+    while stack:
+        node = nodes[stack.pop()]
+        k = int(node.kind)
+        if node.owns_init or k == K_SYNC or k == K_INITBOX or k == K_EXECSPLIT:
+            return False
+        if k == K_BOX and getattr(node, "deferred", False):
+            return False
+        if k != K_SYNCSTAR:
+            stack.extend(node.children)
+    return True
 
 
 # -- one factory per node kind ----------------------------------------------------
@@ -211,8 +238,7 @@ cdef class WakeUp:
 @cython.final
 @cython.trashcan(True)
 cdef class Instance:
-    def __cinit__(self):
-        self.eager = {}
+    pass
 
 
 @cython.final
@@ -259,6 +285,8 @@ cdef class Entity:
         self.ctx = ctx
         self.inbox = deque()
         self.counters = rt.counters
+        if ctx is not None and ctx.inst.members is not None:
+            ctx.inst.members.append(self)  # a reclaimable split replica's entity (`reclaim_fresh`)
         snet_counters_retain(self.counters)
         snet_atomic_add(&self.counters.created, 1)
         snet_atomic_max(&self.counters.peak, snet_atomic_add(&self.counters.alive, 1))
@@ -290,6 +318,18 @@ cdef class Entity:
 
     cdef Entity branch_exit(self):
         raise NotImplementedError
+
+    cdef bint settled(self):
+        """Holds no state that a freshly built entity of its node would not have (its lock is held).
+
+        Only asked of the entities of reclaimable split replicas; records in
+        the inbox are checked by the caller.  Conservative by default.
+        """
+        return False
+
+    cdef void hint_fresh(self, Instance replica):
+        """An entity of ``replica`` (one of this split's) may have just become fresh again."""
+        pass
 
     cdef Entity entry(self):
         return self
@@ -355,6 +395,7 @@ cdef class Network:
         PyMem_Free(self.inst_init)
         PyMem_Free(self.det)
         PyMem_Free(self.conc)
+        PyMem_Free(self.reclaim)
         if self.counters != NULL:
             snet_counters_release(self.counters)
 
@@ -370,8 +411,9 @@ cdef class Network:
         self.inst_init = <int *>PyMem_Malloc(n * sizeof(int))
         self.det = <int *>PyMem_Malloc(n * sizeof(int))
         self.conc = <int *>PyMem_Malloc(n * sizeof(int))
+        self.reclaim = <int *>PyMem_Malloc(n * sizeof(int))
         if not (self.kind and self.child0 and self.exit_mode and self.next_stage and self.inst_init
-                and self.det and self.conc):
+                and self.det and self.conc and self.reclaim):
             raise MemoryError()
         self.nodes = list(plan.nodes)
         self.children = [node.children for node in plan.nodes]
@@ -386,6 +428,7 @@ cdef class Network:
             self.inst_init[i] = node.owns_init
             self.det[i] = node.deterministic
             self.conc[i] = conc[i]
+            self.reclaim[i] = self.kind[i] == K_SPLIT and reclaimable(self.nodes, self.child0[i])
             if _factories[self.kind[i]] == NULL and self.kind[i] not in (K_NET, K_SERIAL, K_IDENT, K_INITBOX):
                 raise SNetRuntimeError(f"internal error: no entity factory for node kind {self.kind[i]}")
 
@@ -401,7 +444,7 @@ cdef class Network:
                 continue
             if k == K_IDENT or k == K_INITBOX:
                 return self.exit_target(n, ctx)
-            if self.inst_init[n]:
+            if self.inst_init[n] and ctx.inst.eager is not None:
                 e = ctx.inst.eager.get(n)
                 if e is not None:
                     return (<Entity>e).entry()

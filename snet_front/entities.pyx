@@ -17,8 +17,8 @@ from snet.core.boxes cimport BoxCaller
 from snet.errors import SNetRuntimeError
 from snet.requests import set_current_request
 
-from snet_front.atomics cimport snet_atomic_add, snet_now, snet_unlock, snet_flag_store
-from snet_front.core cimport (Entity, Writer, Network, GStack, Ctx, register_factory, make_item, record_of,
+from snet_front.atomics cimport snet_atomic_add, snet_atomic_load, snet_now, snet_unlock, snet_flag_store
+from snet_front.core cimport (Entity, Writer, Network, GStack, Ctx, Instance, register_factory, make_item, record_of,
                               stack_of, spin_lock, request_of)
 from snet_front.kinds cimport K_BOX, K_FILTER, K_SYNC, K_SYNCSTAR
 
@@ -97,6 +97,9 @@ cdef class BoxEntity(Entity):
         finally:
             snet_atomic_add(&self.running, -1)
         return early
+
+    cdef bint settled(self):
+        return snet_atomic_load(&self.running) == 0 and not self.done
 
 
 @cython.final
@@ -181,6 +184,9 @@ cdef class FilterEntity(Entity):
         self.emit_list(w, self.op(record_of(item)), stack_of(item), True)
         return 0
 
+    cdef bint settled(self):
+        return True
+
 
 @cython.final
 @cython.trashcan(True)
@@ -192,6 +198,7 @@ cdef class SyncEntity(Entity):
         cdef object rec = record_of(item)
         cdef GStack st = stack_of(item)
         cdef bint was_fired = self.cell.fired
+        cdef Instance inst
         res = self.cell.accept(rec)
         if res is None:
             # A parked record stops counting for its input (language.md §7).
@@ -202,6 +209,9 @@ cdef class SyncEntity(Entity):
         if not was_fired and self.cell.fired:
             snet_flag_store(&self.identity, True)
             self.rt.note_partial(self.cell, self.node, True)
+            inst = self.ctx.inst.root
+            if inst is not None and inst.owner is not None and inst.entry is self:
+                inst.owner.hint_fresh(inst)  # a split replica's entry: its split may skip it now
         w.write(self.resolve_out(), make_item(res, st), True)
         return 0
 
@@ -234,10 +244,13 @@ cdef class SyncStarEntity(Entity):
         cdef object rec = record_of(item)
         cdef GStack st = stack_of(item)
         cdef long after = -1  # the replica the record has passed (-1: none yet)
+        cdef Instance inst
         cdef bint fresh
         if self.waiting is None:
-            self.waiting = [deque() for _ in range(self.shape.count)]
-            self.all_patterns = range(self.shape.count)
+            # Plain lists: most replicas of a split hold one cell or two (a deque
+            # costs ten times a short list); `new_cell` turns a long one into a deque.
+            self.waiting = [[] for _ in range(self.shape.count)]
+            self.all_patterns = pattern_range(self.shape.count)
         while True:
             if self.matcher(rec) >= 0:
                 w.write(self.resolve_out(), make_item(rec, st), True)
@@ -265,11 +278,19 @@ cdef class SyncStarEntity(Entity):
             if cell.fired:
                 del self.cells[entry[0]]
                 self.rt.note_partial(cell, self.sync_node, True)
+                if not self.cells and self.ctx.inst.members is not None:
+                    # Back to its fresh state: its split may drop the replica (docs/runtime.md).
+                    inst = self.ctx.inst.root
+                    if inst is not None and inst.owner is not None:
+                        inst.owner.hint_fresh(inst)
             elif fresh:  # (walking) a fresh cell let it pass unchanged: so will every later one
                 self.rt.park(self.node, rec)
                 return 0
             after = entry[0]
             rec = res
+
+    cdef bint settled(self):
+        return not self.cells  # every cell it made has fired (fired cells are identities it forgot)
 
     cdef object first_waiting(self, object hits, long after):
         """The earliest unfired cell after ``after`` with an empty slot among ``hits`` (None: none yet)."""
@@ -298,10 +319,12 @@ cdef class SyncStarEntity(Entity):
         for j in before:
             if cell.fired or j not in cell.empty:
                 q = self.waiting[j]
-                if q[0] is entry:
-                    q.popleft()
-                else:
+                if q[0] is not entry:
                     q.remove(entry)
+                elif type(q) is list:
+                    del q[0]
+                else:
+                    q.popleft()
         return 0
 
     cdef object new_cell(self):
@@ -309,9 +332,27 @@ cdef class SyncStarEntity(Entity):
         entry = (self.replicas, self.shape.new_cell())
         self.replicas += 1
         self.cells[entry[0]] = entry
-        for q in self.waiting:
+        cdef Py_ssize_t i
+        for i in range(len(self.waiting)):
+            q = self.waiting[i]
             q.append(entry)
+            if type(q) is list and len(q) > LONG_WAIT:
+                self.waiting[i] = deque(q)  # taking the head of a long list would cost its length
         return entry
+
+
+cdef enum:
+    LONG_WAIT = 32  # cells waiting for one slot past which a sync-star keeps them in a deque
+
+_ranges = {}
+
+
+cdef object pattern_range(long count):
+    """``range(count)``, one shared object per pattern count (every sync-star entity asks for it)."""
+    r = _ranges.get(count)
+    if r is None:
+        r = _ranges[count] = range(count)
+    return r
 
 
 # -- factories ------------------------------------------------------------------

@@ -169,7 +169,7 @@ cdef class Runtime(Network):
             "records_out": snet_atomic_load(&self.records_out),
             "boxes": {name: {"calls": c, "seconds": s} for name, (c, s) in sorted(boxes.items())},
             "entities": {"created": self.counters.created, "alive": self.counters.alive,
-                         "peak": self.counters.peak},
+                         "peak": self.counters.peak, "reclaimed": self.counters.reclaimed},
             "invocations": sum((<Worker>w).n_invocations for w in self.workers),
             "continuations": sum((<Worker>w).n_cont for w in self.workers),
             "steals": sum((<Worker>w).n_steals for w in self.workers),

@@ -50,6 +50,7 @@ typedef struct {
     long created;
     long alive;
     long peak;
+    long reclaimed;  /* entities dropped with reclaimed split replicas */
 } snet_counters;
 
 static inline snet_counters *snet_counters_new(void) {

@@ -56,7 +56,7 @@ def test_the_json_form_keeps_the_keys_of_the_stats_line(net, engine):
     assert data["engine"] == engine and data["records_in"] == 2 and data["records_out"] == 2
     assert set(data["boxes"]["double"]) == {"calls", "seconds"} and data["boxes"]["double"]["calls"] == 2
     if engine == "front":
-        assert set(data["entities"]) == {"created", "alive", "peak"}
+        assert set(data["entities"]) == {"created", "alive", "peak", "reclaimed"}
         assert {"invocations", "continuations", "steals", "licences_stolen",
                 "records_moved_past_identities"} <= set(data)
         assert [set(w) for w in data["workers"]] == [{"busy_seconds", "invocations", "continuations", "inputs",
