@@ -154,15 +154,8 @@ def _graph(args: argparse.Namespace) -> int:
 
 def _spark_submit(words: list[str], parser: argparse.ArgumentParser) -> int:
     """``snet spark-submit``: its arguments are spark-submit's and snet run's, split at ``--``."""
-    try:
-        from snet.spark.submit import submit_command
-        return submit_command(words, parser)
-    except SNetError as error:
-        report(error)
-        return error.exit_status
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 1
+    from snet.spark.submit import submit_command
+    return submit_command(words, parser)
 
 
 def report(error: SNetError) -> None:
@@ -218,12 +211,17 @@ def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     if words and words[0] == "spark-submit" and not {"-h", "--help"} & set(words[1:words.index("--")]
                                                                             if "--" in words else words[1:]):
-        return _spark_submit(words[1:], parser)
-    args, extras = parser.parse_known_args(bare_progress(words))
-    if extras:
-        parser.error(unrecognized(extras, args.parser))  # exits with status 2
+        def command() -> int:
+            return _spark_submit(words[1:], parser)
+    else:
+        args, extras = parser.parse_known_args(bare_progress(words))
+        if extras:
+            parser.error(unrecognized(extras, args.parser))  # exits with status 2
+
+        def command() -> int:
+            return args.func(args)  # type: ignore[no-any-return]
     try:
-        return args.func(args)
+        return command()
     except SNetError as error:
         report(error)
         return error.exit_status
