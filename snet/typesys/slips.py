@@ -73,11 +73,12 @@ def find_slips(res: Resolution, checker: TypeChecker) -> list[Diagnostic]:
 def _roots(res: Resolution, top: list) -> list:
     """The top-level nets that no other top-level net uses: the others are analysed where they are used."""
     used: set = set()
+    tops = {id(net) for net in top}
     for net in top:
         scope = res.net_scope(net)
         for ref in net_references(net.body):
             target = scope.lookup(ref.name)
-            if target is not net and any(target is t for t in top):
+            if target is not net and id(target) in tops:
                 used.add(id(target))
     return [net for net in top if id(net) not in used]
 
@@ -181,6 +182,8 @@ def near(label: str, candidates) -> str | None:
         k, n = _split(c)
         if k == kind and n != name and n[:1].lower() == name[:1].lower():
             names[n] = c
+    if not names:
+        return None
     found = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.6)
     if not found:
         return None
