@@ -59,7 +59,7 @@ Record = dict
 DEFAULT_BATCH = 4096
 
 # Settings read by snet itself, not passed to Spark.
-SNET_KEYS = ("snet.path", "snet.partitions", "snet.boxes")
+SNET_KEYS = ("snet.path", "snet.partitions", "snet.boxes", "snet.mode")
 
 _SHIPPED: dict[int, set[str]] = {}  # id(SparkContext or session) -> files already added
 _SHIP_LOCK = threading.Lock()
