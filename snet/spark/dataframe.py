@@ -206,10 +206,13 @@ def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_jso
     """The ``mapInArrow`` function: one fresh reference engine over this partition's records."""
     from snet.reference import ReferenceEngine
 
-    engine = ReferenceEngine(_plan(run_id, context))
+    plan = _plan(run_id, context)
+    engine = ReferenceEngine(plan)
     writer = _Writer(schema_json, project)
+    chain = box_chain(plan)
+    outputs = engine.run(_records(batches, drop)) if chain is None else _chained(chain, _records(batches, drop))
     out: list[dict] = []
-    for record in engine.run(_records(batches, drop)):
+    for record in outputs:
         out.append(record)
         if len(out) >= OUT_BATCH:
             yield writer.batch(out)
@@ -218,3 +221,32 @@ def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_jso
         yield writer.batch(out)
     for warning in engine.termination_warnings():
         log.warning("%s", warning)
+
+
+def box_chain(plan) -> list | None:
+    """The box callers of a network that is a serial chain of boxes (or one box), else None.
+
+    Such a network is function composition: each record goes through the
+    boxes depth first, as the reference engine takes it, so the chain runs
+    without the engine's stack and timing.  The box callers are the
+    engine's own (argument checks, result types, flow inheritance and error
+    messages are theirs).
+    """
+    from snet.plan import Kind
+
+    node = plan.nodes[0]
+    while node.kind == Kind.NET:
+        node = plan.nodes[node.children[0]]
+    stages = [node] if node.kind == Kind.BOX else [plan.nodes[c] for c in node.children] \
+        if node.kind == Kind.SERIAL else []
+    if not stages or any(stage.kind != Kind.BOX for stage in stages):
+        return None
+    return [stage.call for stage in stages]
+
+
+def _chained(calls: list, records) -> Iterator[dict]:
+    for record in records:
+        current = [record]
+        for call in calls:
+            current = [out for r in current for out in call(r)] if len(current) != 1 else call(current[0])
+        yield from current
