@@ -78,7 +78,7 @@ def _describe(node: Node) -> str:
         (" with a synchro-cell" if node.stateful else " with an initialiser")
 
 
-def _not_distributable(node: Node, why: str = "") -> SNetNotDistributable:
+def _not_distributable(node: Node) -> SNetNotDistributable:
     holder = _state_holder(node)
     if isinstance(holder, SplitNode) and holder.hi_tag is None:
         return SNetNotDistributable(
@@ -90,7 +90,7 @@ def _not_distributable(node: Node, why: str = "") -> SNetNotDistributable:
             "a range split with state: it copies a record to several replicas, which no partitioning of the "
             "input can keep in one Spark task (see docs/spark.md); run it on the driver instead", holder.span)
     return SNetNotDistributable(
-        f"{_describe(holder)} keeps state outside any index split{why}: the network cannot be partitioned over Spark tasks "
+        f"{_describe(holder)} keeps state outside any index split: the network cannot be partitioned over Spark tasks "
         f"(state must live inside a top-level 'X ! <t>', see docs/spark.md); run it on the driver instead",
         holder.span)
 
@@ -130,7 +130,9 @@ def distribution(graph: PropertyGraph) -> Distribution:
         if not isinstance(stage, SplitNode) or stage.hi_tag is not None:
             raise _not_distributable(stage)
         if key is not None and stage.tag != key:
-            raise _not_distributable(stage.operand, f" (this split is on {stage.tag}, an earlier one on {key})")
+            raise SNetNotDistributable(
+                f"this split keeps state per {stage.tag}, an earlier one per {key}: the input can be partitioned "
+                f"by one tag only (see docs/spark.md); run it on the driver instead", stage.span)
         key, split = stage.tag, split or stage
     for i in range(keyed[-1]):
         if i not in keyed and not keeps_tag(stages[i], key):
