@@ -135,7 +135,7 @@ def distribution(graph: PropertyGraph) -> Distribution:
                 f"by one tag only (see docs/spark.md); run it on the driver instead", stage.span)
         key, split = stage.tag, split or stage
     for i in range(keyed[-1]):
-        if i not in keyed and not keeps_tag(stages[i], key):
+        if i not in keyed and key is not None and not keeps_tag(stages[i], key):
             at = split.span.location if split is not None and split.span is not None else "?"
             raise SNetNotDistributable(
                 f"this stage may change {key} before the split at {at}, whose state is partitioned by {key}: "
