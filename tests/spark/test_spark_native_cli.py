@@ -156,3 +156,21 @@ def test_mixed_and_masterless_spark_formats_are_refused(tmp_path):
     assert done.returncode == 2 and "needs a Spark source and a Spark sink" in done.stderr, done.stderr
     done = run_cli(str(net), "-i", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.parquet"))
     assert done.returncode == 2 and "give --spark MASTER" in done.stderr, done.stderr
+
+
+def test_csv_in_orc_out(spark, tmp_path):
+    import pyarrow.orc as orc
+
+    import snet
+
+    (tmp_path / "three.snet").write_text(THREE)
+    (tmp_path / "three.py").write_text(THREE_PY)
+    records = [{"a": i, "id": 100 + i} for i in range(40)]
+    (tmp_path / "in.csv").write_text("a,id\n" + "".join(f"{r['a']},{r['id']}\n" for r in records))
+    out = tmp_path / "out.orc"
+    status = snet_main(str(tmp_path / "three.snet"), "-i", str(tmp_path / "in.csv"), "-o", str(out),
+                       "--spark", MASTER, "--spark-schema", "b long, id long, `<even>` long")
+    assert status == 0
+    got = [row for path in sorted(out.glob("part-*.orc")) for row in orc.read_table(str(path)).to_pylist()]
+    local = list(snet.load(str(tmp_path / "three.snet")).run(records, engine="reference"))
+    assert canonical(got) == canonical(local)
