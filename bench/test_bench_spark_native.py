@@ -89,24 +89,24 @@ def setup(tmp_path_factory):
 
 
 def _native(setup, name):
-    from snet.spark.native import _write
+    from snet.spark.native import write_sink
 
     session, folder, nets = setup
     net, schema = nets[name]
     df = session.read.parquet(str(folder / f"{name}.parquet"))
-    _write(net.spark_apply(df, schema), "parquet", str(folder / f"{name}-native.out"), "overwrite")
+    write_sink(net.spark_apply(df, schema), "parquet", str(folder / f"{name}-native.out"), "overwrite")
 
 
 def _driver(setup, name):
     from snet.options import RunOptions
-    from snet.spark.native import _driver_run
+    from snet.spark.native import driver_run
 
     session, folder, nets = setup
     net, schema = nets[name]
     df = session.read.parquet(str(folder / f"{name}.parquet"))
     options = RunOptions.from_keywords(engine="front", workers=2, spark_master=MASTER)
     args = types.SimpleNamespace(output=str(folder / f"{name}-driver.out"))
-    return _driver_run(net, session, df, "parquet", args, options, "overwrite", schema)
+    return driver_run(net, session, df, "parquet", args, options, "overwrite", schema)
 
 
 @pytest.mark.parametrize("name", ["three", "keyed"])

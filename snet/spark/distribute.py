@@ -32,7 +32,8 @@ from __future__ import annotations
 import attrs
 
 from snet.errors import SNetNotDistributable
-from snet.spg.nodes import BoxNode, FilterNode, NetNode, Node, ParallelNode, PropertyGraph, SerialNode, SplitNode, SyncNode
+from snet.spg.nodes import (BoxNode, FilterNode, NetNode, Node, ParallelNode, PropertyGraph, SerialNode, SplitNode,
+                            SyncNode)
 
 
 @attrs.frozen

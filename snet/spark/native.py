@@ -85,7 +85,7 @@ def _reader(session, fmt: str, path: str):
     return reader.load(path)
 
 
-def _write(df, fmt: str, path: str, mode: str) -> None:
+def write_sink(df, fmt: str, path: str, mode: str) -> None:
     writer = df.write.format(fmt).mode(mode)
     if fmt == "csv":
         writer = writer.option("header", "true")
@@ -131,10 +131,11 @@ def run_native(network, args, options, source: str, sink: str) -> int:
         if fallback:
             log.warning("warning: the network cannot be partitioned over Spark tasks; it runs on the driver "
                         "(--spark-driver-fallback), every record passing through it")
-            written = _driver_run(network, session, df, sink, args, options, mode, getattr(args, 'spark_schema', None))
+            written = driver_run(network, session, df, sink, args, options, mode,
+                                 getattr(args, 'spark_schema', None))
         else:
             out = network.spark_apply(df, getattr(args, 'spark_schema', None))
-            _write(out, sink, args.output, mode)
+            write_sink(out, sink, args.output, mode)
             written = None
     except KeyboardInterrupt:
         raise
@@ -151,7 +152,7 @@ def run_native(network, args, options, source: str, sink: str) -> int:
     return 0
 
 
-def _driver_run(network, session, df, sink: str, args, options, mode: str, schema) -> int:
+def driver_run(network, session, df, sink: str, args, options, mode: str, schema) -> int:
     """``--spark-driver-fallback``: the records through the driver, the network's splits on Spark as usual."""
     from snet.spark.dataframe import output_schema
 
@@ -170,5 +171,5 @@ def _driver_run(network, session, df, sink: str, args, options, mode: str, schem
             raise SNetRuntimeError(f"an output record has label(s) {', '.join(sorted(extra))} that the inferred "
                                    f"output schema lacks; give --spark-schema with the columns wanted")
         rows.append(tuple(record.get(n) for n in names))
-    _write(session.createDataFrame(rows, out_schema), sink, args.output, mode)
+    write_sink(session.createDataFrame(rows, out_schema), sink, args.output, mode)
     return len(rows)
