@@ -16,10 +16,11 @@ from snet._version import __version__
 if TYPE_CHECKING:  # what type checkers see; at run time these load on first use (below)
     from snet.api import Network, Session, load
     from snet.errors import (SNetBindingError, SNetBoxError, SNetCompileError, SNetError, SNetRecordError,
-                             SNetRuntimeError, SNetUsageError)
+                             SNetNotDistributable, SNetRuntimeError, SNetUsageError)
 
 __all__ = ["__version__", "load", "Network", "Session", "SNetError", "SNetCompileError", "SNetBindingError",
-           "SNetRuntimeError", "SNetBoxError", "SNetRecordError", "SNetUsageError"]
+           "SNetRuntimeError", "SNetBoxError", "SNetRecordError", "SNetUsageError",
+           "SNetNotDistributable"]
 
 
 def __getattr__(name):

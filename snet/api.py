@@ -186,6 +186,39 @@ class Network:
         """
         return _LoggedExecution(start(options.engine, self.graph, self.boxes, records, options))
 
+    def spark_apply(self, df: Any, schema: Any = None, *, partitions: int | None = None,
+                    order: str | None = None) -> Any:
+        """The network over a Spark DataFrame: a DataFrame of the output records, lazily (docs/spark.md).
+
+        Rows map to records by column name in the JSON Lines spelling (``x``,
+        ``<t>``, ``<#b>``; a null is an absent label).  The network runs
+        whole inside each task (``mapInArrow``), an engine per task, so it
+        works on Spark Connect too.  A network with state inside a top-level
+        ``X ! <t>`` is repartitioned by the column ``<t>`` and kept in input
+        order within each tag value.
+
+        Args:
+            df: a ``pyspark.sql.DataFrame`` (classic or Connect).
+            schema: the output schema (StructType or DDL string), a
+                projection; default: inferred from the output type and the
+                input columns.
+            partitions: the number of partitions (tasks); default: the
+                DataFrame's own, or the default parallelism when it must
+                be repartitioned by a tag.
+            order: a column giving the input sequence (used to keep per-tag
+                order, not passed to the network); default: the
+                DataFrame's row order.
+
+        Raises:
+            SNetNotDistributable: the network keeps state outside any
+                top-level index split (the message gives the position).
+            SNetUsageError: a missing tag column, an output field whose
+                type cannot be inferred.
+        """
+        from snet.spark.dataframe import spark_apply
+
+        return spark_apply(self, df, schema, partitions=partitions, order=order)
+
     def session(self, *, max_pending: int | None = None, **run_options: Any) -> "Session":
         """Start a long-running session (see :class:`Session`); takes the options of :meth:`run`."""
         return Session(self, RunOptions.from_keywords(**run_options), max_pending)

@@ -48,10 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="input records (.jsonl/.ndjson or .xml; default: standard input)")
     run.add_argument("-o", "--output", default="-", metavar="OUTPUT",
                      help="output records (.jsonl or .xml; default: standard output)")
-    run.add_argument("--format", choices=("jsonl", "xml"),
-                     help="record format of input and output (default: from the file extension; jsonl on a pipe)")
-    run.add_argument("--input-format", choices=("jsonl", "xml"), help="record format of the input only")
-    run.add_argument("--output-format", choices=("jsonl", "xml"), help="record format of the output only")
+    formats = ("jsonl", "xml", "parquet", "json", "csv", "orc")  # the last four: Spark-native runs (docs/spark.md)
+    run.add_argument("--format", choices=formats,
+                     help="record format of input and output (default: from the file extension; jsonl on a pipe); "
+                          "parquet, json, csv, orc: read and written by Spark, with --spark")
+    run.add_argument("--input-format", choices=formats, help="record format of the input only")
+    run.add_argument("--output-format", choices=formats, help="record format of the output only")
     run.add_argument("--xml-mode", choices=("textual", "binary"), default="textual",
                      help="how XML output writes field values: textual (default) or the C4SNet binary form")
     _add_boxes_option(run)
@@ -97,6 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
                           "FILE:LINE:COL positions or net names")
     run.add_argument("--spark-batch", type=int, metavar="N",
                      help="records per Spark batch (default 4096)")
+    run.add_argument("--spark-driver-fallback", action="store_true",
+                     help="Spark source and sink, but a network whose state cannot be partitioned: run it on the "
+                          "driver instead of stopping")
+    run.add_argument("--spark-schema", metavar="DDL",
+                     help="output columns of a Spark-native run, e.g. 'x double, `<t>` long' (default: inferred)")
     loudness = run.add_mutually_exclusive_group()
     loudness.add_argument("-q", "--quiet", action="store_true",
                           help="print no warnings (errors, and what --stats and --progress ask for, still appear)")

@@ -59,6 +59,18 @@ class SNetUsageError(SNetError):
     exit_status = EXIT_STARTUP
 
 
+class SNetNotDistributable(SNetUsageError):
+    """The network keeps state that cannot be partitioned over Spark tasks (docs/spark.md): exit 2.
+
+    ``span`` is the position of the construct that holds the state.
+    """
+
+    def __init__(self, message: str, span: Span | None = None):
+        self.message = message
+        self.span = span
+        super().__init__(f"{span.location}: error: {message}" if span is not None else f"error: {message}")
+
+
 class SNetOptionError(SNetUsageError):
     """A run option out of its range (see :mod:`snet.options`): exit 2.
 

@@ -153,6 +153,11 @@ def run_command(args: argparse.Namespace) -> int:
     network = load(NetFile(args.net_file), boxes=args.boxes, net=args.net, dialect=compiling.dialect,
                    net_path=compiling.net_path)
     log.info("info: net %s %s; boxes %s", network.name, network.signature, _box_origins(network))
+    from snet.spark.native import native_formats, run_native  # imports no pyspark
+
+    formats = native_formats(args)  # a Spark source and sink: the whole run inside Spark (docs/spark.md)
+    if formats is not None:
+        return run_native(network, args, options, *formats)
 
     in_format = detect_format(args.input, args.input_format or args.format)
     out_format = detect_format(args.output, args.output_format or args.format)

@@ -23,6 +23,15 @@ docstrings:
 * :mod:`snet.spark.crash` - a Python worker that died: the box and the
   record that killed it, the batch's earlier outputs kept.
 
+Whole networks inside Spark tasks (records never on the driver):
+
+* :mod:`snet.spark.distribute` - which networks can be partitioned over
+  tasks, and by which tag;
+* :mod:`snet.spark.dataframe` - ``Network.spark_apply``: the network in
+  ``mapInArrow``, an engine per task;
+* :mod:`snet.spark.native` - ``snet run --spark`` with Spark sources and
+  sinks (Parquet, JSON, CSV, ORC).
+
 Nothing here imports pyspark until a run asks for Spark.
 """
 

@@ -59,7 +59,7 @@ Record = dict
 DEFAULT_BATCH = 4096
 
 # Settings read by snet itself, not passed to Spark.
-SNET_KEYS = ("snet.path", "snet.partitions", "snet.boxes")
+SNET_KEYS = ("snet.path", "snet.partitions", "snet.boxes", "snet.mode")
 
 _SHIPPED: dict[int, set[str]] = {}  # id(SparkContext or session) -> files already added
 _SHIP_LOCK = threading.Lock()
@@ -130,30 +130,7 @@ class SparkSplitRunner(SplitRunner):
     # -- shipping ------------------------------------------------------------
 
     def _ship(self) -> None:
-        from snet.spark.shipping import package_zip
-
-        files = [package_zip()]
-        if self.context.files:
-            from snet.spark.shipping import folder_zip
-
-            folder = tempfile.mkdtemp(prefix="snet-boxes-")
-            zipped = {}
-            for entry in self.context.files.values():
-                if entry.shipped_name not in zipped:
-                    zipped[entry.shipped_name] = folder_zip(entry.path, folder)
-            files.extend(zipped.values())
-        with _SHIP_LOCK:
-            owner = self.session.sparkContext if not self.connect else self.session
-            done = _SHIPPED.setdefault(id(owner), set())
-            for path in files:
-                name = os.path.basename(path)
-                if name in done:
-                    continue
-                if self.connect:
-                    self.session.addArtifacts(path, pyfile=True)
-                else:
-                    self.session.sparkContext.addPyFile(path)
-                done.add(name)
+        ship(self.session, self.context, self.connect)
 
     # -- the batch -------------------------------------------------------------
 
@@ -364,6 +341,34 @@ class SparkSplitRunner(SplitRunner):
             except Exception:  # the session may be gone at interpreter exit
                 pass
         self.states.clear()
+
+
+def ship(session, context, connect: bool) -> None:
+    """Add the snet package zip and the zips of the box files' folders to ``session``, once per session."""
+    from snet.spark.shipping import package_zip
+
+    files = [package_zip()]
+    if context.files:
+        from snet.spark.shipping import folder_zip
+
+        folder = tempfile.mkdtemp(prefix="snet-boxes-")
+        zipped = {}
+        for entry in context.files.values():
+            if entry.shipped_name not in zipped:
+                zipped[entry.shipped_name] = folder_zip(entry.path, folder)
+        files.extend(zipped.values())
+    with _SHIP_LOCK:
+        owner = session.sparkContext if not connect else session
+        done = _SHIPPED.setdefault(id(owner), set())
+        for path in files:
+            name = os.path.basename(path)
+            if name in done:
+                continue
+            if connect:
+                session.addArtifacts(path, pyfile=True)
+            else:
+                session.sparkContext.addPyFile(path)
+            done.add(name)
 
 
 def _fold(keyed: list[tuple[tuple, list[Record]]]) -> list[SplitOutputs]:

@@ -230,7 +230,10 @@ def dump_context(context: RunContext) -> bytes:
             modules.append(module)
     registered = []
     try:
+        already = set(getattr(cloudpickle, "list_registry_pickle_by_value", lambda: ())())
         for module in modules:
+            if module.__name__ in already:
+                continue  # registered by the caller: leave it registered
             try:
                 cloudpickle.register_pickle_by_value(module)
                 registered.append(module)

@@ -1,0 +1,252 @@
+"""A whole network over a Spark DataFrame: :meth:`snet.api.Network.spark_apply`.
+
+``net.spark_apply(df)`` returns a DataFrame of the network's output records,
+lazily: nothing runs until an action, and the result composes with the
+caller's own transformations, on classic Spark and on Spark Connect alike.
+
+* **Rows are records.** A row becomes a record whose labels are the column
+  names in the JSON Lines spelling (``x`` a field, ``<t>`` a tag, ``<#b>`` a
+  binding tag); a null is an absent label, so one table holds records of
+  several variants.  Output records become rows the same way.
+* **One engine per task.** The function given to ``mapInArrow`` builds a
+  reference engine for its partition and streams the partition's records
+  through it, outputs going out in Arrow batches.  Engines of different
+  tasks share nothing, so only networks whose state can be partitioned run
+  this way (:mod:`snet.spark.distribute`): a stateless network runs over the
+  DataFrame's partitions as they are (no shuffle; a partition's outputs
+  keep its input order); a network with state inside a top-level ``X ! <t>``
+  is repartitioned by the column ``<t>`` and sorted within each partition
+  by an input sequence (``monotonically_increasing_id`` taken before the
+  shuffle, or the caller's ``order`` column), so that every replica sees its
+  records in input order.  A retried task re-reads its partition and starts
+  from a fresh engine: nothing is duplicated or lost.
+* **The output schema** is the caller's ``schema`` (a projection: labels of
+  an output record that are not columns are left out), or else inferred:
+  every label of the network's output type, every input column and every
+  tag made anywhere in the network (flow inheritance can carry any of them
+  through), tags as ``long``, fields with
+  the type of the input column of the same name.  An output field that is
+  no input column has no type to infer from, and the call says so and asks
+  for ``schema``.  A record with a label outside an inferred schema, or a
+  value that does not fit its column's type, fails the task with an error
+  naming the label.
+
+Termination warnings (synchro-cells left unfinished) are logged on the
+executors, at the end of each partition.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import pickle
+import uuid
+from typing import Any, Iterator
+
+from snet.errors import SNetRuntimeError, SNetUsageError
+from snet.records import is_tag_like
+from snet.spark.distribute import Distribution, distribution
+
+log = logging.getLogger("snet.spark")
+
+SEQ = "__snet_seq"  # the input sequence column added before a shuffle
+OUT_BATCH = 4096  # output records per Arrow batch
+
+def output_schema(graph, input_schema, schema=None, drop: tuple[str, ...] = ()):
+    """The Spark schema of the outputs (see the module docstring); ``schema`` a StructType or DDL string."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    if schema is not None:
+        if isinstance(schema, str):
+            from pyspark.sql.types import _parse_datatype_string
+
+            schema = _parse_datatype_string(schema)
+        if not isinstance(schema, StructType):
+            raise SNetUsageError(f"spark_apply: schema must be a StructType or a DDL string, not {schema!r}")
+        return schema
+    inputs = {f.name: f for f in input_schema.fields if f.name not in drop}
+    labels: list[str] = []
+    for variant in graph.root.out_type:
+        labels.extend(sorted(label for label in variant if label not in labels))
+    labels.extend(name for name in inputs if name not in labels)
+    # Tags made anywhere in the network may be inherited to the outputs; their type is known.
+    labels.extend(sorted({label for node in graph.nodes for variant in node.out_type for label in variant
+                          if is_tag_like(label) and label not in labels}))
+    fields, unknown = [], []
+    for label in labels:
+        if is_tag_like(label):
+            fields.append(StructField(label, LongType(), True))
+        elif label in inputs:
+            fields.append(StructField(label, inputs[label].dataType, True))
+        else:
+            unknown.append(label)
+    if unknown:
+        raise SNetUsageError(
+            f"spark_apply: cannot infer the type of output field{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(repr(u) for u in unknown)} (no input column of that name); pass schema=, e.g. "
+            f"schema=\"{', '.join(f'{u} double' for u in unknown)}, ...\" with every output column")
+    return StructType(fields)
+
+def prepare(network, df, partitions: int | None = None, order: str | None = None):
+    """Partition ``df`` as the network needs: (the DataFrame to map, the distribution, columns not records)."""
+    how: Distribution = distribution(network.graph)
+    columns = df.columns
+    drop: tuple[str, ...] = ()
+    if order is not None and order not in columns:
+        raise SNetUsageError(f"spark_apply: order={order!r} is not a column of the DataFrame ({', '.join(columns)})")
+    if how.key is None:
+        if partitions is not None:
+            df = df.repartition(partitions)
+        return df, how, drop
+    if how.key not in columns:
+        raise SNetUsageError(f"spark_apply: the split at {how.where} keeps state per {how.key}, so the input is "
+                             f"partitioned by the column {how.key!r}, which the DataFrame lacks "
+                             f"(columns: {', '.join(columns)})")
+    from pyspark.sql import functions as F
+
+    seq = order
+    if seq is None:
+        seq, drop = SEQ, (SEQ,)
+        df = df.withColumn(SEQ, F.monotonically_increasing_id())
+    if partitions is None:
+        from snet.spark.session import parallelism
+
+        partitions = parallelism(df.sparkSession)
+    df = df.repartition(partitions, F.col(f"`{how.key}`")).sortWithinPartitions(F.col(f"`{seq}`"))
+    return df, how, drop
+
+def spark_apply(network, df, schema=None, *, partitions: int | None = None, order: str | None = None):
+    """See :meth:`snet.api.Network.spark_apply`."""
+    from snet.spark.runner import ship
+    from snet.spark.session import is_connect_session
+    from snet.spark.shipping import dump_context, make_context
+
+    if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
+        raise SNetUsageError(f"spark_apply: partitions must be a positive int, not {partitions!r}")
+    mapped, how, drop = prepare(network, df, partitions, order)
+    if order is not None:
+        drop = (order,)
+    out = output_schema(network.graph, df.schema, schema, drop)
+    session = df.sparkSession
+    context = make_context(network.graph, 0, network.boxes)
+    ship(session, context, is_connect_session(session))
+    function = functools.partial(map_partition, uuid.uuid4().hex, dump_context(context), drop,
+                                 out.json(), schema is not None)
+    return mapped.mapInArrow(function, out)
+
+# -- on the executors ----------------------------------------------------------
+
+_PLANS: dict[str, Any] = {}
+
+def _plan(run_id: str, context: bytes):
+    plan = _PLANS.get(run_id)
+    if plan is None:
+        from snet.plan import lower
+
+        ctx = pickle.loads(context)
+        plan = lower(ctx.graph, ctx.bind())
+        while len(_PLANS) >= 8:
+            _PLANS.pop(next(iter(_PLANS)))
+        _PLANS[run_id] = plan
+    return plan
+
+def _records(batches, drop: tuple[str, ...]) -> Iterator[dict]:
+    for batch in batches:
+        names = [n for n in batch.schema.names if n not in drop]
+        columns = [batch.column(batch.schema.get_field_index(n)).to_pylist() for n in names]
+        for row in zip(*columns):
+            yield {n: v for n, v in zip(names, row) if v is not None}
+
+class _Writer:
+    """Output records to Arrow batches of the output schema."""
+
+    def __init__(self, schema_json: str, project: bool):
+        import json
+
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyspark.sql.types import StructType
+
+        self.pa = pa
+        self.schema = to_arrow_schema(StructType.fromJson(json.loads(schema_json)))
+        self.names = set(self.schema.names)
+        self.project = project
+
+    def batch(self, records: list[dict]):
+        pa = self.pa
+        if not self.project:
+            for record in records:
+                extra = record.keys() - self.names
+                if extra:
+                    raise SNetRuntimeError(
+                        f"spark_apply: an output record has label{'s' if len(extra) > 1 else ''} "
+                        f"{', '.join(sorted(extra))} that the inferred output schema lacks "
+                        f"({', '.join(self.schema.names)}); pass schema= with the columns wanted")
+        arrays = []
+        for f in self.schema:
+            values = [r.get(f.name) for r in records]
+            try:
+                arrays.append(pa.array(values, type=f.type))
+            except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
+                bad = next((v for v in values if v is not None and not _fits(pa, v, f.type)), None)
+                raise SNetRuntimeError(f"spark_apply: output label {f.name} holds {bad!r} "
+                                       f"({type(bad).__name__}), which does not fit its column type {f.type} "
+                                       f"({e})") from None
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+def _fits(pa, value, type_) -> bool:
+    try:
+        pa.array([value], type=type_)
+        return True
+    except Exception:
+        return False
+
+def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_json: str, project: bool,
+                  batches) -> Iterator:
+    """The ``mapInArrow`` function: one fresh reference engine over this partition's records."""
+    from snet.reference import ReferenceEngine
+
+    plan = _plan(run_id, context)
+    engine = ReferenceEngine(plan)
+    writer = _Writer(schema_json, project)
+    chain = box_chain(plan)
+    outputs = engine.run(_records(batches, drop)) if chain is None else _chained(chain, _records(batches, drop))
+    out: list[dict] = []
+    for record in outputs:
+        out.append(record)
+        if len(out) >= OUT_BATCH:
+            yield writer.batch(out)
+            out = []
+    if out:
+        yield writer.batch(out)
+    for warning in engine.termination_warnings():
+        log.warning("%s", warning)
+
+
+def box_chain(plan) -> list | None:
+    """The box callers of a network that is a serial chain of boxes (or one box), else None.
+
+    Such a network is function composition: each record goes through the
+    boxes depth first, as the reference engine takes it, so the chain runs
+    without the engine's stack and timing.  The box callers are the
+    engine's own (argument checks, result types, flow inheritance and error
+    messages are theirs).
+    """
+    from snet.plan import Kind
+
+    node = plan.nodes[0]
+    while node.kind == Kind.NET:
+        node = plan.nodes[node.children[0]]
+    stages = [node] if node.kind == Kind.BOX else [plan.nodes[c] for c in node.children] \
+        if node.kind == Kind.SERIAL else []
+    if not stages or any(stage.kind != Kind.BOX for stage in stages):
+        return None
+    return [stage.call for stage in stages]
+
+
+def _chained(calls: list, records) -> Iterator[dict]:
+    for record in records:
+        current = [record]
+        for call in calls:
+            current = [out for r in current for out in call(r)] if len(current) != 1 else call(current[0])
+        yield from current

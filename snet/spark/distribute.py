@@ -1,0 +1,144 @@
+"""Which networks run whole inside Spark tasks, and how their input must be partitioned.
+
+A Spark-native run (:func:`snet.spark.dataframe.spark_apply`, ``snet run
+--spark`` with a Spark source and sink) runs the whole network inside each
+task, one engine per task over that task's partition.  Engines in different
+tasks share nothing, so the run gives the results of a single engine only
+where every piece of state lives in one task:
+
+* **a stateless network** (no synchro-cell, no initialiser): every record is
+  processed on its own; any partitioning will do, and no shuffle is needed;
+* **state inside a top-level index split** ``X ! <t>`` (or ``!!``, ``!@``):
+  each replica's state belongs to one tag value, so the input is partitioned
+  by the column ``<t>`` (all records of a value in one task) and sorted by
+  an input sequence within each partition (per-tag order kept).  The split
+  may be one stage of a top-level serial chain; every stage before it must
+  leave ``<t>`` as it is (a box that neither takes nor makes ``<t>``, a filter
+  that does not match or set it), so that the tag a record has on input is
+  the tag it has when it reaches the split.  Several such splits must use the
+  same tag.
+
+Anything else keeps state that records of every partition may reach: a
+synchro-cell, a star or a feedback loop holding a cell, or an initialiser,
+outside any split, or inside a range split (``! <lo>:<hi>`` copies a record
+to several replicas).  :func:`distribution` raises
+:class:`~snet.errors.SNetNotDistributable` naming that construct's position.
+
+This module imports nothing from pyspark.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from snet.errors import SNetNotDistributable
+from snet.spg.nodes import (BoxNode, FilterNode, NetNode, Node, ParallelNode, PropertyGraph, SerialNode, SplitNode,
+                            SyncNode)
+
+
+@attrs.frozen
+class Distribution:
+    """How to partition the input: by the tag column ``key``, or any way (``key`` None)."""
+
+    key: str | None = None
+    split: Node | None = None  # the split that needs the key
+
+    @property
+    def where(self) -> str:
+        span = self.split.span if self.split is not None else None
+        return span.location if span is not None else "the network"
+
+
+def _unwrap(node: Node) -> Node:
+    while isinstance(node, NetNode):
+        node = node.body
+    return node
+
+
+def _keeps_state(node: Node) -> bool:
+    return bool(node.stateful or node.has_initialisers)
+
+
+def _state_holder(node: Node) -> Node:
+    """The outermost construct below ``node`` that holds the state (a cell, a star of one, an initialiser)."""
+    node = _unwrap(node)
+    if isinstance(node, (SyncNode, BoxNode)) or not node.children():
+        return node
+    holders = [c for c in node.children() if _keeps_state(c)]
+    if isinstance(node, (SerialNode, ParallelNode)):
+        return _state_holder(holders[0]) if holders else node
+    return node  # a star, a feedback loop or a split holding state
+
+
+def _describe(node: Node) -> str:
+    if isinstance(node, SyncNode):
+        return "a synchro-cell"
+    if isinstance(node, BoxNode):
+        return f"the initialiser box '{node.name}'"
+    return {"star": "a star", "feedback": "a feedback loop"}.get(node.kind, f"a {node.kind}") + \
+        (" with a synchro-cell" if node.stateful else " with an initialiser")
+
+
+def _not_distributable(node: Node) -> SNetNotDistributable:
+    holder = _state_holder(node)
+    if isinstance(holder, SplitNode) and holder.hi_tag is None:
+        return SNetNotDistributable(
+            "this index split holds state but sits inside a parallel composition, not in the top-level "
+            "serial chain, so the input cannot be partitioned by its tag (see docs/spark.md); run it on the "
+            "driver instead", holder.span)
+    if isinstance(holder, SplitNode):
+        return SNetNotDistributable(
+            "a range split with state: it copies a record to several replicas, which no partitioning of the "
+            "input can keep in one Spark task (see docs/spark.md); run it on the driver instead", holder.span)
+    return SNetNotDistributable(
+        f"{_describe(holder)} keeps state outside any index split: the network cannot be partitioned over Spark tasks "
+        f"(state must live inside a top-level 'X ! <t>', see docs/spark.md); run it on the driver instead",
+        holder.span)
+
+
+def keeps_tag(node: Node, tag: str) -> bool:
+    """True if every record leaves ``node`` with the value of ``tag`` it came in with (stateless ``node``)."""
+    node = _unwrap(node)
+    if isinstance(node, BoxNode):
+        return tag not in node.arguments and not any(tag in v for v in node.variants)
+    if isinstance(node, FilterNode):
+        for clause in node.clauses:
+            for output in clause.outputs:
+                labels = {item.label: item for item in output}
+                if tag in node.pattern:
+                    item = labels.get(tag)
+                    if item is None or item.source != tag:
+                        return False  # the filter drops or rewrites the tag
+                elif tag in labels:
+                    return False  # the filter sets it
+        return True
+    if isinstance(node, SyncNode):
+        return False
+    return all(keeps_tag(child, tag) for child in node.children())
+
+
+def distribution(graph: PropertyGraph) -> Distribution:
+    """How the input of a Spark-native run must be partitioned; raises SNetNotDistributable (see module)."""
+    root = _unwrap(graph.root)
+    if not _keeps_state(root):
+        return Distribution()
+    stages = [_unwrap(s) for s in root.stages] if isinstance(root, SerialNode) else [root]
+    keyed = [i for i, s in enumerate(stages) if _keeps_state(s)]
+    key: str | None = None
+    split: Node | None = None
+    for i in keyed:
+        stage = stages[i]
+        if not isinstance(stage, SplitNode) or stage.hi_tag is not None:
+            raise _not_distributable(stage)
+        if key is not None and stage.tag != key:
+            raise SNetNotDistributable(
+                f"this split keeps state per {stage.tag}, an earlier one per {key}: the input can be partitioned "
+                f"by one tag only (see docs/spark.md); run it on the driver instead", stage.span)
+        key, split = stage.tag, split or stage
+    for i in range(keyed[-1]):
+        if i not in keyed and key is not None and not keeps_tag(stages[i], key):
+            at = split.span.location if split is not None and split.span is not None else "?"
+            raise SNetNotDistributable(
+                f"this stage may change {key} before the split at {at}, whose state is partitioned by {key}: "
+                f"the input's {key} would not be the tag the split sees (see docs/spark.md)", stages[i].span)
+    return Distribution(key, split)

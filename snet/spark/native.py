@@ -1,0 +1,175 @@
+"""``snet run NET.snet --spark MASTER -i SOURCE -o SINK`` with a Spark source and sink.
+
+When the input and the output are in a format Spark reads and writes
+(``parquet``, ``json``, ``csv``, ``orc``: from ``--format``,
+``--input-format``/``--output-format``, the extension, or the files in a
+directory), the run is *Spark-native*: ``spark.read`` makes a DataFrame of
+the source, :func:`snet.spark.dataframe.spark_apply` runs the whole
+network inside the tasks, and ``df.write`` writes the sink.  Records never
+pass through the driver.  SOURCE may be a path, a glob or a URI (``file:``,
+``hdfs:``, ``s3a:`` ...); SINK is a directory Spark writes its part files
+into.
+
+A network whose state cannot be partitioned (:mod:`snet.spark.distribute`)
+stops with exit status 2 and the construct's position, unless
+``--spark-driver-fallback`` is given: then the driver reads the source
+(``toLocalIterator``), runs the network as ``snet run --spark`` always
+does (its splits on Spark, the rest on the driver), and writes the outputs
+with ``createDataFrame``: every record passes through the driver.
+
+The sink must not exist, as with Spark's default save mode; ``--spark-conf
+snet.mode=overwrite`` (or ``append``) picks another save mode.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+
+from snet.errors import SNetNotDistributable, SNetRuntimeError, SNetUsageError
+
+log = logging.getLogger("snet.spark")
+
+SPARK_FORMATS = ("parquet", "json", "csv", "orc")
+_EXTENSIONS = {".parquet": "parquet", ".json": "json", ".csv": "csv", ".orc": "orc"}
+MODES = ("error", "errorifexists", "overwrite", "append", "ignore")
+
+
+def spark_format(path: str | None, explicit: str | None) -> str | None:
+    """The Spark format of ``path``, or None when it is a record file of the driver (JSON Lines, XML, stdio)."""
+    if explicit is not None:
+        return explicit if explicit in SPARK_FORMATS else None
+    if path is None or path == "-":
+        return None
+    ext = os.path.splitext(path.rstrip("/"))[1].lower()
+    if ext in _EXTENSIONS:
+        return _EXTENSIONS[ext]
+    if os.path.isdir(path):  # a directory Spark wrote: the format of its part files
+        found = {_EXTENSIONS.get(os.path.splitext(name)[1].lower())
+                 for name in os.listdir(path) if not name.startswith(("_", "."))}
+        found.discard(None)
+        if len(found) == 1:
+            return found.pop()
+    return None
+
+
+def native_formats(args) -> tuple[str, str] | None:
+    """(input format, output format) when this run is Spark-native, else None; mixed sides are refused."""
+    source = spark_format(args.input, args.input_format or args.format)
+    sink = spark_format(args.output, args.output_format or args.format)
+    if source is None and sink is None:
+        return None
+    explicit = {args.format, args.input_format, args.output_format} & set(SPARK_FORMATS)
+    master = args.spark or os.environ.get("SNET_SPARK_MASTER")
+    if not master and not explicit and (source is None or sink is None):
+        return None  # one '.csv' name and no Spark: the record-file path says it cannot tell the format
+    if source is None or sink is None:
+        side, other = ("input", args.output) if source is None else ("output", args.input)
+        raise SNetUsageError(f"a Spark-native run needs a Spark source and a Spark sink ({', '.join(SPARK_FORMATS)}), "
+                             f"but the {side} is a record file of the driver; give both sides a Spark format "
+                             f"(--input-format/--output-format), or neither ({other})")
+    if not master:
+        raise SNetUsageError(f"{source} input and {sink} output are read and written by Spark: give --spark MASTER")
+    return source, sink
+
+
+def _reader(session, fmt: str, path: str):
+    reader = session.read.format(fmt)
+    if fmt == "csv":
+        reader = reader.option("header", "true").option("inferSchema", "true")
+    if not any(ch in path for ch in "*?[") and "://" not in path and not path.startswith(("file:", "hdfs:")) \
+            and not os.path.exists(path):
+        raise SNetUsageError(f"input not found: {path}")
+    return reader.load(path)
+
+
+def write_sink(df, fmt: str, path: str, mode: str) -> None:
+    writer = df.write.format(fmt).mode(mode)
+    if fmt == "csv":
+        writer = writer.option("header", "true")
+    writer.save(path)
+
+
+def _failure(error: Exception) -> SNetRuntimeError:
+    """A failed Spark job as one line: the snet error raised in a task when there is one."""
+    text = str(error)
+    for line in text.splitlines():
+        if "snet.errors.SNet" in line and ": " in line:
+            return SNetRuntimeError(line.split(": ", 1)[1].removeprefix("error: ").strip(), None, text[:4000])
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    first = next((line for line in lines if "Error" in line or "Exception" in line), lines[0] if lines else "")
+    return SNetRuntimeError(f"Spark job failed: {type(error).__name__}: {first.strip()[:500]}", None, text[:4000])
+
+
+def run_native(network, args, options, source: str, sink: str) -> int:
+    """The Spark-native run (see the module docstring); returns the exit status."""
+    from snet.spark.distribute import distribution
+    from snet.spark.splits import start_session
+
+    conf = dict(options.spark_conf)
+    mode = conf.pop("snet.mode", "errorifexists")
+    if mode not in MODES:
+        raise SNetUsageError(f"snet.mode must be one of {', '.join(MODES)}, not '{mode}'")
+    if os.path.abspath(args.input) == os.path.abspath(args.output):
+        raise SNetUsageError(f"the output {args.output} is the input: writing it would destroy the input")
+    if mode in ("error", "errorifexists") and "://" not in args.output and os.path.exists(args.output):
+        raise SNetUsageError(f"the output {args.output} exists; remove it, or give --spark-conf snet.mode=overwrite")
+    try:
+        distribution(network.graph)
+        fallback = False
+    except SNetNotDistributable as e:
+        if not getattr(args, "spark_driver_fallback", False):
+            raise SNetNotDistributable(e.message.replace("run it on the driver instead", "give "
+                                       "--spark-driver-fallback to run it on the driver"), e.span) from None
+        fallback = True
+    session = start_session(options.spark_master, conf)
+    df = _reader(session, source, args.input)
+    started = time.perf_counter()
+    try:
+        if fallback:
+            log.warning("warning: the network cannot be partitioned over Spark tasks; it runs on the driver "
+                        "(--spark-driver-fallback), every record passing through it")
+            written = driver_run(network, session, df, sink, args, options, mode,
+                                 getattr(args, 'spark_schema', None))
+        else:
+            out = network.spark_apply(df, getattr(args, 'spark_schema', None))
+            write_sink(out, sink, args.output, mode)
+            written = None
+    except KeyboardInterrupt:
+        raise
+    except (SNetUsageError, SNetRuntimeError):
+        raise
+    except Exception as e:
+        raise _failure(e) from e
+    seconds = time.perf_counter() - started
+    if args.stats:
+        where = "on the driver" if fallback else "inside Spark tasks"
+        count = f"{written} records written, " if written is not None else ""
+        print(f"snet: {source} {args.input} -> {sink} {args.output}, the network {where}: {count}{seconds:.2f} s",
+              file=sys.stderr)
+    return 0
+
+
+def driver_run(network, session, df, sink: str, args, options, mode: str, schema) -> int:
+    """``--spark-driver-fallback``: the records through the driver, the network's splits on Spark as usual."""
+    from snet.spark.dataframe import output_schema
+
+    out_schema = output_schema(network.graph, df.schema, schema)
+    names = [f.name for f in out_schema.fields]
+
+    def records():
+        for row in df.toLocalIterator():
+            yield {k: v for k, v in row.asDict().items() if v is not None}
+
+    execution = network.execute(records(), options)
+    rows = []
+    for record in execution:
+        extra = record.keys() - set(names)
+        if extra and schema is None:
+            raise SNetRuntimeError(f"an output record has label(s) {', '.join(sorted(extra))} that the inferred "
+                                   f"output schema lacks; give --spark-schema with the columns wanted")
+        rows.append(tuple(record.get(n) for n in names))
+    write_sink(session.createDataFrame(rows, out_schema), sink, args.output, mode)
+    return len(rows)

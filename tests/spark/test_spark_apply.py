@@ -1,0 +1,220 @@
+"""``Network.spark_apply``: a whole network over a DataFrame, inside Spark tasks.
+
+The split cases of the shared suite run through ``spark_apply`` on the
+session's local Spark (read with ``spark.read.json``, as a user would) and
+are compared with the reference engine's run of the same records: as
+multisets, and per tag value in order where the network keeps per-tag
+state.  One test repeats a case under Spark Connect, in a process of its
+own (this one's JVM holds the classic session).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = ROOT / "tests" / "conformance" / "cases"
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def canonical(records) -> list[str]:
+    return [json.dumps(r, sort_keys=True) for r in records]
+
+
+def rows_as_records(df) -> list[dict]:
+    return [{k: v for k, v in row.asDict().items() if v is not None} for row in df.collect()]
+
+
+def per_tag(records, tag) -> dict:
+    seqs: dict = {}
+    for r in records:
+        seqs.setdefault(r.get(tag), []).append(json.dumps(r, sort_keys=True))
+    return seqs
+
+
+# (case, the tag the network's state is partitioned by or None, an explicit schema or None)
+CASES_APPLIED = [
+    ("split_sync_per_key", "<k>", None),
+    ("split_det_order", "<k>", None),
+    ("split_many_keys", "<k>", None),
+    ("fibonacci", "<id>", None),
+    ("metadata_comments_placement", None, None),
+    ("type_inference_routing", None, "d long, c long, b long, e string, out string, `<key>` long, `<viakey>` long"),
+]
+
+
+@pytest.mark.parametrize("name,tag,schema", CASES_APPLIED, ids=[c[0] for c in CASES_APPLIED])
+def test_split_cases_through_spark_apply_equal_the_reference_engine(spark, name, tag, schema):
+    import snet
+
+    folder = CASES / name
+    net = snet.load(str(folder / "net.snet"))
+    records = read_jsonl(folder / "input.jsonl")
+    local = list(net.run(records, engine="reference"))
+    df = spark.read.json(str(folder / "input.jsonl"))
+    out = net.spark_apply(df, schema)
+    assert type(out).__name__ == "DataFrame"
+    got = rows_as_records(out)
+    assert Counter(canonical(got)) == Counter(canonical(local))
+    assert Counter(canonical(got)) == Counter(canonical(read_jsonl(folder / "expected.jsonl")))
+    if tag is not None:
+        assert per_tag(got, tag) == per_tag(local, tag)  # each replica saw its records in input order
+
+
+STATELESS = """
+net three {
+  box inc ((a) -> (a));
+  box dbl ((a) -> (b));
+  box tag ((b) -> (b, <even>));
+} connect inc .. dbl .. tag;
+"""
+
+
+def inc(a):
+    return {"a": a + 1}
+
+
+def dbl(a):
+    return {"b": a * 2}
+
+
+def tag_even(b):
+    return {"b": b, "<even>": int(b % 4 == 0)}
+
+
+BOXES = {"inc": inc, "dbl": dbl, "tag": tag_even}
+
+
+def test_a_stateless_network_keeps_row_order_and_needs_no_shuffle(spark):
+    import snet
+
+    net = snet.load(STATELESS, boxes=BOXES)
+    records = [{"a": i, "id": i} for i in range(200)]
+    df = spark.createDataFrame(records, "a long, id long").repartition(3)
+    ordered = df.sortWithinPartitions("id")
+    out = net.spark_apply(ordered, "b long, id long, `<even>` long")
+    assert "Exchange" not in out._jdf.queryExecution().executedPlan().toString().split("MapInArrow")[0]
+    got = rows_as_records(out)
+    local = list(net.run(sorted(records, key=lambda r: r["id"]), engine="reference"))
+    assert Counter(canonical(got)) == Counter(canonical(local))
+    # within each partition the outputs keep the partition's input order
+    parts = out.rdd.glom().collect()
+    for part in parts:
+        ids = [row["id"] for row in part]
+        assert ids == sorted(ids)
+    assert sorted(r.name for r in out.schema.fields) == sorted(["b", "id", "<even>"])
+
+
+SYNC_KEYED = "net keyed connect [| {a}, {b} |] ! <k>;"
+
+
+def test_per_tag_order_is_kept_across_many_input_partitions(spark):
+    import snet
+
+    net = snet.load(SYNC_KEYED)
+    # Each tag value gets a, b, a, b, ...: only the first a and b pair up, in input order.
+    records = [{("a" if i % 2 == 0 else "b"): i, "<k>": k} for i in range(30) for k in range(7)]
+    df = spark.createDataFrame([(r.get("a"), r.get("b"), r["<k>"]) for r in records], "a long, b long, `<k>` long")
+    df = df.coalesce(1).repartition(4)  # rows spread round-robin: each value's records in several partitions
+    # the input order is the order the rows had before; give it explicitly
+    indexed = spark.createDataFrame([(i, r.get("a"), r.get("b"), r["<k>"]) for i, r in enumerate(records)],
+                                    "seq long, a long, b long, `<k>` long").repartition(4)
+    got = rows_as_records(net.spark_apply(indexed, order="seq", partitions=3))
+    local = list(net.run(records, engine="reference"))
+    assert Counter(canonical(got)) == Counter(canonical(local))
+    assert per_tag(got, "<k>") == per_tag(local, "<k>")
+    assert all("seq" not in r for r in got)  # the order column is not passed to the network
+    # without order=: the row order of a DataFrame that was not shuffled
+    plain = spark.createDataFrame([(r.get("a"), r.get("b"), r["<k>"]) for r in records],
+                                  "a long, b long, `<k>` long")
+    got = rows_as_records(net.spark_apply(plain))
+    assert per_tag(got, "<k>") == per_tag(local, "<k>")
+
+
+def test_it_is_lazy_and_composes_with_dataframe_operations(spark, tmp_path):
+    import snet
+    from pyspark.sql import functions as F
+
+    marker = tmp_path / "called"
+
+    def touch(a):
+        with open(marker, "a") as f:
+            f.write("x")
+        return {"b": a * 3}
+
+    net = snet.load("net lazy { box touch ((a) -> (b)); } connect touch;", boxes={"touch": touch})
+    out = net.spark_apply(spark.createDataFrame([(i,) for i in range(10)], "a long"), "b long")
+    assert not marker.exists()  # nothing ran yet
+    total = out.where(F.col("b") > 6).agg(F.sum("b")).collect()[0][0]
+    assert total == sum(3 * i for i in range(10) if 3 * i > 6)
+    assert marker.exists()
+
+
+def test_state_outside_a_split_is_refused_with_its_position(spark):
+    import snet
+
+    net = snet.load("net top connect [{x} -> {x}] .. [| {a}, {b} |];")
+    df = spark.createDataFrame([(1, None)], "a long, b long")
+    with pytest.raises(snet.SNetNotDistributable) as caught:
+        net.spark_apply(df)
+    assert "<string>:1:33: error: a synchro-cell keeps state outside any index split" in str(caught.value)
+    ranged = snet.load(str(CASES / "split_range" / "net.snet"))
+    with pytest.raises(snet.SNetNotDistributable, match=r"net\.snet:1:\d+: error: a range split with state"):
+        ranged.spark_apply(spark.read.json(str(CASES / "split_range" / "input.jsonl")))
+
+
+def test_user_mistakes_are_named(spark):
+    import snet
+
+    net = snet.load(SYNC_KEYED)
+    with pytest.raises(snet.SNetUsageError, match=r"partitioned by the column '<k>', which the DataFrame lacks"):
+        net.spark_apply(spark.createDataFrame([(1,)], "a long"))
+    made = snet.load("net m { box f ((a) -> (z)); } connect f;", boxes={"f": lambda a: {"z": str(a)}})
+    df = spark.createDataFrame([(1,), (2,)], "a long")
+    with pytest.raises(snet.SNetUsageError, match=r"cannot infer the type of output field 'z'.*pass schema="):
+        made.spark_apply(df)
+    with pytest.raises(Exception, match=r"output label z holds '[12]' \(str\), which does not fit its column type"):
+        made.spark_apply(df, "z long").collect()
+    assert rows_as_records(made.spark_apply(df, "z string")) == [{"z": "1"}, {"z": "2"}]
+
+
+CONNECT = '''
+import json, sys
+sys.path.insert(0, {root!r})
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.remote("local[2]").getOrCreate()
+import snet
+folder = {folder!r}
+net = snet.load(folder + "/net.snet")
+records = [json.loads(l) for l in open(folder + "/input.jsonl") if l.strip()]
+local = list(net.run(records, engine="reference"))
+df = spark.createDataFrame([(r.get("a"), r.get("b"), r["<k>"]) for r in records], "a long, b long, `<k>` long")
+out = net.spark_apply(df)
+got = [{{k: v for k, v in row.asDict().items() if v is not None}} for row in out.collect()]
+key = lambda r: json.dumps(r, sort_keys=True)
+assert sorted(map(key, got)) == sorted(map(key, local)), (got, local)
+print("CONNECT APPLY OK", type(out).__module__)
+'''
+
+
+def test_spark_apply_under_spark_connect(spark_installed):
+    missing = [m for m in ("grpc", "grpc_status", "zstandard", "google.protobuf")
+               if __import__("importlib.util").util.find_spec(m.split(".")[0]) is None]
+    if missing:
+        pytest.skip(f"Spark Connect needs the connect client packages (pyspark[connect]); missing: {missing}")
+    code = CONNECT.format(root=str(ROOT), folder=str(CASES / "split_sync_per_key"))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=400,
+                            env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    assert "CONNECT APPLY OK pyspark.sql.connect" in result.stdout, result.stdout[-2000:] + result.stderr[-4000:]

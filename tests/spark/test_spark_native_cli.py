@@ -1,0 +1,176 @@
+"""``snet run --spark MASTER -i SOURCE -o SINK`` with Spark sources and sinks (snet/spark/native.py).
+
+Most runs call the command's ``main`` in this process, so that they reuse
+the session's local Spark; the exit-status checks that need no Spark run the
+real command in a subprocess.  Outputs are read back with pyarrow or json,
+not with snet, and compared with the reference engine's run of the same
+records.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = ROOT / "tests" / "conformance" / "cases"
+MASTER = "local[2,2]"  # the session of conftest.py, reused
+
+THREE = """
+net three {
+  box inc ((a) -> (a));
+  box dbl ((a) -> (b));
+  box tag ((b) -> (b, <even>));
+} connect inc .. dbl .. tag;
+"""
+THREE_PY = """
+def inc(a):
+    return {"a": a + 1}
+
+def dbl(a):
+    return {"b": a * 2}
+
+def tag(b):
+    return {"b": b, "<even>": int(b % 4 == 0)}
+"""
+
+
+def canonical(records) -> Counter:
+    return Counter(json.dumps({k: v for k, v in r.items() if v is not None}, sort_keys=True) for r in records)
+
+
+def snet_main(*words: str) -> int:
+    from snet.cli import main
+
+    return main(["run", *words])
+
+
+def test_parquet_in_parquet_out(spark, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import snet
+
+    (tmp_path / "three.snet").write_text(THREE)
+    (tmp_path / "three.py").write_text(THREE_PY)
+    records = [{"a": i, "id": i} for i in range(500)]
+    pq.write_table(pa.Table.from_pylist(records), tmp_path / "in.parquet")
+    out = tmp_path / "out.parquet"
+    status = snet_main(str(tmp_path / "three.snet"), "-i", str(tmp_path / "in.parquet"), "-o", str(out),
+                       "--spark", MASTER, "--spark-schema", "b long, id long, `<even>` long")
+    assert status == 0
+    assert out.is_dir() and list(out.glob("part-*.parquet"))
+    got = pq.read_table(out).to_pylist()
+    local = list(snet.load(str(tmp_path / "three.snet")).run(records, engine="reference"))
+    assert canonical(got) == canonical(local)
+    # the sink exists now: Spark's default save mode refuses, snet says so before anything runs
+    again = snet_main(str(tmp_path / "three.snet"), "-i", str(tmp_path / "in.parquet"), "-o", str(out),
+                      "--spark", MASTER, "--spark-schema", "b long, id long, `<even>` long")
+    assert again == 2
+    overwrite = snet_main(str(tmp_path / "three.snet"), "-i", str(tmp_path / "in.parquet"), "-o", str(out),
+                          "--spark", MASTER, "--spark-schema", "b long, id long, `<even>` long",
+                          "--spark-conf", "snet.mode=overwrite")
+    assert overwrite == 0 and canonical(pq.read_table(out).to_pylist()) == canonical(local)
+
+
+@pytest.mark.parametrize("name", ["split_sync_per_key", "split_many_keys", "fibonacci"])
+def test_json_directory_in_json_directory_out(spark, tmp_path, name):
+    import snet
+
+    folder = CASES / name
+    records = [json.loads(line) for line in (folder / "input.jsonl").read_text().splitlines() if line.strip()]
+    source = tmp_path / "in"
+    source.mkdir()
+    half = len(records) // 2
+    for i, part in enumerate((records[:half], records[half:])):  # two files, in input order
+        (source / f"part-{i}.json").write_text("".join(json.dumps(r) + "\n" for r in part))
+    out = tmp_path / "out"
+    status = snet_main(str(folder / "net.snet"), "-i", str(source), "-o", str(out), "--format", "json",
+                       "--spark", MASTER)
+    assert status == 0
+    got = [json.loads(line) for path in sorted(out.glob("part-*.json")) for line in path.read_text().splitlines()]
+    local = list(snet.load(str(folder / "net.snet")).run(records, engine="reference"))
+    assert canonical(got) == canonical(local)
+    expected = [json.loads(line) for line in (folder / "expected.jsonl").read_text().splitlines() if line.strip()]
+    assert canonical(got) == canonical(expected)
+
+
+def test_a_json_directory_is_recognised_by_its_part_files(spark, tmp_path):
+    folder = CASES / "split_sync_per_key"
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "part-00000.json").write_text((folder / "input.jsonl").read_text())
+    out = tmp_path / "out.json"
+    assert snet_main(str(folder / "net.snet"), "-i", str(source), "-o", str(out), "--spark", MASTER) == 0
+    got = [json.loads(line) for path in sorted(out.glob("part-*.json")) for line in path.read_text().splitlines()]
+    expected = [json.loads(line) for line in (folder / "expected.jsonl").read_text().splitlines() if line.strip()]
+    assert canonical(got) == canonical(expected)
+
+
+def test_not_distributable_on_the_driver_with_the_fallback(spark, tmp_path):
+    import snet
+
+    folder = CASES / "split_range"
+    records = [json.loads(line) for line in (folder / "input.jsonl").read_text().splitlines() if line.strip()]
+    source = tmp_path / "in.json"
+    source.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "out.json"
+    status = snet_main(str(folder / "net.snet"), "-i", str(source), "-o", str(out), "--spark", MASTER,
+                       "--spark-driver-fallback")
+    assert status == 0
+    got = [json.loads(line) for path in sorted(out.glob("part-*.json")) for line in path.read_text().splitlines()]
+    local = list(snet.load(str(folder / "net.snet")).run(records, engine="reference"))
+    assert canonical(got) == canonical(local)
+
+
+def run_cli(*words: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "snet", "run", *words], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_not_distributable_exits_2_with_the_position_before_spark_starts(spark_installed, tmp_path):
+    folder = CASES / "split_range"
+    out = tmp_path / "out.parquet"
+    done = run_cli(str(folder / "net.snet"), "-i", str(tmp_path / "in.parquet"), "-o", str(out),
+                   "--spark", "local[2]")
+    assert done.returncode == 2, done.stderr
+    assert re.search(r"net\.snet:1:\d+: error: a range split with state", done.stderr), done.stderr
+    assert "--spark-driver-fallback" in done.stderr
+    assert not out.exists()
+
+
+def test_mixed_and_masterless_spark_formats_are_refused(tmp_path):
+    net = CASES / "split_sync_per_key" / "net.snet"
+    done = run_cli(str(net), "-i", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.jsonl"),
+                   "--spark", "local[2]")
+    assert done.returncode == 2 and "needs a Spark source and a Spark sink" in done.stderr, done.stderr
+    done = run_cli(str(net), "-i", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.parquet"))
+    assert done.returncode == 2 and "give --spark MASTER" in done.stderr, done.stderr
+
+
+def test_csv_in_orc_out(spark, tmp_path):
+    import pyarrow.orc as orc
+
+    import snet
+
+    (tmp_path / "three.snet").write_text(THREE)
+    (tmp_path / "three.py").write_text(THREE_PY)
+    records = [{"a": i, "id": 100 + i} for i in range(40)]
+    (tmp_path / "in.csv").write_text("a,id\n" + "".join(f"{r['a']},{r['id']}\n" for r in records))
+    out = tmp_path / "out.orc"
+    status = snet_main(str(tmp_path / "three.snet"), "-i", str(tmp_path / "in.csv"), "-o", str(out),
+                       "--spark", MASTER, "--spark-schema", "b long, id long, `<even>` long")
+    assert status == 0
+    got = [row for path in sorted(out.glob("part-*.orc")) for row in orc.read_table(str(path)).to_pylist()]
+    local = list(snet.load(str(tmp_path / "three.snet")).run(records, engine="reference"))
+    assert canonical(got) == canonical(local)
