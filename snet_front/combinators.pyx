@@ -11,6 +11,7 @@ core.pyx for the design of the runtime.
 
 cimport cython
 from collections import deque
+from heapq import heappush, heappop
 
 from snet.errors import SNetRuntimeError
 
@@ -79,6 +80,7 @@ cdef class StarShared:
     cdef Collector coll
     cdef Entity out  # the star's out, shared by the exits of every incarnation
     cdef int jlock  # guards `out`
+    cdef Group mark  # a looping star: the group of the depth marks its records carry in the operand
 
     cdef Entity exit_target(self):
         cdef Entity d
@@ -115,6 +117,13 @@ cdef class StarEntity(Entity):
         cdef Ctx cop
         cdef Instance inst
         cdef bint leader = self.k == 0 and sh.det
+        cdef long depth = 0
+        if sh.loops and st is not None and st.group is sh.mark:
+            # back from the shared operand: take off the depth mark put on when it went in
+            depth = st.depth
+            st = st.next
+            snet_atomic_add(&sh.mark.count, -1)
+            item = make_item(rec, st)
         if leader:
             st = push(sh.coll.new_group(), st)
             item = make_item(rec, st)
@@ -138,6 +147,7 @@ cdef class StarEntity(Entity):
                 # come back to incarnation 1, which tests them and sends them into the
                 # same instance again: the chain never grows past two incarnations.
                 nxt.op_entry = dest
+                nxt.inbox = new_depth_inbox(sh.mark)
         if dest.identity:
             dest = bypass(dest)
         self.op_entry = dest
@@ -154,6 +164,11 @@ cdef class StarEntity(Entity):
             # the release store below publishes `out` before the flag.)
             self.out = dest
             snet_flag_store(&self.identity, True)
+        if sh.loops:
+            # Mark the replica the record enters (docs/runtime.md, "Depth-first
+            # stars"): incarnation 1 takes the deepest record first.
+            snet_atomic_add(&sh.mark.count, 1)
+            item = make_item(rec, mark_depth(sh.mark, st, depth + 1))
         w.write(dest, item, True)
         return 0
 
@@ -164,6 +179,88 @@ cdef class StarEntity(Entity):
         # Its operand instances' entities are the replica's too and checked themselves;
         # an incarnation that became an identity is a state a fresh star does not have.
         return not self.identity
+
+
+cdef inline GStack mark_depth(Group mark, GStack st, long depth):
+    cdef GStack s = GStack.__new__(GStack)
+    s.group = mark
+    s.next = st
+    s.depth = depth
+    return s
+
+
+@cython.final
+cdef class DepthInbox:
+    """The inbox of a looping star's incarnation 1: deepest replica first, FIFO within one.
+
+    Records coming back from the shared operand carry the depth mark of the
+    replica they were in (docs/runtime.md, "Depth-first stars").  Taking the
+    deepest first unfolds a recursion depth first, so what waits is the
+    siblings along one path instead of a whole level; records of one depth
+    stay in arrival order (the language's per-path FIFO rule).
+    """
+    cdef Group mark
+    cdef dict buckets  # depth -> deque of items, only non-empty ones
+    cdef list depths  # heap of the negated depths in `buckets`
+    cdef object top  # the deque of the deepest depth (None: empty)
+    cdef long top_depth
+    cdef Py_ssize_t n
+    cdef int lock
+
+    def __len__(self):
+        return self.n
+
+    def append(self, item):
+        cdef long d = 0
+        cdef GStack st = stack_of(item)
+        if st is not None and st.group is self.mark:
+            d = st.depth
+        spin_lock(&self.lock)
+        try:
+            if self.top is not None and d == self.top_depth:
+                q = self.top
+            else:
+                q = self.buckets.get(d)
+                if q is None:
+                    q = deque()
+                    self.buckets[d] = q
+                    heappush(self.depths, -d)
+                if self.top is None or d > self.top_depth:
+                    self.top = q
+                    self.top_depth = d
+            q.append(item)
+            self.n += 1
+        finally:
+            snet_unlock(&self.lock)
+
+    def popleft(self):
+        spin_lock(&self.lock)
+        try:
+            q = self.top
+            if q is None:
+                raise IndexError("pop from an empty inbox")
+            item = q.popleft()
+            self.n -= 1
+            if not len(q):
+                del self.buckets[self.top_depth]
+                heappop(self.depths)
+                if self.depths:
+                    self.top_depth = -<long>self.depths[0]
+                    self.top = self.buckets[self.top_depth]
+                else:
+                    self.top = None
+            return item
+        finally:
+            snet_unlock(&self.lock)
+
+
+cdef DepthInbox new_depth_inbox(Group mark):
+    cdef DepthInbox b = DepthInbox.__new__(DepthInbox)
+    b.mark = mark
+    b.buckets = {}
+    b.depths = []
+    b.top = None
+    return b
 
 
 cdef enum:
@@ -665,6 +762,10 @@ cdef Entity make_star(Network rt, int n, Ctx ctx):
     sh.matcher = rt.nodes[n].exits.first
     sh.det = rt.det[n]
     sh.loops = rt.nodes[n].loops
+    if sh.loops:
+        sh.mark = Group.__new__(Group)
+        sh.mark.count = 1  # the star's own: the count never reaches 0, so no one is ever woken
+        sh.mark.owner = None
     if sh.det:
         sh.coll = new_collector(rt, n, ctx)
     st.setup(rt, n, ctx)

@@ -19,6 +19,7 @@ cdef class GStack:
     """An immutable cons list of the deterministic groups a record belongs to, innermost first."""
     cdef Group group
     cdef GStack next
+    cdef long depth  # a star's depth mark (its `group` is the star's mark group): the replica the record is in
 
 
 cdef class Tagged:
