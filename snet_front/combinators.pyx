@@ -204,6 +204,7 @@ cdef class DepthInbox:
     cdef list depths  # heap of the negated depths in `buckets`
     cdef object top  # the deque of the deepest depth (None: empty)
     cdef long top_depth
+    cdef list spare  # emptied queues, reused for the next depth
     cdef Py_ssize_t n
     cdef int lock
 
@@ -222,7 +223,7 @@ cdef class DepthInbox:
             else:
                 q = self.buckets.get(d)
                 if q is None:
-                    q = deque()
+                    q = self.spare.pop() if self.spare else deque()
                     self.buckets[d] = q
                     heappush(self.depths, -d)
                 if self.top is None or d > self.top_depth:
@@ -244,6 +245,8 @@ cdef class DepthInbox:
             if not len(q):
                 del self.buckets[self.top_depth]
                 heappop(self.depths)
+                if len(self.spare) < SPARE_QUEUES:
+                    self.spare.append(q)  # a depth-first walk opens and empties one per level
                 if self.depths:
                     self.top_depth = -<long>self.depths[0]
                     self.top = self.buckets[self.top_depth]
@@ -259,11 +262,13 @@ cdef DepthInbox new_depth_inbox(Group mark):
     b.mark = mark
     b.buckets = {}
     b.depths = []
+    b.spare = []
     b.top = None
     return b
 
 
 cdef enum:
+    SPARE_QUEUES = 16  # emptied queues a depth inbox keeps for reuse
     RECLAIM_AT = 32  # replicas a split keeps before it first looks for fresh ones to drop
 
 

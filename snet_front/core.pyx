@@ -46,7 +46,9 @@ Streams, licences, workers
 ==========================
 
 Every entity has one inbox (a deque; each writer appends in its own order,
-so every input stream stays FIFO).  Writing a record gives the *writer* one
+so every input stream stays FIFO; incarnation 1 of a star with a stateless
+operand keeps one FIFO per replica and serves the deepest first,
+combinators.pyx `DepthInbox`).  Writing a record gives the *writer* one
 read licence for the destination: a `Licence` (entity, count) in the
 writer's list, ordered output-first (new licences go in front of the one
 being worked on; the scan always restarts from the head).  To use a licence
