@@ -11,14 +11,14 @@ core.pyx for the design of the runtime.
 
 cimport cython
 from collections import deque
-from heapq import heappush, heappop
 
 from snet.errors import SNetRuntimeError
 
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_now, snet_try_lock, snet_unlock,
                                  snet_flag_load, snet_flag_store)
 from snet_front.core cimport (Entity, Writer, Network, Group, GStack, Tagged, Ctx, Instance, WakeUp, register_factory,
-                              make_item, record_of, stack_of, spin_lock, spawn, push, bypass, new_ctx, request_of)
+                              make_item, record_of, stack_of, spin_lock, spawn, push, bypass, new_ctx, request_of,
+                              new_depth_inbox)
 from snet_front.kinds cimport (K_NET, K_SERIAL, K_PAR, K_STAR, K_SPLIT, K_FEEDBACK, K_EXECSPLIT, K_INITBOX)
 
 
@@ -189,86 +189,7 @@ cdef inline GStack mark_depth(Group mark, GStack st, long depth):
     return s
 
 
-@cython.final
-cdef class DepthInbox:
-    """The inbox of a looping star's incarnation 1: deepest replica first, FIFO within one.
-
-    Records coming back from the shared operand carry the depth mark of the
-    replica they were in (docs/runtime.md, "Depth-first stars").  Taking the
-    deepest first unfolds a recursion depth first, so what waits is the
-    siblings along one path instead of a whole level; records of one depth
-    stay in arrival order (the language's per-path FIFO rule).
-    """
-    cdef Group mark
-    cdef dict buckets  # depth -> deque of items, only non-empty ones
-    cdef list depths  # heap of the negated depths in `buckets`
-    cdef object top  # the deque of the deepest depth (None: empty)
-    cdef long top_depth
-    cdef list spare  # emptied queues, reused for the next depth
-    cdef Py_ssize_t n
-    cdef int lock
-
-    def __len__(self):
-        return self.n
-
-    def append(self, item):
-        cdef long d = 0
-        cdef GStack st = stack_of(item)
-        if st is not None and st.group is self.mark:
-            d = st.depth
-        spin_lock(&self.lock)
-        try:
-            if self.top is not None and d == self.top_depth:
-                q = self.top
-            else:
-                q = self.buckets.get(d)
-                if q is None:
-                    q = self.spare.pop() if self.spare else deque()
-                    self.buckets[d] = q
-                    heappush(self.depths, -d)
-                if self.top is None or d > self.top_depth:
-                    self.top = q
-                    self.top_depth = d
-            q.append(item)
-            self.n += 1
-        finally:
-            snet_unlock(&self.lock)
-
-    def popleft(self):
-        spin_lock(&self.lock)
-        try:
-            q = self.top
-            if q is None:
-                raise IndexError("pop from an empty inbox")
-            item = q.popleft()
-            self.n -= 1
-            if not len(q):
-                del self.buckets[self.top_depth]
-                heappop(self.depths)
-                if len(self.spare) < SPARE_QUEUES:
-                    self.spare.append(q)  # a depth-first walk opens and empties one per level
-                if self.depths:
-                    self.top_depth = -<long>self.depths[0]
-                    self.top = self.buckets[self.top_depth]
-                else:
-                    self.top = None
-            return item
-        finally:
-            snet_unlock(&self.lock)
-
-
-cdef DepthInbox new_depth_inbox(Group mark):
-    cdef DepthInbox b = DepthInbox.__new__(DepthInbox)
-    b.mark = mark
-    b.buckets = {}
-    b.depths = []
-    b.spare = []
-    b.top = None
-    return b
-
-
 cdef enum:
-    SPARE_QUEUES = 16  # emptied queues a depth inbox keeps for reuse
     RECLAIM_AT = 32  # replicas a split keeps before it first looks for fresh ones to drop
 
 

@@ -80,6 +80,21 @@ cdef class Entity:
     cdef int emit_list(self, Writer w, object outs, GStack st, bint cont) except -1
 
 
+cdef class DepthInbox:
+    """A looping star's incarnation 1 inbox: deepest replica first, FIFO within one (core.pyx)."""
+    cdef Group mark
+    cdef dict buckets  # depth -> deque of items, only non-empty ones
+    cdef list depths  # heap of the negated depths in `buckets`
+    cdef object top  # the deque of the deepest depth (None: empty)
+    cdef long top_depth
+    cdef list spare  # emptied queues, reused for the next depth
+    cdef Py_ssize_t n
+    cdef int lock
+
+
+cdef DepthInbox new_depth_inbox(Group mark)
+
+
 cdef class Sink(Entity):
     pass
 
