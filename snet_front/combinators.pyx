@@ -17,7 +17,8 @@ from snet.errors import SNetRuntimeError
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_now, snet_try_lock, snet_unlock,
                                  snet_flag_load, snet_flag_store)
 from snet_front.core cimport (Entity, Writer, Network, Group, GStack, Tagged, Ctx, Instance, WakeUp, register_factory,
-                              make_item, record_of, stack_of, spin_lock, spawn, push, bypass, new_ctx, request_of)
+                              make_item, record_of, stack_of, spin_lock, spawn, push, bypass, new_ctx, request_of,
+                              new_depth_inbox)
 from snet_front.kinds cimport (K_NET, K_SERIAL, K_PAR, K_STAR, K_SPLIT, K_FEEDBACK, K_EXECSPLIT, K_INITBOX)
 
 
@@ -79,6 +80,7 @@ cdef class StarShared:
     cdef Collector coll
     cdef Entity out  # the star's out, shared by the exits of every incarnation
     cdef int jlock  # guards `out`
+    cdef Group mark  # a looping star: the group of the depth marks its records carry in the operand
 
     cdef Entity exit_target(self):
         cdef Entity d
@@ -115,6 +117,13 @@ cdef class StarEntity(Entity):
         cdef Ctx cop
         cdef Instance inst
         cdef bint leader = self.k == 0 and sh.det
+        cdef long depth = 0
+        if sh.loops and st is not None and st.group is sh.mark:
+            # back from the shared operand: take off the depth mark put on when it went in
+            depth = st.depth
+            st = st.next
+            snet_atomic_add(&sh.mark.count, -1)
+            item = make_item(rec, st)
         if leader:
             st = push(sh.coll.new_group(), st)
             item = make_item(rec, st)
@@ -138,6 +147,7 @@ cdef class StarEntity(Entity):
                 # come back to incarnation 1, which tests them and sends them into the
                 # same instance again: the chain never grows past two incarnations.
                 nxt.op_entry = dest
+                nxt.inbox = new_depth_inbox(sh.mark)
         if dest.identity:
             dest = bypass(dest)
         self.op_entry = dest
@@ -154,6 +164,11 @@ cdef class StarEntity(Entity):
             # the release store below publishes `out` before the flag.)
             self.out = dest
             snet_flag_store(&self.identity, True)
+        if sh.loops:
+            # Mark the replica the record enters (docs/runtime.md, "Depth-first
+            # stars"): incarnation 1 takes the deepest record first.
+            snet_atomic_add(&sh.mark.count, 1)
+            item = make_item(rec, mark_depth(sh.mark, st, depth + 1))
         w.write(dest, item, True)
         return 0
 
@@ -164,6 +179,14 @@ cdef class StarEntity(Entity):
         # Its operand instances' entities are the replica's too and checked themselves;
         # an incarnation that became an identity is a state a fresh star does not have.
         return not self.identity
+
+
+cdef inline GStack mark_depth(Group mark, GStack st, long depth):
+    cdef GStack s = GStack.__new__(GStack)
+    s.group = mark
+    s.next = st
+    s.depth = depth
+    return s
 
 
 cdef enum:
@@ -665,6 +688,10 @@ cdef Entity make_star(Network rt, int n, Ctx ctx):
     sh.matcher = rt.nodes[n].exits.first
     sh.det = rt.det[n]
     sh.loops = rt.nodes[n].loops
+    if sh.loops:
+        sh.mark = Group.__new__(Group)
+        sh.mark.count = 1  # the star's own: the count never reaches 0, so no one is ever woken
+        sh.mark.owner = None
     if sh.det:
         sh.coll = new_collector(rt, n, ctx)
     st.setup(rt, n, ctx)

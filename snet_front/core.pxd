@@ -19,6 +19,7 @@ cdef class GStack:
     """An immutable cons list of the deterministic groups a record belongs to, innermost first."""
     cdef Group group
     cdef GStack next
+    cdef long depth  # a star's depth mark (its `group` is the star's mark group): the replica the record is in
 
 
 cdef class Tagged:
@@ -77,6 +78,21 @@ cdef class Entity:
     cdef bint settled(self)
     cdef void hint_fresh(self, Instance replica)
     cdef int emit_list(self, Writer w, object outs, GStack st, bint cont) except -1
+
+
+cdef class DepthInbox:
+    """A looping star's incarnation 1 inbox: deepest replica first, FIFO within one (core.pyx)."""
+    cdef Group mark
+    cdef dict buckets  # depth -> deque of items, only non-empty ones
+    cdef list depths  # heap of the negated depths in `buckets`
+    cdef object top  # the deque of the deepest depth (None: empty)
+    cdef long top_depth
+    cdef list spare  # emptied queues, reused for the next depth
+    cdef Py_ssize_t n
+    cdef int lock
+
+
+cdef DepthInbox new_depth_inbox(Group mark)
 
 
 cdef class Sink(Entity):

@@ -46,7 +46,9 @@ Streams, licences, workers
 ==========================
 
 Every entity has one inbox (a deque; each writer appends in its own order,
-so every input stream stays FIFO).  Writing a record gives the *writer* one
+so every input stream stays FIFO; incarnation 1 of a star with a stateless
+operand keeps one FIFO per replica and serves the deepest first,
+`DepthInbox`).  Writing a record gives the *writer* one
 read licence for the destination: a `Licence` (entity, count) in the
 writer's list, ordered output-first (new licences go in front of the one
 being worked on; the scan always restarts from the head).  To use a licence
@@ -108,6 +110,7 @@ from cpython.mem cimport PyMem_Malloc, PyMem_Free
 
 import threading
 from collections import deque
+from heapq import heappush, heappop
 
 from snet.core.semantics import log_parked, log_throttle_overridden
 from snet.errors import SNetRuntimeError
@@ -122,6 +125,7 @@ cdef extern from "<sched.h>" nogil:
     int sched_yield()
 
 cdef enum:
+    SPARE_QUEUES = 16  # emptied queues a depth inbox keeps for reuse
     NOTIFY_BATCH = 64  # outputs queued before a waiting consumer is woken
 
 
@@ -228,6 +232,76 @@ cdef class GStack:
 @cython.trashcan(True)
 cdef class Tagged:
     pass
+
+
+@cython.final
+cdef class DepthInbox:
+    """The inbox of a looping star's incarnation 1: deepest replica first, FIFO within one.
+
+    Records coming back from the shared operand carry the depth mark of the
+    replica they were in (docs/runtime.md, "Depth-first stars").  Taking the
+    deepest first unfolds a recursion depth first, so what waits is the
+    siblings along one path instead of a whole level; records of one depth
+    stay in arrival order (the language's per-path FIFO rule).
+    """
+
+    def __len__(self):
+        return self.n
+
+    def append(self, item):
+        cdef long d = 0
+        cdef GStack st = stack_of(item)
+        if st is not None and st.group is self.mark:
+            d = st.depth
+        spin_lock(&self.lock)
+        try:
+            if self.top is not None and d == self.top_depth:
+                q = self.top
+            else:
+                q = self.buckets.get(d)
+                if q is None:
+                    q = self.spare.pop() if self.spare else deque()
+                    self.buckets[d] = q
+                    heappush(self.depths, -d)
+                if self.top is None or d > self.top_depth:
+                    self.top = q
+                    self.top_depth = d
+            q.append(item)
+            self.n += 1
+        finally:
+            snet_unlock(&self.lock)
+
+    def popleft(self):
+        spin_lock(&self.lock)
+        try:
+            q = self.top
+            if q is None:
+                raise IndexError("pop from an empty inbox")
+            item = q.popleft()
+            self.n -= 1
+            if not len(q):
+                del self.buckets[self.top_depth]
+                heappop(self.depths)
+                if len(self.spare) < SPARE_QUEUES:
+                    self.spare.append(q)  # a depth-first walk opens and empties one per level
+                if self.depths:
+                    self.top_depth = -<long>self.depths[0]
+                    self.top = self.buckets[self.top_depth]
+                else:
+                    self.top = None
+            return item
+        finally:
+            snet_unlock(&self.lock)
+
+
+cdef DepthInbox new_depth_inbox(Group mark):
+    cdef DepthInbox b = DepthInbox.__new__(DepthInbox)
+    b.mark = mark
+    b.buckets = {}
+    b.depths = []
+    b.spare = []
+    b.top = None
+    return b
 
 
 @cython.final
