@@ -525,9 +525,14 @@ class BoxCaller:
         drop = self._dropped(record)
         if drop is None:
             return res  # nothing to inherit: the result is the record
-        # a clean dict's table is copied whole: cheaper than inserting the labels kept;
-        # dict() on free-threaded builds, where copy() of a dict with deleted entries locks twice
-        out = dict(record) if _FREE_THREADED_BUILD else record.copy()
+        # A clean dict's table is copied whole: cheaper than inserting the labels kept.  On
+        # free-threaded builds an update into a new dict instead (Cython compiles both
+        # ``copy()`` and ``dict(record)`` of a typed dict to the copy that locks twice).
+        if _FREE_THREADED_BUILD:
+            out = {}
+            out.update(record)
+        else:
+            out = record.copy()
         for label in drop:
             del out[label]
         for label, v in res.items():
