@@ -7,7 +7,9 @@ each sub-command lives in :mod:`snet.commands`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import logging
 import sys
 
 from snet._version import __version__
@@ -213,7 +215,26 @@ def bare_progress(argv: list[str]) -> list[str]:
     return out
 
 
+@contextlib.contextmanager
+def _loggers_kept(*names: str):
+    """Put the named loggers back as they were: a command called in process (tests, notebooks)
+    must not leave its standard-error handlers behind, or stop the loggers propagating."""
+    kept = [(lg, list(lg.handlers), lg.propagate, lg.level) for lg in map(logging.getLogger, names)]
+    try:
+        yield
+    finally:
+        for lg, handlers, propagate, level in kept:
+            lg.handlers[:] = handlers
+            lg.propagate = propagate
+            lg.setLevel(level)
+
+
 def main(argv: list[str] | None = None) -> int:
+    with _loggers_kept("snet", "snet.spark"):
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     words = sys.argv[1:] if argv is None else list(argv)
     if words and words[0] == "spark-submit" and not {"-h", "--help"} & set(words[1:words.index("--")]

@@ -108,3 +108,25 @@ def test_the_net_file_is_named_as_given(netdir):
     result = snet_run("./bad.snet", cwd=netdir, stdin="")
     assert result.returncode == 2
     assert result.stderr.startswith("./bad.snet:1:"), result.stderr
+
+
+def test_a_run_called_in_process_leaves_the_snet_loggers_as_they_were(tmp_path, capsys, caplog):
+    """`snet.cli.main` in a test or a notebook: its standard-error handler goes when it returns,
+    and warnings of later runs still reach the caller's logging (they propagate again)."""
+    import logging
+
+    from snet import cli
+
+    (tmp_path / "net.snet").write_text("box f ((a) -> (a)); net n connect f;")
+    (tmp_path / "net.py").write_text("def f(a):\n    return {'a': a}\n")
+    (tmp_path / "in.jsonl").write_text('{"a": 1}\n')
+    logger = logging.getLogger("snet")
+    before = (list(logger.handlers), logger.propagate, logger.level)
+    status = cli.main(["run", "-v", str(tmp_path / "net.snet"), "-i", str(tmp_path / "in.jsonl"),
+                       "--boxes", str(tmp_path / "net.py")])
+    assert status == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == [{"a": 1}]
+    assert (list(logger.handlers), logger.propagate, logger.level) == before
+    with caplog.at_level("WARNING", logger="snet"):
+        logging.getLogger("snet.test").warning("after the run")
+    assert "after the run" in caplog.text
