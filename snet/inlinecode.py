@@ -28,20 +28,16 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from snet.syntax.lexer import LexicalError
+
 INLINE_LANGUAGE = "python"
 
 _HEAD_RE = re.compile(r"\{\s*<<<\s*(?P<language>[A-Za-z0-9_+.-]*)")
 _GAP_RE = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.S)  # blanks and comments before '|'
 
 
-class InlineCodeError(Exception):
+class InlineCodeError(LexicalError):
     """A problem in inline box code (or an rts-only form read in the standard dialect) at ``line``:``column``."""
-
-    def __init__(self, message: str, line: int, column: int):
-        super().__init__(message)
-        self.message = message
-        self.line = line
-        self.column = column
 
 
 @dataclass(frozen=True, slots=True)

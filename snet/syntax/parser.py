@@ -133,7 +133,7 @@ def parse(text: str, filename: str = "<string>", source: Source | None = None, d
                 return parsers.lark.parse(text)
             finally:
                 parsers.builder.rts = SNetLexer.rts = False
-    except (LexicalError, InlineCodeError) as e:
+    except LexicalError as e:  # InlineCodeError included
         raise _error(source, e.line, e.column, e.message) from None
     except MetadataError as e:
         line, column = line_of(e.offset)
