@@ -259,9 +259,8 @@ cdef class SplitEntity(Dispatcher):
         In a split whose replicas are not reclaimable, a replica whose entry
         (a synchro-cell) fired is entered past it from now on.
         """
-        cdef list locked
         cdef Instance inst
-        cdef bint fresh
+        cdef Py_ssize_t n
         hinted = self.hinted
         while len(hinted):
             inst = <Instance>hinted.popleft()
@@ -271,14 +270,11 @@ cdef class SplitEntity(Dispatcher):
                 if inst.entry.identity:
                     inst.entry = bypass(inst.entry)  # a fired cell: skip it from now on
                 continue
-            locked = []
-            fresh = lock_replica(inst, locked) and replica_fresh(inst)
-            for e in locked:
-                snet_unlock(&(<Entity>e).lock)
-            if fresh:
+            n = fresh_entities(inst)
+            if n >= 0:
                 del self.replicas[inst.key]
                 forget_replica(inst)
-                snet_atomic_add(&self.counters.reclaimed, len(locked))
+                snet_atomic_add(&self.counters.reclaimed, n)
         return 0
 
     cdef int reclaim(self) except -1:
@@ -292,9 +288,7 @@ cdef class SplitEntity(Dispatcher):
         replicas are not reclaimable only skips the identities its replicas
         start with.
         """
-        cdef list locked
-        cdef Py_ssize_t dropped = 0
-        cdef bint fresh
+        cdef Py_ssize_t dropped = 0, n
         cdef Instance r
         if not self.track:
             # Replicas that keep state (a fired synchro-cell, say) stay; but one
@@ -308,13 +302,10 @@ cdef class SplitEntity(Dispatcher):
             return 0
         dead = []
         for v, inst in self.replicas.items():
-            locked = []
-            fresh = lock_replica(<Instance>inst, locked) and replica_fresh(<Instance>inst)
-            for e in locked:
-                snet_unlock(&(<Entity>e).lock)
-            if fresh:
+            n = fresh_entities(<Instance>inst)
+            if n >= 0:
                 dead.append(v)
-                dropped += len(locked)
+                dropped += n
         for v in dead:
             forget_replica(<Instance>self.replicas.pop(v))
         snet_atomic_add(&self.counters.reclaimed, dropped)
@@ -327,6 +318,15 @@ cdef class SplitEntity(Dispatcher):
             if not replica_fresh(<Instance>inst):
                 return False
         return True
+
+
+cdef Py_ssize_t fresh_entities(Instance inst) except -2:
+    """The number of entities of a replica that is fresh (all try-locked and checked), else -1."""
+    cdef list locked = []
+    cdef bint fresh = lock_replica(inst, locked) and replica_fresh(inst)
+    for e in locked:
+        snet_unlock(&(<Entity>e).lock)
+    return len(locked) if fresh else -1
 
 
 cdef bint lock_replica(Instance inst, list locked) except -1:
