@@ -47,6 +47,7 @@ def find_slips(res: Resolution, checker: TypeChecker) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     _hints.budget = HINT_BUDGET
     _hints.given = set()
+    _hints.split = {}  # label -> what _split makes of it, for this check
     top = [d for d in res.program.definitions if isinstance(d, ast.NetDef) and d.body is not None]
     total = None
     shared: dict = {}
@@ -65,9 +66,31 @@ def find_slips(res: Resolution, checker: TypeChecker) -> list[Diagnostic]:
     flagged: set = set()
     if total is not None:
         _flow_warnings(total, out, flagged)
-    _serial_slips(res, checker, out, flagged)
-    _unused_outputs(res, checker, top, out)
+    exprs, used = _net_expressions(res, checker)
+    _serial_slips(exprs, checker, out, flagged)
+    _unused_outputs(exprs, used, checker, top, out)
     return out
+
+
+def _net_expressions(res: Resolution, checker: TypeChecker) -> tuple[list, set]:
+    """Every connect expression of every net body with the scope its names resolve in (one walk for
+    S4 and S5), and the labels that net signatures and type definitions name."""
+    exprs: list = []
+    named: set = set()
+    for d, _scope in res.definitions():
+        if isinstance(d, ast.NetDef):
+            if d.signature is not None:
+                for m in checker.declared(d):
+                    named.update(*m.inputs)
+                    if m.outputs is not None:
+                        named.update(*m.outputs)
+            if d.body is not None:
+                inner = res.net_scope(d)
+                exprs.extend((e, inner) for e in _walk(d.body))
+        elif isinstance(d, ast.TypeDef):
+            for v in checker.type_def(d):
+                named |= v
+    return exprs, named
 
 
 def _roots(res: Resolution, top: list) -> list:
@@ -165,23 +188,26 @@ def _variants(variants) -> str:
 # labels would make that quadratic, so each check compares at most this many pairs in all, and
 # gives no more hints once they are spent.
 HINT_BUDGET = 50_000
-# Per thread (programs may be compiled in several threads at once): the pairs left to compare, and
-# the labels some warning already suggested (S5 does not report them again).
+# Per thread (programs may be compiled in several threads at once): the pairs left to compare, the
+# labels some warning already suggested (S5 does not report them again), and each label's kind and name.
 _hints = threading.local()
 
 
 def near(label: str, candidates) -> str | None:
     """The candidate closest to `label`, if near: same kind (field, tag, binding tag), same first letter,
     and a :class:`difflib.SequenceMatcher` ratio of at least 0.6 between the names."""
-    kind, name = _split(label)
+    key, name = _split(label)
     names = {}
+    budget = _hints.budget
     for c in candidates:
-        _hints.budget -= 1
-        if _hints.budget < 0:
+        budget -= 1
+        if budget < 0:
+            _hints.budget = budget
             return None
         k, n = _split(c)
-        if k == kind and n != name and n[:1].lower() == name[:1].lower():
+        if k == key and n != name:
             names[n] = c
+    _hints.budget = budget
     if not names:
         return None
     found = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.6)
@@ -191,12 +217,19 @@ def near(label: str, candidates) -> str | None:
     return names[found[0]]
 
 
-def _split(label: str) -> tuple[str, str]:
-    if label.startswith("<#"):
-        return "<#", label[2:-1]
-    if label.startswith("<"):
-        return "<", label[1:-1]
-    return "", label
+def _split(label: str) -> tuple[tuple[str, str], str]:
+    """((kind, first letter in lower case), name) of a label: near labels share the first part."""
+    cache = _hints.split
+    found = cache.get(label)
+    if found is None:
+        if label.startswith("<#"):
+            kind, name = "<#", label[2:-1]
+        elif label.startswith("<"):
+            kind, name = "<", label[1:-1]
+        else:
+            kind, name = "", label
+        found = cache[label] = ((kind, name[:1].lower()), name)
+    return found
 
 
 def start_span(e):
@@ -214,14 +247,10 @@ def start_span(e):
 
 # ---- S4
 
-def _serial_slips(res: Resolution, checker: TypeChecker, out: list[Diagnostic], flagged: set) -> None:
-    for d, _scope in res.definitions():
-        if not isinstance(d, ast.NetDef) or d.body is None:
-            continue
-        scope = res.net_scope(d)
-        for e in _walk(d.body):
-            if isinstance(e, ast.Serial):
-                _chain_slips(e, checker, scope, out, flagged)
+def _serial_slips(exprs: list, checker: TypeChecker, out: list[Diagnostic], flagged: set) -> None:
+    for e, scope in exprs:
+        if type(e) is ast.Serial:
+            _chain_slips(e, checker, scope, out, flagged)
 
 
 def _chain_slips(chain: ast.Serial, checker: TypeChecker, scope, out, flagged) -> None:
@@ -272,24 +301,12 @@ def _walk(expr):
 
 # ---- S5
 
-def _unused_outputs(res: Resolution, checker: TypeChecker, top, out: list[Diagnostic]) -> None:
-    used: set = set()
+def _unused_outputs(exprs: list, named: set, checker: TypeChecker, top, out: list[Diagnostic]) -> None:
+    used: set = set(named)
     emitters: list = []  # (label, span, what)
     used_boxes: set = set()
-    for d, scope in res.definitions():
-        if isinstance(d, ast.NetDef):
-            for m in (checker.declared(d) if d.signature is not None else ()):
-                used.update(*m.inputs)
-                if m.outputs is not None:
-                    used.update(*m.outputs)
-            if d.body is None:
-                continue
-            inner = res.net_scope(d)
-            for e in _walk(d.body):
-                _uses(e, inner, used, used_boxes, emitters)
-        elif isinstance(d, ast.TypeDef):
-            for v in checker.type_def(d):
-                used |= v
+    for e, scope in exprs:
+        _uses(e, scope, used, used_boxes, emitters)
     carried: set = set()  # the input and output labels of the top-level nets: they come from and go to the user
     for net in top:
         info = checker.net_type(net)
@@ -301,9 +318,10 @@ def _unused_outputs(res: Resolution, checker: TypeChecker, top, out: list[Diagno
                 emitters.append((label.text, label.span, f"box '{box.name}'"))
     produced = {label for label, _span, _what in emitters}
     needed = used - produced - carried
+    unread = [x for x in emitters if x[0] not in used and x[0] not in carried]
     seen: set = set()
-    for label, span, what in sorted(emitters, key=lambda x: (x[1].line, x[1].column) if x[1] else (0, 0)):
-        if label in used or label in carried or label in _hints.given or (label, id(span)) in seen:
+    for label, span, what in sorted(unread, key=lambda x: (x[1].line, x[1].column) if x[1] else (0, 0)):
+        if label in _hints.given or (label, id(span)) in seen:
             continue
         hint = near(label, needed)
         if hint is None:
