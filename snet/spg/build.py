@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from snet.errors import Diagnostic, SNetCompileError, SNetUsageError
+from snet.gcpause import gc_paused
 from snet.inlinecode import INLINE_LANGUAGE
 from snet.options import CompileOptions
 from snet.source import Source
@@ -211,8 +212,9 @@ def compile_analysis(text: str, filename: str = "<string>", net: str | None = No
     """:func:`analyse` and :func:`build_graph` together: the analysis and the run net's graph
     (None when ``require_run`` is false and no net was chosen among several)."""
     try:
-        analysis, run = analyse(text, filename, net, require_run, options)
-        return analysis, (build_graph(analysis, run) if run is not None else None)
+        with gc_paused():
+            analysis, run = analyse(text, filename, net, require_run, options)
+            return analysis, (build_graph(analysis, run) if run is not None else None)
     except RecursionError:
         # The passes after the parser recurse over the expression tree.
         raise SNetCompileError([Diagnostic("error", None, f"{filename}: the program is nested too deeply "

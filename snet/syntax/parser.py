@@ -26,6 +26,7 @@ from lark import Lark
 from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
 
 from snet.errors import Diagnostic, SNetSyntaxError
+from snet.gcpause import gc_paused
 from snet.inlinecode import InlineCodeError
 from snet.source import Source, Span
 from snet.syntax.ast import Program
@@ -125,7 +126,7 @@ def parse(text: str, filename: str = "<string>", source: Source | None = None, d
     parsers = _parsers()
     rts = dialect == "rts"
     try:
-        with parsers.lock:
+        with parsers.lock, gc_paused():
             parsers.builder.source = source
             parsers.builder.line_of = line_of
             parsers.builder.rts = SNetLexer.rts = rts

@@ -1,0 +1,45 @@
+"""The cyclic garbage collector paused while the front end builds a program.
+
+Parsing and checking a program allocates hundreds of thousands of objects
+that all stay alive (tokens, parse-tree nodes, the AST, types, the graph).
+Each collection of the young generation walks the survivors again and the
+older generations grow with them, so on a large program about a quarter of
+the compile went into collections that found almost nothing to free
+(docs/performance.md, "Front end").  Reference counting still frees
+everything that is not in a cycle while the collector is paused, and the
+collector runs again as soon as the outermost pause ends.
+
+The pause is process-wide, as the collector is: when several threads
+compile at once, the collector stays paused until the last of them is done.
+A collector that the program turned off itself is left off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import threading
+from typing import Iterator
+
+_lock = threading.Lock()
+_depth = 0  # pauses in progress, in all threads
+_resume = False  # whether the outermost pause found the collector on
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for the duration of the block (reentrant, thread-safe)."""
+    global _depth, _resume
+    with _lock:
+        if _depth == 0:
+            _resume = gc.isenabled()
+            if _resume:
+                gc.disable()
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0 and _resume:
+                gc.enable()
