@@ -14,7 +14,7 @@ from functools import partial
 from snet.core.aloop import box_loop
 from snet.core.boxes import Deferred
 from snet.core.boxes cimport BoxCaller
-from snet.errors import SNetRuntimeError
+from snet.tagexpr import DivisionByZero
 from snet.requests import set_current_request
 
 from snet_front.atomics cimport snet_atomic_add, snet_atomic_load, snet_now, snet_unlock, snet_flag_store
@@ -233,11 +233,13 @@ cdef class SyncStarEntity(Entity):
     the order ``**`` asks for.
     """
     cdef object matcher
+    cdef object exits  # the exit patterns' PatternMatcher (for its errors)
+    cdef object first_exit  # its raw_first: the exit test without the error translation
+    cdef object all_slots  # raw_all of the cell patterns' matcher: every pattern a record matches
     cdef object shape
     cdef int sync_node
     cdef dict cells  # replica -> (replica, cell), the unfired ones, in replica order
     cdef list waiting
-    cdef object all_patterns
     cdef long replicas
 
     cdef int invoke(self, Writer w, object item) except -1:
@@ -250,14 +252,17 @@ cdef class SyncStarEntity(Entity):
             # Plain lists: most replicas of a split hold one cell or two (a deque
             # costs ten times a short list); `new_cell` turns a long one into a deque.
             self.waiting = [[] for _ in range(self.shape.count)]
-            self.all_patterns = pattern_range(self.shape.count)
         while True:
-            if self.matcher(rec) >= 0:
+            try:
+                exits = self.first_exit(rec)
+            except (KeyError, DivisionByZero) as e:
+                raise self.exits.error(e, rec) from None
+            if exits >= 0:
                 w.write(self.resolve_out(), make_item(rec, st), True)
                 return 0
             try:
-                hits = self.shape.matcher.matching(rec, self.all_patterns)
-            except SNetRuntimeError:
+                hits = self.all_slots(rec)
+            except (KeyError, DivisionByZero):
                 hits = None  # a guard cannot be evaluated: walk, so that it fails where the definition's walk does
             if hits is not None and not hits:  # it would pass every later replica unchanged: it stays here for ever
                 self.rt.park(self.node, rec)
@@ -268,7 +273,7 @@ cdef class SyncStarEntity(Entity):
                 entry = self.new_cell()
             cell = entry[1]
             before = tuple(cell.empty)
-            res = cell.accept(rec)
+            res = cell.accept(rec) if hits is None else cell.accept_matched(rec, hits)
             self.unlist(entry, before)
             if res is None:  # stored
                 if st is not None:
@@ -344,17 +349,6 @@ cdef class SyncStarEntity(Entity):
 cdef enum:
     LONG_WAIT = 32  # cells waiting for one slot past which a sync-star keeps them in a deque
 
-_ranges = {}
-
-
-cdef object pattern_range(long count):
-    """``range(count)``, one shared object per pattern count (every sync-star entity asks for it)."""
-    r = _ranges.get(count)
-    if r is None:
-        r = _ranges[count] = range(count)
-    return r
-
-
 # -- factories ------------------------------------------------------------------
 
 cdef Entity make_box(Network net, int n, Ctx ctx):
@@ -399,6 +393,9 @@ cdef Entity make_sync_star(Network net, int n, Ctx ctx):
     node = net.nodes[n]
     z.setup(net, n, ctx)
     z.matcher = node.exits.first
+    z.exits = node.exits
+    z.first_exit = node.exits.raw_first
+    z.all_slots = node.shape.matcher.raw_all
     z.shape = node.shape
     z.sync_node = node.cell
     z.cells = {}

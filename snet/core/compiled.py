@@ -58,7 +58,7 @@ class PatternMatcher:
     pattern and guard hold (a synchro-cell evaluates every empty slot).
     """
 
-    __slots__ = ("first", "_each", "what", "span", "patterns")
+    __slots__ = ("first", "_each", "what", "span", "patterns", "raw_first", "raw_all")
 
     def __init__(self, patterns: Sequence[Pattern], what: str, span: Span | None):
         self.patterns = tuple(patterns)
@@ -76,6 +76,13 @@ class PatternMatcher:
         lines.append("    return -1")
         first = _build("_first", "\n".join(lines), spans)
         self._each = [_build("_t", f"def _t(r):\n    return bool({t})", spans) for t in tests]
+        every = ["def _all(r):", "    out = []"]
+        every += [f"    if {t}:\n        out.append({i})" for i, t in enumerate(tests)]
+        every.append("    return out")
+        # For callers in the FRONT runtime that turn KeyError and DivisionByZero into `error(...)`
+        # themselves (one Python frame less per test): the first pattern matched, and all of them.
+        self.raw_first = first
+        self.raw_all = _build("_all", "\n".join(every), spans)
 
         def checked_first(record: Record, _first=first) -> int:
             try:
@@ -86,6 +93,12 @@ class PatternMatcher:
                 raise division_error(what, span, e) from None
 
         self.first = checked_first
+
+    def error(self, error: Exception, record: Record) -> SNetRuntimeError:
+        """The error to raise for a KeyError or DivisionByZero out of ``raw_first`` or ``raw_all``."""
+        if isinstance(error, KeyError):
+            return absent_label_error(self.what, self.span, error.args[0], record)
+        return division_error(self.what, self.span, error)
 
     def matching(self, record: Record, candidates: Sequence[int]) -> list[int]:
         """The candidate indices whose pattern (and guard) the record matches."""
