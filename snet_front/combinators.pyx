@@ -13,6 +13,7 @@ cimport cython
 from collections import deque
 
 from snet.errors import SNetRuntimeError
+from snet.tagexpr import DivisionByZero
 
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_now, snet_try_lock, snet_unlock,
                                  snet_flag_load, snet_flag_store)
@@ -74,7 +75,8 @@ cdef class StarShared:
     cdef Network rt
     cdef int node
     cdef Ctx ctx
-    cdef object matcher
+    cdef object matcher  # the exit patterns' PatternMatcher (for its errors)
+    cdef object first_exit  # its raw_first: the exit test without the error translation
     cdef bint det
     cdef bint loops  # a stateless operand: incarnations 0 and 1 share one operand instance
     cdef Collector coll
@@ -127,7 +129,11 @@ cdef class StarEntity(Entity):
         if leader:
             st = push(sh.coll.new_group(), st)
             item = make_item(rec, st)
-        if sh.matcher(rec) >= 0:
+        try:
+            exits = sh.first_exit(rec)
+        except (KeyError, DivisionByZero) as e:
+            raise sh.matcher.error(e, rec) from None
+        if exits >= 0:
             w.write(sh.exit_target(), item, True)
             return 0
         dest = self.op_entry
@@ -422,7 +428,8 @@ cdef class ExecutorSplitEntity(Entity):
 @cython.trashcan(True)
 cdef class FeedbackReturn(Entity):
     """Where the operand's outputs return: back into the operand or out."""
-    cdef object matcher
+    cdef object matcher  # the feedback patterns' PatternMatcher (for its errors)
+    cdef object first_back  # its raw_first: the test without the error translation
     cdef Entity loop
     cdef Ctx ctx_op
 
@@ -441,7 +448,12 @@ cdef class FeedbackReturn(Entity):
         return d
 
     cdef int invoke(self, Writer w, object item) except -1:
-        if self.matcher(record_of(item)) >= 0:
+        rec = record_of(item)
+        try:
+            back = self.first_back(rec)
+        except (KeyError, DivisionByZero) as e:
+            raise self.matcher.error(e, rec) from None
+        if back >= 0:
             w.write(self.entry(), item, True)
         else:
             w.write(self.resolve_out(), item, True)
@@ -661,7 +673,8 @@ cdef Collector new_collector(Network rt, int n, Ctx ctx):
 cdef FeedbackReturn new_feedback(Network rt, int n, Ctx ctx):
     cdef FeedbackReturn fb = FeedbackReturn.__new__(FeedbackReturn)
     fb.setup(rt, n, ctx)
-    fb.matcher = rt.nodes[n].back.first
+    fb.matcher = rt.nodes[n].back
+    fb.first_back = rt.nodes[n].back.raw_first
     fb.ctx_op = new_ctx(fb, ctx.inst, ctx)
     return fb
 
@@ -685,7 +698,8 @@ cdef Entity make_star(Network rt, int n, Ctx ctx):
     sh.rt = rt
     sh.node = n
     sh.ctx = ctx
-    sh.matcher = rt.nodes[n].exits.first
+    sh.matcher = rt.nodes[n].exits
+    sh.first_exit = rt.nodes[n].exits.raw_first
     sh.det = rt.det[n]
     sh.loops = rt.nodes[n].loops
     if sh.loops:

@@ -1,7 +1,8 @@
-"""Guards in a synchro-cell star, on FRONT's sync-star entity and on the reference engine.
+"""Guards in a synchro-cell star, a star and a feedback loop, on FRONT and on the reference engine.
 
-FRONT tests a record against every cell pattern once and the cell takes the
-slots from that answer; guard errors are translated by the entity itself.
+FRONT's sync-star tests a record against every cell pattern once and the
+cell takes the slots from that answer; the sync-star, star and feedback
+entities translate guard errors themselves.
 Each case must give the reference engine's outputs or its error, word for
 word and at the same position.
 """
@@ -33,6 +34,18 @@ CASES = {
     "three patterns":
         ("[| {<a>}, {<b>}, {<c>} |] * {<a>, <b>, <c>}",
          [{"<a>": 1}, {"<c>": 3}, {"<b>": 2}, {"<b>": 20}, {"<a>": 10}, {"<c>": 30}]),
+    "star exit guard reads an absent tag":
+        ("[{<n>} -> {<n=n-1>}] * {<n>} if <m == 0>", [{"<n>": 2}]),
+    "star exit guard divides by zero":
+        ("[{<n>} -> {<n=n-1>}] * {<n>} if <n / n == 1>", [{"<n>": 3}, {"<n>": 0}]),
+    "star exit guard holds":
+        ("[{<n>} -> {<n=n-1>}] * {<n>} if <n <= 0>", [{"<n>": 3, "i": 0}, {"<n>": 0, "i": 1}, {"<n>": 5, "i": 2}]),
+    "feedback guard reads an absent tag":
+        ("[{<n>} -> {<n=n-1>}] \\ {<n>} if <m > 0>", [{"<n>": 2}]),
+    "feedback guard divides by zero":
+        ("[{<n>} -> {<n=n-1>}] \\ {<n>} if <6 / n > 1>", [{"<n>": 3}]),
+    "feedback guard holds":
+        ("[{<n>} -> {<n=n-1>}] \\ {<n>} if <n > 0>", [{"<n>": 3, "i": 0}, {"<n>": 1, "i": 1}]),
 }
 
 
