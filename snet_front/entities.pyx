@@ -13,6 +13,7 @@ from functools import partial
 
 from snet.core.aloop import box_loop
 from snet.core.boxes import Deferred
+from snet.core.compiled import merge_sync
 from snet.core.boxes cimport BoxCaller
 from snet.tagexpr import DivisionByZero
 from snet.requests import set_current_request
@@ -217,6 +218,63 @@ cdef class SyncEntity(Entity):
 
 
 @cython.final
+cdef class StarCell:
+    """One cell of a sync-star: :class:`snet.core.semantics.SyncCell`'s state and rules, typed.
+
+    ``slots[i]`` is None exactly for the indices in ``empty`` until the cell
+    fires; then ``fired`` is set and ``slots`` dropped.  ``filled`` and
+    ``stored_records`` are what the termination warnings read.
+    """
+    cdef readonly object shape
+    cdef readonly list slots
+    cdef readonly list empty
+    cdef readonly bint fired
+
+    def filled(self):
+        """How many slots hold a record (0 once fired)."""
+        return 0 if self.fired else self.shape.count - len(self.empty)
+
+    def stored_records(self):
+        """How many distinct records the cell holds."""
+        return 0 if self.fired else len({id(r) for r in self.slots if r is not None})
+
+    cdef object take(self, object record, object hits):
+        """Offer a record that matches the patterns ``hits`` (all of them; None: not tested yet).
+
+        Returns what leaves the cell now, or None if the record was stored: it
+        fills the empty slots among ``hits``; a record that fills none leaves
+        unchanged, and the record that fills the last one is replaced by the
+        merged record.
+        """
+        cdef list slots = self.slots
+        cdef bint stored = False
+        if self.fired:
+            return record
+        if hits is None:
+            hits = self.shape.matcher.matching(record, self.empty)  # raises the guard's error
+        for i in hits:
+            if slots[i] is None:
+                slots[i] = record
+                stored = True
+        if not stored:
+            return record
+        self.empty = [i for i in self.empty if slots[i] is None]
+        if self.empty:
+            return None
+        self.fired = True
+        self.slots = None
+        return merge_sync(slots, self.shape.patterns)
+
+
+cdef StarCell new_star_cell(object shape):
+    cdef StarCell c = StarCell.__new__(StarCell)
+    c.shape = shape
+    c.slots = [None] * shape.count
+    c.empty = list(range(shape.count))
+    return c
+
+
+@cython.final
 @cython.trashcan(True)
 cdef class SyncStarEntity(Entity):
     """``[| ... |] * P`` run as one entity (the zipper of the C runtime).
@@ -248,6 +306,7 @@ cdef class SyncStarEntity(Entity):
         cdef long after = -1  # the replica the record has passed (-1: none yet)
         cdef Instance inst
         cdef bint fresh
+        cdef StarCell cell
         if self.waiting is None:
             # Plain lists: most replicas of a split hold one cell or two (a deque
             # costs ten times a short list); `new_cell` turns a long one into a deque.
@@ -273,7 +332,7 @@ cdef class SyncStarEntity(Entity):
                 entry = self.new_cell()
             cell = entry[1]
             before = tuple(cell.empty)
-            res = cell.accept(rec) if hits is None else cell.accept_matched(rec, hits)
+            res = cell.take(rec, hits)
             self.unlist(entry, before)
             if res is None:  # stored
                 if st is not None:
@@ -320,7 +379,7 @@ cdef class SyncStarEntity(Entity):
 
     cdef int unlist(self, object entry, tuple before) except -1:
         """Take ``entry`` off the waiting lists of the slots it just filled (it is usually their head)."""
-        cell = entry[1]
+        cdef StarCell cell = entry[1]
         for j in before:
             if cell.fired or j not in cell.empty:
                 q = self.waiting[j]
@@ -334,7 +393,7 @@ cdef class SyncStarEntity(Entity):
 
     cdef object new_cell(self):
         """A new replica's cell at the end of the chain: (replica, cell), on every waiting list."""
-        entry = (self.replicas, self.shape.new_cell())
+        entry = (self.replicas, new_star_cell(self.shape))
         self.replicas += 1
         self.cells[entry[0]] = entry
         cdef Py_ssize_t i

@@ -84,30 +84,6 @@ class SyncCell:
         self.slots = None
         return merge_sync(slots, self.shape.patterns)
 
-    def accept_matched(self, record: Record, hits) -> Record | None:
-        """:meth:`accept` for a caller that has already tested the record against every pattern:
-        ``hits`` are the indices of all the patterns (and guards) it matches, in order.
-
-        The slots it fills are the empty ones among ``hits`` (``slots[i]`` is
-        None exactly for the empty ones), so no pattern is tested again.
-        """
-        if self.fired:
-            return record
-        slots = self.slots
-        stored = False
-        for i in hits:
-            if slots[i] is None:
-                slots[i] = record
-                stored = True
-        if not stored:
-            return record
-        self.empty = [i for i in self.empty if slots[i] is None]
-        if self.empty:
-            return None
-        self.fired = True
-        self.slots = None
-        return merge_sync(slots, self.shape.patterns)
-
     def filled(self) -> int:
         """How many slots hold a record (0 once fired)."""
         return 0 if self.fired else self.shape.count - len(self.empty)
