@@ -180,9 +180,18 @@ cdef class AsyncBoxEntity(Entity):
 @cython.trashcan(True)
 cdef class FilterEntity(Entity):
     cdef object op
+    cdef object raw  # the compiled filter without the error translation (None: call op)
 
     cdef int invoke(self, Writer w, object item) except -1:
-        self.emit_list(w, self.op(record_of(item)), stack_of(item), True)
+        rec = record_of(item)
+        if self.raw is None:
+            outs = self.op(rec)
+        else:
+            try:
+                outs = self.raw(rec)
+            except (KeyError, DivisionByZero) as e:
+                raise self.op.error(e, rec) from None
+        self.emit_list(w, outs, stack_of(item), True)
         return 0
 
     cdef bint settled(self):
@@ -437,6 +446,7 @@ cdef Entity make_filter(Network net, int n, Ctx ctx):
     cdef FilterEntity f = FilterEntity.__new__(FilterEntity)
     f.setup(net, n, ctx)
     f.op = net.nodes[n].apply
+    f.raw = getattr(f.op, "raw", None)  # (an --on-error policy wraps the filter: no raw function)
     return f
 
 

@@ -173,6 +173,15 @@ def compile_filter(node: FilterNode, what: str = "filter") -> Callable[[Record],
         except DivisionByZero as e:
             raise division_error(what, span, e) from None
 
+    def error(e: Exception, record: Record) -> SNetRuntimeError:
+        if isinstance(e, KeyError):
+            return absent_label_error(what, span, e.args[0], record)
+        return division_error(what, span, e)
+
+    # The FRONT runtime calls the generated function itself and turns a KeyError or
+    # DivisionByZero into `error(...)`: one Python frame less per record.
+    apply.raw = scope_fn
+    apply.error = error
     return apply
 
 
