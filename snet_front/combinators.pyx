@@ -45,13 +45,16 @@ cdef class Dispatcher(Entity):
 @cython.trashcan(True)
 cdef class ParallelEntity(Dispatcher):
     cdef object router
+    cdef object route_cache  # the router's label set -> branch table, read here first
     cdef list branches  # entry entity per branch, created lazily
 
     cdef int invoke(self, Writer w, object item) except -1:
         cdef object rec = record_of(item)
         cdef GStack st = stack_of(item)
         cdef Entity dest
-        cdef int b = self.router(rec)
+        cdef int b
+        found = self.route_cache.get(frozenset(rec))
+        b = self.router(rec) if found is None or found < 0 else found  # (the router raises the error)
         if self.rt.det[self.node]:
             st = push(self.coll.new_group(), st)
             item = make_item(rec, st)
@@ -684,6 +687,7 @@ cdef Entity make_parallel(Network rt, int n, Ctx ctx):
     cdef Collector c
     p.setup(rt, n, ctx)
     p.router = rt.nodes[n].router.route
+    p.route_cache = rt.nodes[n].router.cache
     p.branches = [None] * len(rt.children[n])
     if rt.det[n] or rt.inst_init[n]:
         c = new_collector(rt, n, ctx)

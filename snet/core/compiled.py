@@ -227,16 +227,18 @@ class Router:
 
     The decision depends only on the record's label set, so it is cached per
     label set; networks see few distinct shapes, and the cache turns routing
-    into one ``frozenset`` and one dict lookup.
+    into one ``frozenset`` and one dict lookup.  ``cache`` (label set ->
+    branch, -1 for none) only grows; the FRONT runtime reads it before calling
+    :meth:`route`, which fills it and raises the routing error.
     """
 
-    __slots__ = ("routes", "span", "what", "_cache")
+    __slots__ = ("routes", "span", "what", "cache")
 
     def __init__(self, routes: Sequence[Sequence[frozenset]], span: Span | None, what: str = "parallel"):
         self.routes = tuple(tuple(frozenset(v) for v in r) for r in routes)
         self.span = span
         self.what = what
-        self._cache: dict[frozenset, int] = {}
+        self.cache: dict[frozenset, int] = {}
 
     def decide(self, labels: frozenset) -> int:
         """The branch index for a record with these labels, or -1."""
@@ -250,11 +252,11 @@ class Router:
 
     def route(self, record: Record) -> int:
         labels = frozenset(record)
-        branch = self._cache.get(labels)
+        branch = self.cache.get(labels)
         if branch is None:
             branch = self.decide(labels)
-            if len(self._cache) < 4096:  # shapes are few; bound the cache anyway
-                self._cache[labels] = branch
+            if len(self.cache) < 4096:  # shapes are few; bound the cache anyway
+                self.cache[labels] = branch
         if branch < 0:
             accepted = " | ".join(format_labels(v) for r in self.routes for v in r) or "nothing"
             raise SNetRuntimeError(
