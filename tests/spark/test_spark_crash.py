@@ -181,3 +181,26 @@ def test_under_skip_a_segfault_on_the_dataframe_path_is_skipped_too(spark_option
                                                                       spark_conf={"snet.path": "dataframe"}))
     assert sorted(values(outputs)) == [i for i in range(10) if i != 7]
     assert [e["error"] for e in errors] == ["box 'f' ended its Python worker (killed by SIGSEGV) on input (a=7, <k>=1)"]
+
+
+def test_snet_run_with_on_error_skip_goes_past_a_crashing_record(spark, tmp_path, capsys):
+    """The command line: exit 0, the skip warning and count on standard error, every other output, the error file."""
+    from snet.cli import main
+
+    load(tmp_path, SPLIT, SKIPPED)
+    records = [{"a": i, "<k>": i % 3} for i in range(12)]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    capsys.readouterr()
+    status = main(["run", str(tmp_path / "net.snet"), "-i", str(tmp_path / "in.jsonl"), "-o",
+                   str(tmp_path / "out.jsonl"), "--spark", "local[2,2]", "--spark-splits", "all",
+                   "--errors", str(tmp_path / "errors.jsonl")])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    written = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert sorted(values(written)) == [i for i in range(12) if i not in (1, 7)]
+    for a in (1, 7):
+        assert f"net.snet:3:11: warning: box 'f' ended its Python worker (exit status 3) on input (a={a}, <k>={a % 3}) " \
+               "(record skipped)" in err
+    assert "snet: 2 records failed and were skipped" in err
+    dead = [json.loads(line) for line in (tmp_path / "errors.jsonl").read_text().splitlines()]
+    assert sorted(d["record"]["a"] for d in dead) == [1, 7] and {d["box"] for d in dead} == {"f"}
