@@ -30,6 +30,13 @@ groups in a new child.  The driver then handles the batch as any batch with
 a run-time error: the outputs of every input before the failing one are
 written, and the run fails with exit status 1 and that message.
 
+Under ``on_error`` "skip" the crashed record is skipped instead (an error
+record in the group's failures, a ``(key, [])`` entry in its outputs) and the
+group goes on in a new child without it: from the next record for a replica
+without state (the outputs before it stand), from the replica's state before
+the batch for one with state (the state the dead child held is lost), so
+the outputs are those of a run without that record (:func:`_without`).
+
 If the diagnosis job completes without a crash (the worker was killed from
 outside, memory ran short once), its results are the batch's results: they
 are exact, since a task's input is the state of the last successful batch.
