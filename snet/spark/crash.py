@@ -30,6 +30,13 @@ groups in a new child.  The driver then handles the batch as any batch with
 a run-time error: the outputs of every input before the failing one are
 written, and the run fails with exit status 1 and that message.
 
+Under ``on_error`` "skip" the crashed record is skipped instead (an error
+record in the group's failures, a ``(key, [])`` entry in its outputs) and the
+group goes on in a new child without it: from the next record for a replica
+without state (the outputs before it stand), from the replica's state before
+the batch for one with state (the state the dead child held is lost), so
+the outputs are those of a run without that record (:func:`_without`).
+
 If the diagnosis job completes without a crash (the worker was killed from
 outside, memory ran short once), its results are the batch's results: they
 are exact, since a task's input is the state of the last successful batch.
@@ -49,7 +56,8 @@ import struct
 import traceback
 from typing import Any, Callable
 
-from snet.spark.replicas import (ErrorReport, GroupResult, ReplicaHost, TaskInput, TaskOutput, dumps, loads,
+from snet.errorpolicy import error_record
+from snet.spark.replicas import (ErrorReport, Group, GroupResult, ReplicaHost, TaskInput, TaskOutput, dumps, loads,
                                  _KEEP_HOSTS)
 
 log = logging.getLogger("snet.spark")
@@ -212,13 +220,19 @@ def _child(host: ReplicaHost, groups: list, first: int, fd: int) -> None:
 
 
 def run_isolated(host: ReplicaHost, task: TaskInput, job_error: str = "") -> TaskOutput:
-    """Run ``task``'s groups in forked children; a child's death becomes the crashed group's error."""
+    """Run ``task``'s groups in forked children; a child's death becomes the crashed group's error.
+
+    With ``on_error`` "skip" (``host.skip_errors``) the crashed record is skipped instead and its group goes
+    on without it (:func:`_without`).
+    """
     import time
 
     started = time.perf_counter()
-    groups = task.groups
+    groups = list(task.groups)
     results: list[GroupResult] = []
     box_calls: dict[str, list] = {}
+    # group index -> (outputs, failures) kept from runs of the group that a skipped crash cut short
+    kept: dict[int, tuple[list, list]] = {}
     index = 0
     while index < len(groups):
         read_fd, write_fd = os.pipe()
@@ -227,21 +241,27 @@ def run_isolated(host: ReplicaHost, task: TaskInput, job_error: str = "") -> Tas
             os.close(read_fd)
             _child(host, groups, index, write_fd)
         os.close(write_fd)
-        current, key, box, outputs = index, None, None, []
+        current, key, box, outputs, failures = index, None, None, [], []
         failed = None
         try:
             for message in _read_messages(read_fd):
                 kind = message[0]
                 if kind == "start":
-                    current, key, box, outputs = message[1], None, None, []
+                    current, key, box, outputs, failures = message[1], None, None, [], []
                 elif kind == "item":
                     key, box = message[1], None
                 elif kind == "box":
                     box = (message[1], message[2])
                 elif kind == "out":
                     outputs.append((message[1], message[2]))
+                    failures.extend(message[3])
                 elif kind == "done":
-                    results.append(message[2])
+                    result = message[2]
+                    if message[1] in kept:
+                        earlier_outputs, earlier_failures = kept.pop(message[1])
+                        result.outputs[:0] = earlier_outputs
+                        result.failures[:0] = earlier_failures
+                    results.append(result)
                     for name, (calls, seconds) in message[3].items():
                         entry = box_calls.setdefault(name, [0, 0.0])
                         entry[0] += calls
@@ -258,10 +278,42 @@ def run_isolated(host: ReplicaHost, task: TaskInput, job_error: str = "") -> Tas
             break
         group = groups[current]
         record = next((r for k, r, _fire in group.items if k == key), None)
-        results.append(GroupResult(group.instance, group.value, outputs, None, [],
-                                   error=_report(host, key, record, box, _how(status), job_error)))
+        report = _report(host, key, record, box, _how(status), job_error)
+        if host.skip_errors and record is not None:
+            # skipped: the group runs again without the record, in a new child
+            earlier_outputs, earlier_failures = kept.get(current, ([], []))
+            skipped = (key[0], error_record(report.rebuild(), record, box[0] if box else None), report)
+            none = [(key, [])]  # the skipped input has no outputs (engines wait for every input's entry)
+            if host.stateful:  # the replica's state after the records before it died with the child: run them again
+                kept[current] = (earlier_outputs + none, earlier_failures + [skipped])
+                groups[current] = _without(group, key, 0)
+            else:  # no state: the outputs so far stand, the group goes on after the record
+                kept[current] = (earlier_outputs + outputs + none, earlier_failures + failures + [skipped])
+                groups[current] = _without(group, key, [k for k, _r, _f in group.items].index(key))
+            index = current
+            continue
+        earlier_outputs, _ = kept.pop(current, ([], []))
+        results.append(GroupResult(group.instance, group.value, earlier_outputs + outputs, None, [], error=report))
         index = current + 1
     return TaskOutput(results, box_calls, time.perf_counter() - started)
+
+
+def _without(group: Group, key, start: int) -> Group:
+    """``group`` from item ``start`` on, without the item of ``key``.
+
+    A replica that did not exist yet is made (its initialisers fired) at its
+    first record: when that record is the one left out, the next one makes it.
+    So a run that skips a crashed record gives what a run without that
+    record gives.
+    """
+    items = group.items[start:]
+    at = next(i for i, item in enumerate(items) if item[0] == key)
+    fire = items[at][2]
+    items = items[:at] + items[at + 1:]
+    if fire and at < len(items):
+        next_key, next_record, _ = items[at]
+        items[at] = (next_key, next_record, True)
+    return Group(group.instance, group.value, group.state, items)
 
 
 def _report(host: ReplicaHost, key, record, box, how: str, job_error: str) -> ErrorReport:
@@ -280,10 +332,10 @@ def _report(host: ReplicaHost, key, record, box, how: str, job_error: str) -> Er
     if box is not None:
         name, arguments = box
         return ErrorReport(key, "SNetBoxError", f"box '{name}' ended its Python worker ({how}) on input ({arguments})",
-                           _box_span(host, name), detail)
+                           _box_span(host, name), detail, crash=True)
     span = host.graph.nodes[host.split_id].span
     return ErrorReport(key, "SNetRuntimeError", f"a Python worker of the split died ({how}) on its input record "
-                       f"{shown}", span, detail)
+                       f"{shown}", span, detail, crash=True)
 
 
 # -- executor entry points -----------------------------------------------------------

@@ -17,6 +17,10 @@ stops with exit status 2 and the construct's position, unless
 does (its splits on Spark, the rest on the driver), and writes the outputs
 with ``createDataFrame``: every record passes through the driver.
 
+``--on-error skip`` and ``--errors`` are refused (exit status 2, before
+Spark starts): the tasks have no driver to report skipped records to, and a
+record that kills its Python worker would fail the job anyway.
+
 The sink must not exist, as with Spark's default save mode; ``--spark-conf
 snet.mode=overwrite`` (or ``append``) picks another save mode.
 """
@@ -108,6 +112,12 @@ def run_native(network, args, options, source: str, sink: str) -> int:
     from snet.spark.distribute import distribution
     from snet.spark.splits import start_session
 
+    if options.on_error != "stop" or getattr(args, "errors", None) is not None:
+        flag = "--errors" if getattr(args, "errors", None) is not None else "--on-error skip"
+        raise SNetUsageError(f"{flag} does not apply to a Spark-native run ({source} in, {sink} out): its tasks run "
+                             "the network with no driver to report a skipped record to, so a failing box or a "
+                             "crashed Python worker fails the Spark job; to skip failing records, read and write "
+                             "JSON Lines (--spark then runs the splits on Spark and skips there)")
     conf = dict(options.spark_conf)
     mode = conf.pop("snet.mode", "errorifexists")
     if mode not in MODES:

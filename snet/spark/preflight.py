@@ -16,12 +16,41 @@ session is started, :func:`check_master` therefore checks, in order:
 3. **the address**, for ``spark://``, ``k8s://`` and ``sc://`` masters: the
    host name resolves and a TCP connection to the port is accepted, each
    within :data:`TIMEOUT` seconds.  For several standby masters one
-   reachable master is enough.
+   reachable master is enough;
+4. **the protocol**, for ``spark://`` masters: the port speaks Spark's RPC
+   protocol (:func:`probe_spark`).  Without this check a port where some
+   other server listens (a web server, the master's web UI or REST port,
+   an SSH daemon) costs the standalone client's whole registration time,
+   about 75 s, before Spark gives up.
 
 Each failure is a :class:`~snet.errors.SNetUsageError` (exit status 2)
 whose first line says what is wrong: a bad scheme, an unknown host,
-connection refused, no answer, Java missing or too old.  Nothing here
-imports pyspark.
+connection refused, no answer, a server that is not a Spark master, Java
+missing or too old.  Nothing here imports pyspark.
+
+The protocol probe
+==================
+
+Every Spark process (a standalone master among them) serves one transport
+protocol on its RPC port: frames of an 8-byte big-endian length (counting
+itself), a 1-byte message type and the message.  The probe sends one
+*stream request* (type 6) for a file the master never serves,
+``/files/snet-preflight`` (followed by two line ends, so that a server of a
+line protocol such as HTTP answers too, rather than wait for a line end).  A master answers at once with a *stream
+failure* frame (type 8, "Stream ... was not found"), with or without
+``spark.authenticate``, and logs no error for it, only the INFO line of a
+client going away.  With RPC encryption (``spark.ssl.rpc.enabled``) the
+master closes a plain connection without answering; so when the peer
+closes without a byte (or answers with a TLS record), the probe tries again inside TLS (no certificate
+check: the question is only what the port speaks, and the master asks no
+client certificate), where the master answers as before.  The verdicts:
+
+* an answer that starts with a transport frame: a Spark process, accepted;
+* any other bytes (``HTTP/1.1 400 ...``, ``SSH-2.0-...``): refused, the
+  first bytes shown;
+* the connection closed without an answer, in plain TCP and in TLS: refused;
+* nothing at all within :data:`PROBE_TIMEOUT` seconds: refused (a master
+  answers within milliseconds).
 """
 
 from __future__ import annotations
@@ -30,13 +59,17 @@ import os
 import re
 import shutil
 import socket
+import ssl
+import struct
 import subprocess
 import threading
+import time
 
 from snet.errors import SNetUsageError
 
 TIMEOUT = 2.0  # seconds for a name lookup, and again for a connection
 JAVA_MIN = 17
+PROBE_TIMEOUT = 5.0  # seconds for the answer to the protocol probe (a master answers in milliseconds)
 
 _LOCAL = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?$|local-cluster\[\d+,\s*\d+,\s*\d+\]$")
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^:/\[\]\s,]+)(?::(\d+))?$")
@@ -156,18 +189,118 @@ def _connect(host: str, port: int, timeout: float) -> None:
     raise _Unreachable(last or f"no address for {host}")
 
 
-def check_reachable(master: str, pairs: list[tuple[str, int]], timeout: float = TIMEOUT) -> None:
-    """At least one of ``pairs`` accepts a TCP connection; else SNetUsageError with the cause."""
-    causes = []
+# -- the protocol probe ---------------------------------------------------------
+
+class _NotSpark(Exception):
+    pass
+
+
+# The stream id ends a line twice, so that a server of a line protocol (HTTP, SMTP...) answers at once.
+_PROBE_STREAM = b"/files/snet-preflight\r\n\r\n"
+_STREAM_REQUEST, _MAX_TYPE = 6, 15  # message types of Spark's transport protocol (0-12 so far)
+_PROBE = struct.pack("!qbi", 8 + 1 + 4 + len(_PROBE_STREAM), _STREAM_REQUEST, len(_PROBE_STREAM)) + _PROBE_STREAM
+
+
+def _frame_start(data: bytes) -> bool:
+    """True when ``data`` starts as a frame of Spark's transport protocol (length, then message type)."""
+    (length,) = struct.unpack_from("!q", data)
+    return 9 <= length < 1 << 31 and 0 <= data[8] <= _MAX_TYPE
+
+
+def _shown(data: bytes, limit: int = 60) -> str:
+    """The first line of a peer's answer, printable."""
+    line = data.split(b"\n", 1)[0].rstrip(b"\r")
+    text = "".join(chr(b) if 32 <= b < 127 else f"\\x{b:02x}" for b in line[:limit])
+    return f'"{text}{"..." if len(line) > limit else ""}"'
+
+
+def _exchange(sock: socket.socket, deadline: float) -> bytes | None:
+    """Send the probe and read the answer's first 9 bytes; b"" when the peer closed, None when silent."""
+    data = b""
+    try:
+        sock.sendall(_PROBE)
+    except OSError:  # the peer closed at once (it may have said why first)
+        pass
+    while len(data) < 9:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return data or None
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(4096)
+        except socket.timeout:
+            return data or None
+        except OSError:  # reset, or a TLS error
+            return data
+        if not chunk:
+            return data
+        data += chunk
+    return data
+
+
+def _verdict(host: str, port: int, data: bytes | None, timeout: float, tls: bool) -> bool:
+    """True for a Spark answer, False for a peer that closed without a byte or spoke TLS; else raises _NotSpark."""
+    over = " in TLS" if tls else ""
+    if data is None:
+        raise _NotSpark(f"{host}:{port} accepted the connection but sent nothing back within {timeout:g} s "
+                        f"in answer to a Spark RPC request{over}")
+    if not data or (not tls and data[:1] in (b"\x15", b"\x16") and data[1:2] == b"\x03"):
+        return False  # closed, or a TLS record (an alert): try again in TLS
+    if len(data) >= 9 and _frame_start(data):
+        return True
+    raise _NotSpark(f"{host}:{port} answered {_shown(data)} to a Spark RPC request{over}, which is not Spark's "
+                    "RPC protocol (a master's RPC port is the one its log names in 'Starting Spark master at "
+                    "spark://HOST:PORT', 7077 by default; its web UI and REST ports speak HTTP)")
+
+
+def probe_spark(host: str, port: int, timeout: float = PROBE_TIMEOUT) -> None:
+    """Raise _NotSpark unless ``host:port`` answers as a Spark process does (see the module docstring)."""
+    deadline = time.monotonic() + timeout
+    with socket.create_connection((host, port), timeout=TIMEOUT) as sock:
+        if _verdict(host, port, _exchange(sock, deadline), timeout, tls=False):
+            return
+    # closed without a byte: a master with spark.ssl.rpc.enabled does that to a plain request
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    deadline = time.monotonic() + timeout
+    with socket.create_connection((host, port), timeout=TIMEOUT) as raw:
+        raw.settimeout(timeout)
+        try:
+            sock = context.wrap_socket(raw)
+        except (ssl.SSLError, OSError):
+            raise _NotSpark(f"{host}:{port} closed the connection without answering a Spark RPC request, "
+                            "in plain TCP and in TLS") from None
+        with sock:
+            if not _verdict(host, port, _exchange(sock, deadline), timeout, tls=True):
+                raise _NotSpark(f"{host}:{port} closed the connection without answering a Spark RPC request, "
+                                "in plain TCP and in TLS")
+
+
+def check_reachable(master: str, pairs: list[tuple[str, int]], timeout: float = TIMEOUT,
+                    probe: bool = False) -> None:
+    """At least one of ``pairs`` accepts a TCP connection (and, with ``probe``, answers as Spark does).
+
+    Raises SNetUsageError with the causes otherwise.
+    """
+    causes, not_spark = [], []
     for host, port in pairs:
         try:
             _connect(host, port, timeout)
+            if probe:
+                probe_spark(host, port)
             return
         except _Unreachable as e:
             causes.append(str(e))
+        except _NotSpark as e:
+            not_spark.append(str(e))
+        except OSError as e:  # the probe's connection failed where the check's had worked
+            causes.append(f"cannot connect to {host}:{port}: {e.strerror or e}")
+    if not_spark and not causes:
+        raise SNetUsageError(f"{master} is not a Spark master: {'; '.join(not_spark)}")
     kind = "Spark Connect server" if master.startswith("sc://") else \
         "Kubernetes API server" if master.startswith("k8s://") else "Spark master"
-    raise SNetUsageError(f"cannot reach the {kind} {master}: {'; '.join(causes)}")
+    raise SNetUsageError(f"cannot reach the {kind} {master}: {'; '.join(causes + not_spark)}")
 
 
 def check_master(master: str, timeout: float = TIMEOUT) -> None:
@@ -176,4 +309,4 @@ def check_master(master: str, timeout: float = TIMEOUT) -> None:
     if not master.startswith("sc://"):
         check_java()
     if pairs:
-        check_reachable(master, pairs, timeout)
+        check_reachable(master, pairs, timeout, probe=master.strip().startswith("spark://"))

@@ -94,6 +94,7 @@ class ErrorReport:
     message: str
     span: Any
     detail: str
+    crash: bool = False  # a Python worker died on the record (snet.spark.crash), not an exception
 
     @classmethod
     def of(cls, key: Any, error: SNetRuntimeError) -> "ErrorReport":
@@ -272,6 +273,7 @@ class ReplicaHost:
 
         # (error record, ErrorReport) of the records skipped (on_error "skip"), handed back with each group
         self.failures: list[tuple] = []
+        self.skip_errors = skip_errors
         policy = _Collecting(self.failures) if skip_errors else None
         self.plan = lower(graph, boxes, on_error=policy)
         self.split = self.plan.nodes[split_node_id]
@@ -282,7 +284,8 @@ class ReplicaHost:
         self.op_ids = {id(value): (node.id, name) for node in self.plan.nodes
                        for name, value in operators(node).items() if not isinstance(value, (type(None), str, int))}
         self._shared: tuple | None = None  # the one instance tree of a stateless operand
-        # observer(event, key[, outputs]) before and after each item: the crash diagnosis of snet.spark.crash
+        # observer(event, key[, outputs, failures]) before and after each item: the crash diagnosis of
+        # snet.spark.crash
         self.observer: Callable | None = None
 
     # building
@@ -327,10 +330,10 @@ class ReplicaHost:
                 if observer is not None:
                     observer("item", key)
                 outputs.append((key, self._feed(target, record, fire)))
-                if observer is not None:
-                    observer("out", key, outputs[-1][1])
                 for i in range(skipped, len(self.failures)):  # skipped records of this input: its seq
                     self.failures[i] = (key[0],) + self.failures[i]
+                if observer is not None:
+                    observer("out", key, outputs[-1][1], self.failures[skipped:])
         except SNetRuntimeError as e:
             engine.stack.clear()
             engine.pending_fire.clear()

@@ -299,7 +299,9 @@ class SparkSplitRunner(SplitRunner):
         except Exception as e:
             log.debug("the crash diagnosis failed too: %s", e)
             return None
-        if not any(result.error is not None for data in raw for result in loads(data).results):
+        results = [result for data in raw for result in loads(data).results]
+        if not any(result.error is not None or any(report.crash for _seq, _record, report in result.failures)
+                   for result in results):
             log.warning("spark split %s: the batch ran again and completed: its results are used", self.where)
         return raw
 

@@ -16,8 +16,9 @@ whatever master was asked for, and only runtime settings of ``conf`` take
 effect.  Sessions are never stopped by snet; the process's exit does that.
 
 Before a session starts, :func:`snet.spark.preflight.check_master` checks
-the URL, Java and the master's address, so that a mistake fails in seconds
-with its cause in one line.
+the URL, Java, the master's address and (for ``spark://``) that it speaks
+Spark's RPC protocol, so that a mistake fails in seconds with its cause in
+one line.
 
 Before the first session starts, the environment is made safe for Python
 workers: for ``local`` masters, ``PYSPARK_PYTHON`` (and

@@ -148,3 +148,54 @@ def test_snet_spark_submit_in_client_mode_on_the_cluster(cluster, tmp_path):
     assert sorted(r["a"] for r in written) == [0, 20, 40, 60]
     workers = [str(w) for w in cluster.worker_folders()]
     assert all(any(r["where"].startswith(w + os.sep) for w in workers) for r in written), written
+
+
+def test_the_start_up_probe_accepts_the_master_and_refuses_its_web_ui(cluster):
+    """The protocol probe of snet.spark.preflight against a real master: its RPC port passes, its HTTP port not."""
+    from snet.errors import SNetUsageError
+    from snet.spark import preflight
+
+    preflight.check_master(cluster.url)
+    ui = f"spark://127.0.0.1:{cluster.ui_port}"
+    with pytest.raises(SNetUsageError) as e:
+        preflight.check_master(ui)
+    assert str(e.value).startswith(f"{ui} is not a Spark master: 127.0.0.1:{cluster.ui_port} answered \"HTTP/1.1 ")
+
+
+def test_the_start_up_probe_accepts_a_master_whose_rpc_is_in_tls(tmp_path):
+    """A master with spark.ssl.rpc.enabled closes a plain request unanswered; the probe asks again in TLS."""
+    missing = spark_missing()
+    if missing:
+        pytest.skip(missing)
+    import shutil
+    import time
+
+    import cluster as standalone
+    from snet.spark import preflight
+
+    keytool = shutil.which("keytool")
+    if keytool is None:
+        pytest.skip("no keytool to make the master's key store")
+    store = tmp_path / "keys.jks"
+    subprocess.run([keytool, "-genkeypair", "-alias", "spark", "-keyalg", "RSA", "-keysize", "2048", "-dname",
+                    "CN=127.0.0.1", "-keystore", str(store), "-storepass", "changeit", "-keypass", "changeit",
+                    "-validity", "2", "-noprompt"], check=True, capture_output=True, timeout=60)
+    properties = tmp_path / "tls.conf"
+    properties.write_text("spark.authenticate true\nspark.authenticate.secret probe\nspark.ssl.rpc.enabled true\n"
+                          f"spark.ssl.rpc.keyStore {store}\nspark.ssl.rpc.keyStorePassword changeit\n"
+                          f"spark.ssl.rpc.keyPassword changeit\nspark.ssl.rpc.trustStore {store}\n"
+                          "spark.ssl.rpc.trustStorePassword changeit\n")
+    master = standalone.Cluster(tmp_path, workers=0)
+    try:
+        master._start("master", ["org.apache.spark.deploy.master.Master", "--host", standalone.HOST, "--port",
+                                 str(master.port), "--webui-port", str(master.ui_port), "--properties-file",
+                                 str(properties)], tmp_path / "master", standalone.spark_env(SPARK_DAEMON_MEMORY="256m"))
+        log = tmp_path / "master.log"
+        deadline = time.monotonic() + 90
+        while "New state: ALIVE" not in (log.read_text(errors="replace") if log.exists() else ""):
+            assert time.monotonic() < deadline and master.processes[0].poll() is None, master.log_tail()
+            time.sleep(0.5)
+        assert "RPC SSL enabled" in log.read_text(errors="replace")
+        preflight.check_master(master.url)
+    finally:
+        master.stop()

@@ -6,10 +6,12 @@ subprocess, as a user would; none of them gets as far as starting a JVM.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -82,6 +84,102 @@ def test_an_unknown_host_is_named():
         in str(e.value)
 
 
+@contextlib.contextmanager
+def tcp_server(handle):
+    """A real TCP server on a loopback port, ``handle(connection)`` in a thread per connection."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    stop = threading.Event()
+
+    def one(connection):
+        try:
+            handle(connection)
+        except OSError:  # the probe went away first
+            pass
+
+    def serve():
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            threading.Thread(target=one, args=(connection,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        server.close()
+
+
+def banner(connection):
+    with connection:
+        connection.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+        connection.recv(100)
+
+
+def closes(connection):
+    connection.close()
+
+
+def reads_then_closes(connection):
+    with connection:
+        connection.recv(100)
+
+
+def silent(connection):
+    with connection:
+        time.sleep(3)
+
+
+@pytest.mark.parametrize("handle, words", [
+    (banner, 'answered "SSH-2.0-OpenSSH_9.6" to a Spark RPC request, which is not Spark\'s RPC protocol (a master\'s '
+             "RPC port is the one its log names in 'Starting Spark master at spark://HOST:PORT', 7077 by default; "
+             "its web UI and REST ports speak HTTP)"),
+    (closes, "closed the connection without answering a Spark RPC request, in plain TCP and in TLS"),
+    (reads_then_closes, "closed the connection without answering a Spark RPC request, in plain TCP and in TLS"),
+    (silent, "accepted the connection but sent nothing back within 0.5 s in answer to a Spark RPC request"),
+])
+def test_a_port_that_does_not_speak_spark_is_refused_saying_what_it_did(handle, words):
+    with tcp_server(handle) as port:
+        master = f"spark://127.0.0.1:{port}"
+        with pytest.raises(preflight._NotSpark) as e:
+            preflight.probe_spark("127.0.0.1", port, timeout=0.5)
+        assert str(e.value) == f"127.0.0.1:{port} {words}"
+        if handle is not silent:
+            with pytest.raises(SNetUsageError) as e:
+                preflight.check_reachable(master, [("127.0.0.1", port)], probe=True)
+            assert str(e.value) == f"{master} is not a Spark master: 127.0.0.1:{port} {words}"
+
+
+def test_a_closed_standby_and_a_server_that_is_not_spark_are_both_named():
+    closed = free_port()
+    with tcp_server(banner) as port:
+        with pytest.raises(SNetUsageError) as e:
+            preflight.check_reachable("spark://x", [("127.0.0.1", closed), ("127.0.0.1", port)], probe=True)
+    assert str(e.value).startswith(f"cannot reach the Spark master spark://x: connection refused at 127.0.0.1:{closed} "
+                                   f"(nothing listens there); 127.0.0.1:{port} answered \"SSH-2.0-OpenSSH_9.6\"")
+
+
+def test_answers_are_shown_printable():
+    assert preflight._shown(b"HTTP/1.1 400 Bad Request\r\nServer: x\r\n") == '"HTTP/1.1 400 Bad Request"'
+    assert preflight._shown(b"\x15\x03\x01\x00\x02") == '"\\x15\\x03\\x01\\x00\\x02"'
+    assert preflight._shown(b"x" * 70) == '"' + "x" * 60 + '..."'
+
+
+def test_the_probe_is_a_stream_request_frame():
+    """What goes on the wire: an 8-byte length counting itself, type 6, the stream id as an int-prefixed string."""
+    frame = preflight._PROBE
+    assert int.from_bytes(frame[:8], "big") == len(frame)
+    assert frame[8] == 6
+    assert int.from_bytes(frame[9:13], "big") == len(frame) - 13
+    assert frame[13:].startswith(b"/files/")
+    assert preflight._frame_start(b"\x00" * 7 + b"\x4b\x08") and not preflight._frame_start(b"HTTP/1.1 4")
+
+
 def test_java_version_is_read_from_the_program_spark_will_run(tmp_path, monkeypatch):
     """A ``java`` that reports version 11 (a script standing in for an old JDK) is refused, naming both."""
     home = tmp_path / "jdk11"
@@ -138,6 +236,33 @@ def test_an_unreachable_master_fails_at_once_and_leaves_the_output_alone(spark_i
     result, seconds = run_cli(folder, f"spark://127.0.0.1:{port}")
     assert_failed_at_start(folder, result, seconds, f"error: cannot reach the Spark master spark://127.0.0.1:{port}: "
                            f"connection refused at 127.0.0.1:{port} (nothing listens there)")
+
+
+def test_a_web_server_on_the_master_port_fails_at_once_and_leaves_the_output_alone(spark_installed, folder):
+    """An open port that is not a Spark master (here Python's own HTTP server) fails in seconds, not in 75."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+                              cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "the HTTP server did not start"
+                time.sleep(0.1)
+        result, seconds = run_cli(folder, f"spark://127.0.0.1:{port}")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines()[0].startswith(
+        f"error: spark://127.0.0.1:{port} is not a Spark master: 127.0.0.1:{port} answered \"<!DOCTYPE HTML>\" "
+        "to a Spark RPC request, which is not Spark's RPC protocol"), result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert seconds < 20  # a guard against the 75 s of Spark's own registration retries, not a timing benchmark
+    assert (folder / "out.jsonl").read_text() == "the output of an earlier run\n"
 
 
 def test_a_master_url_of_no_known_scheme_fails_in_one_line(spark_installed, folder):

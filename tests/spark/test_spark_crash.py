@@ -127,3 +127,80 @@ def test_the_dataframe_path_names_the_crash_too(spark_options, tmp_path):
                                                                     spark_conf={"snet.path": "dataframe"}))
     assert error.message == "box 'f' ended its Python worker (exit status 3) on input (a=7, <k>=1)"
     assert sorted(values(outputs)) == list(range(7))
+
+
+# -- on_error "skip": the crashed record is skipped, the run goes on --------------------------------------------
+
+SKIPPED = ("import os\n\ndef init():\n    return {'<x>': 1}\n\n"
+           "def f(a, k):\n    if a in (1, 7):\n        os._exit(3)\n    return {'a': a}\n")
+# an initialiser in each replica: when the first record of tag 1 (a=1) is skipped, the next one makes the replica
+INITIALISED = "net crashing {\n  box init ( -> (<x>));\n  box f((a, <k>) -> (a));\n} connect (init | f) ! <k>;\n"
+
+
+def canonical(records) -> Counter:
+    return Counter(json.dumps(r, sort_keys=True) for r in records)
+
+
+def run_skipping(net, records, **options):
+    errors: list[dict] = []
+    execution = net.run(records, on_error=errors.append, **options)
+    return list(execution), errors, execution
+
+
+@pytest.mark.parametrize("source, batch", [(SPLIT, 100), (STATEFUL, 4), (INITIALISED, 5)],
+                         ids=["stateless", "stateful", "initialiser"])
+def test_under_skip_a_crashed_record_is_skipped_and_every_other_output_given(spark_options, tmp_path, caplog,
+                                                                             source, batch):
+    net = load(tmp_path, source, SKIPPED)
+    records = [{"b": 100 + k, "<k>": k} for k in range(3)] if source == STATEFUL else []
+    records += [{"a": i, "<k>": i % 3} for i in range(12)]
+    # the reference engine without Spark, on the input without the records that crash
+    expected = list(net.run([r for r in records if r.get("a") not in (1, 7)], engine="reference"))
+    with caplog.at_level(logging.WARNING, logger="snet"):
+        outputs, errors, execution = run_skipping(net, records, **spark_options(spark_batch=batch))
+    assert canonical(outputs) == canonical(expected)
+    if source == INITIALISED:
+        assert outputs.count({"<x>": 1}) == 3  # one replica per tag, tag 1's made by a=4
+    assert sorted((e["error"], e["record"]["a"]) for e in errors) == [
+        (f"box 'f' ended its Python worker (exit status 3) on input (a={a}, <k>={a % 3})", a) for a in (1, 7)]
+    line = source.splitlines().index(next(text for text in source.splitlines() if "connect" in text))
+    at = f"net.snet:{line + 1}:{source.splitlines()[line].rindex(' f') + 2}"  # where the box is used in the split
+    assert all(e["at"].endswith(at) and e["box"] == "f" and e["exception"] == "SNetBoxError"
+               and e["record"] == {"a": e["record"]["a"], "<k>": e["record"]["a"] % 3} for e in errors), errors
+    assert execution.failures == 2
+    skipped = [m for m in caplog.messages if m.endswith("(record skipped)")]
+    assert len(skipped) == 2 and "box 'f' ended its Python worker (exit status 3) on input (a=7, <k>=1)" \
+        in "\n".join(skipped)
+    assert not any("the batch ran again and completed" in m for m in caplog.messages)
+
+
+def test_under_skip_a_segfault_on_the_dataframe_path_is_skipped_too(spark_options, tmp_path):
+    net = load(tmp_path, SPLIT, SEGFAULT)
+    records = [{"a": i, "<k>": i % 2} for i in range(10)]
+    outputs, errors, _ = run_skipping(net, records, **spark_options(spark_batch=100,
+                                                                      spark_conf={"snet.path": "dataframe"}))
+    assert sorted(values(outputs)) == [i for i in range(10) if i != 7]
+    assert [e["error"] for e in errors] == ["box 'f' ended its Python worker (killed by SIGSEGV) on input (a=7, <k>=1)"]
+
+
+def test_snet_run_with_on_error_skip_goes_past_a_crashing_record(spark, tmp_path, capsys):
+    """The command line: exit 0, the skip warning and count on standard error, every other output, the error file."""
+    from snet.cli import main
+
+    load(tmp_path, SPLIT, SKIPPED)
+    records = [{"a": i, "<k>": i % 3} for i in range(12)]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    capsys.readouterr()
+    status = main(["run", str(tmp_path / "net.snet"), "-i", str(tmp_path / "in.jsonl"), "-o",
+                   str(tmp_path / "out.jsonl"), "--spark", "local[2,2]", "--spark-splits", "all",
+                   "--errors", str(tmp_path / "errors.jsonl")])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    written = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert sorted(values(written)) == [i for i in range(12) if i not in (1, 7)]
+    for a in (1, 7):
+        assert f"net.snet:3:11: warning: box 'f' ended its Python worker (exit status 3) on input (a={a}, <k>={a % 3}) " \
+               "(record skipped)" in err
+    assert "snet: 2 records failed and were skipped" in err
+    dead = [json.loads(line) for line in (tmp_path / "errors.jsonl").read_text().splitlines()]
+    assert sorted(d["record"]["a"] for d in dead) == [1, 7] and {d["box"] for d in dead} == {"f"}

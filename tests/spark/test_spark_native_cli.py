@@ -174,3 +174,23 @@ def test_csv_in_orc_out(spark, tmp_path):
     got = [row for path in sorted(out.glob("part-*.orc")) for row in orc.read_table(str(path)).to_pylist()]
     local = list(snet.load(str(tmp_path / "three.snet")).run(records, engine="reference"))
     assert canonical(got) == canonical(local)
+
+
+@pytest.mark.parametrize("words", [["--on-error", "skip"], ["--errors", "errors.jsonl"]])
+def test_skipping_failing_records_is_refused_for_a_spark_native_run(tmp_path, words):
+    """A Spark-native run cannot skip records (no driver to report them to): exit 2 before Spark, nothing written."""
+    (tmp_path / "three.snet").write_text(THREE)
+    (tmp_path / "three.py").write_text(THREE_PY)
+    (tmp_path / "in.json").mkdir()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + ([os.environ["PYTHONPATH"]]
+                                                                      if os.environ.get("PYTHONPATH") else [])))
+    done = subprocess.run([sys.executable, "-m", "snet", "run", "three.snet", "-i", "in.json", "-o", "out.parquet",
+                           "--format", "parquet", "--spark", "spark://127.0.0.1:1", *words], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"error: {words[0]}{' skip' if words[0] == '--on-error' else ''} does not apply to a Spark-native run "
+        "(parquet in, parquet out): its tasks run the network with no driver to report a skipped record to, so a "
+        "failing box or a crashed Python worker fails the Spark job; to skip failing records, read and write JSON "
+        "Lines (--spark then runs the splits on Spark and skips there)"]
+    assert not (tmp_path / "out.parquet").exists() and not (tmp_path / "errors.jsonl").exists()
