@@ -206,6 +206,7 @@ cdef enum:
 @cython.trashcan(True)
 cdef class SplitEntity(Dispatcher):
     cdef object keys
+    cdef object tag  # a plain split's tag, read here (None: a range split, whose values `keys` gives)
     cdef dict replicas  # tag value -> Instance (its `entry`: where the replica's records go)
     cdef bint track  # the replicas are reclaimable (`Network.reclaim`): their entities are listed
     cdef Py_ssize_t limit  # reclaimable: look for fresh replicas when the table reaches this size
@@ -218,7 +219,10 @@ cdef class SplitEntity(Dispatcher):
         cdef Instance inst
         cdef Network rt = self.rt
         cdef Py_ssize_t i, n
-        values = self.keys.values(rec)
+        if self.tag is not None and type(v := rec.get(self.tag)) is int:
+            values = (v,)
+        else:
+            values = self.keys.values(rec)  # (a range split; or an absent tag: it raises the error)
         cdef bint det = rt.det[self.node]
         cdef GStack cst = st
         n = len(values)
@@ -722,6 +726,7 @@ cdef Entity make_split(Network rt, int n, Ctx ctx):
     cdef SplitEntity sp = SplitEntity.__new__(SplitEntity)
     sp.setup(rt, n, ctx)
     sp.keys = rt.nodes[n].keys
+    sp.tag = sp.keys.tag if sp.keys.hi_tag is None else None
     sp.replicas = {}
     sp.track = rt.reclaim[n]
     sp.limit = RECLAIM_AT
