@@ -12,8 +12,7 @@ from collections import deque
 from functools import partial
 
 from snet.core.aloop import box_loop
-from snet.core.boxes import Deferred
-from snet.core.compiled import merge_sync
+from snet.core.boxes import Deferred, _FREE_THREADED_BUILD
 from snet.core.boxes cimport BoxCaller
 from snet.tagexpr import DivisionByZero
 from snet.requests import set_current_request
@@ -226,6 +225,9 @@ cdef class SyncEntity(Entity):
         return 0
 
 
+cdef bint FREE_THREADED = _FREE_THREADED_BUILD
+
+
 @cython.final
 cdef class StarCell:
     """One cell of a sync-star: :class:`snet.core.semantics.SyncCell`'s state and rules, typed.
@@ -247,15 +249,18 @@ cdef class StarCell:
         """How many distinct records the cell holds."""
         return 0 if self.fired else len({id(r) for r in self.slots if r is not None})
 
-    cdef object take(self, object record, object hits):
+    cdef object take(self, object record, object hits, tuple later):
         """Offer a record that matches the patterns ``hits`` (all of them; None: not tested yet).
 
         Returns what leaves the cell now, or None if the record was stored: it
         fills the empty slots among ``hits``; a record that fills none leaves
         unchanged, and the record that fills the last one is replaced by the
-        merged record.
+        merged record: slot 1's record whole, then from each later slot the
+        labels of its pattern (``later``), as ``snet.core.compiled.merge_sync``.
         """
         cdef list slots = self.slots
+        cdef dict merged, rec
+        cdef Py_ssize_t j
         cdef bint stored = False
         if self.fired:
             return record
@@ -272,7 +277,16 @@ cdef class StarCell:
             return None
         self.fired = True
         self.slots = None
-        return merge_sync(slots, self.shape.patterns)
+        if FREE_THREADED:  # see snet.core.boxes: a copy locks the dict twice there
+            merged = {}
+            merged.update(<dict>slots[0])
+        else:
+            merged = (<dict>slots[0]).copy()
+        for j in range(len(later)):
+            rec = <dict>slots[j + 1]
+            for label in <tuple>later[j]:
+                merged[label] = rec[label]
+        return merged
 
 
 cdef StarCell new_star_cell(object shape):
@@ -303,6 +317,7 @@ cdef class SyncStarEntity(Entity):
     cdef object exits  # the exit patterns' PatternMatcher (for its errors)
     cdef object first_exit  # its raw_first: the exit test without the error translation
     cdef object all_slots  # raw_all of the cell patterns' matcher: every pattern a record matches
+    cdef tuple later  # the labels of each pattern after the first, which a merged record takes from its slot
     cdef object shape
     cdef int sync_node
     cdef dict cells  # replica -> (replica, cell), the unfired ones, in replica order
@@ -341,7 +356,7 @@ cdef class SyncStarEntity(Entity):
                 entry = self.new_cell()
             cell = entry[1]
             before = tuple(cell.empty)
-            res = cell.take(rec, hits)
+            res = cell.take(rec, hits, self.later)
             self.unlist(entry, before)
             if res is None:  # stored
                 if st is not None:
@@ -465,6 +480,7 @@ cdef Entity make_sync_star(Network net, int n, Ctx ctx):
     z.exits = node.exits
     z.first_exit = node.exits.raw_first
     z.all_slots = node.shape.matcher.raw_all
+    z.later = tuple(tuple(p.labels) for p in node.shape.patterns[1:])
     z.shape = node.shape
     z.sync_node = node.cell
     z.cells = {}
