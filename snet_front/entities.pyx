@@ -197,40 +197,13 @@ cdef class FilterEntity(Entity):
         return True
 
 
-@cython.final
-@cython.trashcan(True)
-cdef class SyncEntity(Entity):
-    """A synchro-cell instance; once fired it is an identity that writers bypass."""
-    cdef object cell
-
-    cdef int invoke(self, Writer w, object item) except -1:
-        cdef object rec = record_of(item)
-        cdef GStack st = stack_of(item)
-        cdef bint was_fired = self.cell.fired
-        cdef Instance inst
-        res = self.cell.accept(rec)
-        if res is None:
-            # A parked record stops counting for its input (language.md §7).
-            if st is not None:
-                w.drop(st)
-            self.rt.note_partial(self.cell, self.node, False)
-            return 0
-        if not was_fired and self.cell.fired:
-            snet_flag_store(&self.identity, True)
-            self.rt.note_partial(self.cell, self.node, True)
-            inst = self.ctx.inst.root
-            if inst is not None and inst.owner is not None and inst.entry is self:
-                inst.owner.hint_fresh(inst)  # a split replica's entry: its split may skip it now
-        w.write(self.resolve_out(), make_item(res, st), True)
-        return 0
-
-
 cdef bint FREE_THREADED = _FREE_THREADED_BUILD
 
 
 @cython.final
-cdef class StarCell:
-    """One cell of a sync-star: :class:`snet.core.semantics.SyncCell`'s state and rules, typed.
+cdef class CellState:
+    """One synchro-cell's state (a plain cell's or one cell of a sync-star):
+    :class:`snet.core.semantics.SyncCell`'s state and rules, typed.
 
     ``slots[i]`` is None exactly for the indices in ``empty`` until the cell
     fires; then ``fired`` is set and ``slots`` dropped.  ``filled`` and
@@ -289,12 +262,48 @@ cdef class StarCell:
         return merged
 
 
-cdef StarCell new_star_cell(object shape):
-    cdef StarCell c = StarCell.__new__(StarCell)
+cdef CellState new_cell_state(object shape):
+    cdef CellState c = CellState.__new__(CellState)
     c.shape = shape
     c.slots = [None] * shape.count
     c.empty = list(range(shape.count))
     return c
+
+
+@cython.final
+@cython.trashcan(True)
+cdef class SyncEntity(Entity):
+    """A synchro-cell instance; once fired it is an identity that writers bypass."""
+    cdef CellState cell
+    cdef object all_slots  # raw_all of the patterns' matcher: every pattern a record matches
+    cdef tuple later  # the labels of each pattern after the first (what the merged record takes)
+
+    cdef int invoke(self, Writer w, object item) except -1:
+        cdef object rec = record_of(item)
+        cdef GStack st = stack_of(item)
+        cdef bint was_fired = self.cell.fired
+        cdef Instance inst
+        hits = None
+        if not was_fired:
+            try:
+                hits = self.all_slots(rec)
+            except (KeyError, DivisionByZero):
+                hits = None  # the cell tests its empty slots' patterns only, and raises if one fails
+        res = self.cell.take(rec, hits, self.later)
+        if res is None:
+            # A parked record stops counting for its input (language.md §7).
+            if st is not None:
+                w.drop(st)
+            self.rt.note_partial(self.cell, self.node, False)
+            return 0
+        if not was_fired and self.cell.fired:
+            snet_flag_store(&self.identity, True)
+            self.rt.note_partial(self.cell, self.node, True)
+            inst = self.ctx.inst.root
+            if inst is not None and inst.owner is not None and inst.entry is self:
+                inst.owner.hint_fresh(inst)  # a split replica's entry: its split may skip it now
+        w.write(self.resolve_out(), make_item(res, st), True)
+        return 0
 
 
 @cython.final
@@ -330,7 +339,7 @@ cdef class SyncStarEntity(Entity):
         cdef long after = -1  # the replica the record has passed (-1: none yet)
         cdef Instance inst
         cdef bint fresh
-        cdef StarCell cell
+        cdef CellState cell
         if self.waiting is None:
             # Plain lists: most replicas of a split hold one cell or two (a deque
             # costs ten times a short list); `new_cell` turns a long one into a deque.
@@ -403,7 +412,7 @@ cdef class SyncStarEntity(Entity):
 
     cdef int unlist(self, object entry, tuple before) except -1:
         """Take ``entry`` off the waiting lists of the slots it just filled (it is usually their head)."""
-        cdef StarCell cell = entry[1]
+        cdef CellState cell = entry[1]
         for j in before:
             if cell.fired or j not in cell.empty:
                 q = self.waiting[j]
@@ -417,7 +426,7 @@ cdef class SyncStarEntity(Entity):
 
     cdef object new_cell(self):
         """A new replica's cell at the end of the chain: (replica, cell), on every waiting list."""
-        entry = (self.replicas, new_star_cell(self.shape))
+        entry = (self.replicas, new_cell_state(self.shape))
         self.replicas += 1
         self.cells[entry[0]] = entry
         cdef Py_ssize_t i
@@ -468,7 +477,10 @@ cdef Entity make_filter(Network net, int n, Ctx ctx):
 cdef Entity make_sync(Network net, int n, Ctx ctx):
     cdef SyncEntity s = SyncEntity.__new__(SyncEntity)
     s.setup(net, n, ctx)
-    s.cell = net.nodes[n].shape.new_cell()
+    shape = net.nodes[n].shape
+    s.cell = new_cell_state(shape)
+    s.all_slots = shape.matcher.raw_all
+    s.later = tuple(tuple(p.labels) for p in shape.patterns[1:])
     return s
 
 

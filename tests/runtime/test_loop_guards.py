@@ -1,4 +1,4 @@
-"""Guards in a synchro-cell star, a star and a feedback loop, on FRONT and on the reference engine.
+"""Guards in synchro-cells, a synchro-cell star, a star and a feedback loop, on FRONT and the reference engine.
 
 FRONT's sync-star tests a record against every cell pattern once and the
 cell takes the slots from that answer; the sync-star, star and feedback
@@ -34,6 +34,13 @@ CASES = {
     "three patterns":
         ("[| {<a>}, {<b>}, {<c>} |] * {<a>, <b>, <c>}",
          [{"<a>": 1}, {"<c>": 3}, {"<b>": 2}, {"<b>": 20}, {"<a>": 10}, {"<c>": 30}]),
+    "plain cell guard reads an absent tag":
+        ("[| {<a>} if <x == 1>, {<b>} |]", [{"<b>": 2}, {"<a>": 1}]),
+    "plain cell: a filled slot's guard is not tested again":
+        ("[| {<a>} if <x == 1>, {<b>} |]", [{"<a>": 1, "<x>": 1}, {"<a>": 5}, {"<b>": 2}, {"<b>": 3}]),
+    "plain cells in a split":
+        ("([| {<a>} if <a > 0>, {<b>} |] .. [{<a>, <b>} -> {<r=a+b>}]) ! <k>",
+         [{"<k>": i // 2, "<a>" if i % 2 else "<b>": i} for i in range(12)]),
     "star exit guard reads an absent tag":
         ("[{<n>} -> {<n=n-1>}] * {<n>} if <m == 0>", [{"<n>": 2}]),
     "star exit guard divides by zero":
