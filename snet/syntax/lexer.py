@@ -47,6 +47,7 @@ OPERATORS = {
 DISPLAY = {name: f"'{text}'" for text, name in OPERATORS.items()}
 DISPLAY.update({name: f"'{word}'" for word, name in KEYWORDS.items()})
 DISPLAY["GTCMP"] = "'>'"
+DISPLAY["_PLPAR"] = "'('"
 DISPLAY.update({"NAME": "name", "INT": "integer", "METADATA": "metadata block", "$END": "end of input",
                 "INLINE_CODE": "inline box code"})
 
@@ -111,7 +112,8 @@ def tokenize(text: str, parser_state=None, rts: bool = False) -> Iterator[Token]
     """Yield the tokens of `text`; with a parser state, metadata is context-sensitive.
 
     With ``rts`` (the reference distribution's dialect), ``{ <<< ... >>> }``
-    is one INLINE_CODE token.
+    is one INLINE_CODE token, and a ``(`` where the parser can take the
+    parenthesised operand of a star, feedback or split is _PLPAR.
     """
     pos = 0
     line = 1
@@ -166,6 +168,8 @@ def tokenize(text: str, parser_state=None, rts: bool = False) -> Iterator[Token]
             kind = operators[value]
             if value == ">" and parser_state is not None and _comparison_here(parser_state, text, stop):
                 kind = "GTCMP"
+            elif value == "(" and rts and parser_state is not None and _parser_takes(parser_state, "_PLPAR"):
+                kind = "_PLPAR"  # a parenthesised pattern list or split tag (rts dialect)
             yield Token(kind, value, pos, line, column, line, column + len(value), stop)
         elif kind == "int":
             if len(value) > 1 and value[0] == "0" and value[1] not in "xX" and not _is_octal(value):
