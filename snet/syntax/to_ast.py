@@ -145,11 +145,8 @@ class AstBuilder(Transformer):
         return ast.Split(operand, tag, None, "BANGBANG" in op.type, "AT" in op.type, self.span(op))
 
     def range_split(self, items):
-        operand, op, (tag, hi) = items
+        operand, op, tag, hi = items
         return ast.Split(operand, tag, hi, "BANGBANG" in op.type, "AT" in op.type, self.span(op))
-
-    def range_arg(self, items):
-        return tuple(items)
 
     def split_op(self, items):
         return items[0]
