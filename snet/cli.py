@@ -31,7 +31,8 @@ def _add_boxes_option(p: argparse.ArgumentParser) -> None:
 def _add_dialect_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dialect", choices=("standard", "rts"), default="standard",
                    help="the language read: standard (default), or rts, the reference distribution's dialect "
-                        "(inline box code, 'type t = t;' naming an outer t, declared-only nets bound from NAME.snet)")
+                        "(inline box code, 'type t = t;' naming an outer t, declared-only nets bound from NAME.snet, "
+                        "parenthesised exit patterns and split tags)")
     p.add_argument("--net-path", action="append", default=[], metavar="DIR",
                    help="a folder searched for NAME.snet to bind a declared-only net NAME, after the program's "
                         "own folder (rts dialect; repeatable)")

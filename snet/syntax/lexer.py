@@ -47,6 +47,7 @@ OPERATORS = {
 DISPLAY = {name: f"'{text}'" for text, name in OPERATORS.items()}
 DISPLAY.update({name: f"'{word}'" for word, name in KEYWORDS.items()})
 DISPLAY["GTCMP"] = "'>'"
+DISPLAY["_PLPAR"] = "'('"
 DISPLAY.update({"NAME": "name", "INT": "integer", "METADATA": "metadata block", "$END": "end of input",
                 "INLINE_CODE": "inline box code"})
 
@@ -111,7 +112,8 @@ def tokenize(text: str, parser_state=None, rts: bool = False) -> Iterator[Token]
     """Yield the tokens of `text`; with a parser state, metadata is context-sensitive.
 
     With ``rts`` (the reference distribution's dialect), ``{ <<< ... >>> }``
-    is one INLINE_CODE token.
+    is one INLINE_CODE token, and a ``(`` where the parser can take the
+    parenthesised operand of a star, feedback or split is _PLPAR.
     """
     pos = 0
     line = 1
@@ -120,6 +122,7 @@ def tokenize(text: str, parser_state=None, rts: bool = False) -> Iterator[Token]
     match = _TOKEN_RE.match
     keywords = KEYWORDS
     operators = OPERATORS
+    last_op = ""  # the last operator, so that only a "(" right after one of _BEFORE_PLPAR asks the parser
     while pos < end:
         m = match(text, pos)
         if m is None:
@@ -166,6 +169,10 @@ def tokenize(text: str, parser_state=None, rts: bool = False) -> Iterator[Token]
             kind = operators[value]
             if value == ">" and parser_state is not None and _comparison_here(parser_state, text, stop):
                 kind = "GTCMP"
+            elif value == "(" and rts and last_op in _BEFORE_PLPAR and parser_state is not None \
+                    and _parser_takes(parser_state, "_PLPAR"):
+                kind = "_PLPAR"  # a parenthesised pattern list or split tag (rts dialect)
+            last_op = value
             yield Token(kind, value, pos, line, column, line, column + len(value), stop)
         elif kind == "int":
             if len(value) > 1 and value[0] == "0" and value[1] not in "xX" and not _is_octal(value):
@@ -177,6 +184,9 @@ def tokenize(text: str, parser_state=None, rts: bool = False) -> Iterator[Token]
 
 
 _PREFIX = frozenset(("-", "!", "abs"))
+# Operators that a parenthesised pattern list or split tag may follow (rts dialect); the
+# parser state decides, since "*" and "!" are tag-expression operators too.
+_BEFORE_PLPAR = frozenset(("*", "**", "\\", "!", "!!", "!@", "!!@"))
 
 
 def _comparison_here(parser_state, text: str, pos: int) -> bool:
@@ -221,6 +231,9 @@ def _parser_takes(parser_state, terminal: str) -> bool:
     """
     try:
         states = parser_state.parse_conf.states
+        entry = states[parser_state.state_stack[-1]].get(terminal)
+        if entry is None or entry[0].name == "Shift":  # the usual answers, without copying the stack
+            return entry is not None
         stack = list(parser_state.state_stack)
         while True:
             entry = states[stack[-1]].get(terminal)

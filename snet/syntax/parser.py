@@ -112,7 +112,8 @@ def parse(text: str, filename: str = "<string>", source: Source | None = None, d
         filename: the name messages report.
         source: the :class:`Source` to attach to spans (made from the others if None).
         dialect: ``"standard"`` or ``"rts"`` (:class:`snet.options.CompileOptions`):
-            the rts dialect also reads inline box code and ``net NAME;``.
+            the rts dialect also reads inline box code, ``net NAME;`` and
+            parenthesised patterns and split tags (``A ** ({a})``, ``A ! (<t>)``).
 
     Returns:
         The program's AST.
@@ -168,7 +169,7 @@ def _unexpected(source: Source, text: str, e: UnexpectedToken, rts: bool = False
     except Exception:  # noqa: BLE001 - only the message's quality depends on it
         pass
     if not rts:  # forms of the rts dialect only: the standard dialect does not offer them
-        names = set(names) - {"INLINE_CODE"}
+        names = set(names) - {"INLINE_CODE", "_PLPAR"}
         if "_LPAR" in names and "_CONNECT" in names:  # after `net NAME`, where `;` is rts only
             names.discard("_SEMI")
     expected = sorted({DISPLAY.get(name, name) for name in names if not name.startswith("__")},

@@ -1,5 +1,6 @@
 """The rts dialect (``--dialect rts``): inline Python boxes, ``type t = t;`` naming an outer ``t``,
-declared-only nets bound from ``NAME.snet``; and the standard dialect still refusing all three."""
+declared-only nets bound from ``NAME.snet``, parenthesised patterns and split tags; and the
+standard dialect still refusing all four."""
 
 from __future__ import annotations
 
@@ -234,6 +235,117 @@ def test_a_net_file_without_that_net_is_an_error(tmp_path):
     assert first_line(info.value) == (f"{tmp_path / 'main.snet'}:1:5: error: net 'a' is declared only, and "
                                       f"{tmp_path / 'a.snet'} defines no top-level net 'a' with a connect "
                                       f"expression")
+
+
+# ---- parenthesised patterns and split tags
+
+@pytest.mark.parametrize("src,message", [
+    ("net n connect A ** ({a});", "m.snet:1:20: error: unexpected '(' (expected '{')"),
+    ("net n connect A * ({a} if <a>, {b});", "m.snet:1:19: error: unexpected '(' (expected '{')"),
+    ("net n connect A \\ ({a});", "m.snet:1:19: error: unexpected '(' (expected '{')"),
+    ("net n connect A ! (<t>);", "m.snet:1:19: error: unexpected '(' (expected '<')"),
+    ("net n connect A !! (<t>);", "m.snet:1:20: error: unexpected '(' (expected '<')"),
+    ("net n connect A !@ (<t>);", "m.snet:1:20: error: unexpected '(' (expected '<')"),
+    ("net n connect A !!@ (<#t>);", "m.snet:1:21: error: unexpected '(' (expected '<')"),
+    ("net n connect A ! (<lo>:<hi>);", "m.snet:1:19: error: unexpected '(' (expected '<')"),
+    ("net n connect A * ({a};", "m.snet:1:19: error: unexpected '(' (expected '{')"),
+    ("net n connect A * [];", "m.snet:1:19: error: unexpected '[' (expected '{')"),
+    ("net n connect A ! t;", "m.snet:1:19: error: unexpected name 't' (expected '<')"),
+])
+def test_standard_dialect_rejects_parenthesised_patterns_as_before(src, message):
+    with pytest.raises(SNetSyntaxError) as info:
+        parse(src, "m.snet")
+    assert first_line(info.value) == message
+
+
+@pytest.mark.parametrize("src,message", [
+    ("net n connect A * (({a}));", "m.snet:1:20: error: unexpected '(' (expected '{')"),
+    ("net n connect A * ();", "m.snet:1:20: error: unexpected ')' (expected '{')"),
+    ("net n connect A * ({a};", "m.snet:1:23: error: unexpected ';' (expected ')')"),
+    ("net n connect A ! (<t>;", "m.snet:1:23: error: unexpected ';' (expected ')', ':')"),
+    ("net n connect A * [];", "m.snet:1:19: error: unexpected '[' (expected '(', '{')"),
+    ("net n connect A ! t;", "m.snet:1:19: error: unexpected name 't' (expected '(', '<')"),
+])
+def test_rts_dialect_takes_one_pair_of_parentheses_only(src, message):
+    with pytest.raises(SNetSyntaxError) as info:
+        parse(src, "m.snet", dialect="rts")
+    assert first_line(info.value) == message
+
+
+@pytest.mark.parametrize("src,column", [
+    ("net n connect A * ({a}), {b};", 24),       # around one pattern of several
+    ("net n connect A * ({a}) if <n>;", 25),     # a guard after the `)`
+    ("net n connect A ! (<lo>):<hi>;", 25),      # around one tag of a range
+])
+def test_parentheses_around_part_of_an_operand_are_refused(src, column):
+    with pytest.raises(SNetSyntaxError) as info:
+        parse(src, "m.snet", dialect="rts")
+    assert first_line(info.value).startswith(f"m.snet:1:{column}: error: unexpected ")
+
+
+def test_parenthesised_program_is_the_unparenthesised_one():
+    paren = parse((DIALECT / "parens.snet").read_text(), "parens.snet", dialect="rts")
+    plain = parse((DIALECT / "parens_plain.snet").read_text(), "parens_plain.snet", dialect="rts")
+    assert format_program(paren) == format_program(plain)
+    graphs = [snet_cli("graph", "--dialect", "rts", name, cwd=DIALECT) for name in ("parens.snet", "parens_plain.snet")]
+    assert [(g.returncode, g.stderr) for g in graphs] == [(0, ""), (0, "")]
+    assert graphs[0].stdout == graphs[1].stdout and "star dispatcher (det)" in graphs[0].stdout
+
+
+def test_parenthesised_program_runs_like_the_unparenthesised_one():
+    expected = outputs('{"<k>": 1, "Y": 4, "Z": 16}\n{"<k>": 2, "Y": 7, "Z": 16}\n'
+                       '{"<k>": 3, "Y": 12, "Z": 9}\n{"<k>": 4, "Y": 4, "Z": 16}\n')
+    for name in ("parens.snet", "parens_plain.snet"):
+        for engine in ("reference", "front"):
+            result = snet_cli("run", "--dialect", "rts", "--engine", engine, name, "-i", "parens.jsonl", cwd=DIALECT)
+            assert (name, engine, result.returncode, result.stderr) == (name, engine, 0, "")
+            assert outputs(result.stdout) == expected, (name, engine)
+    check = snet_cli("check", "--dialect", "rts", "parens.snet", cwd=DIALECT)
+    assert (check.returncode, check.stdout, check.stderr) == (0, "{A, B, <k>} | {Y, Z} -> {Y, Z}\n", "")
+
+
+FORMS = [  # (parenthesised, unparenthesised, records)
+    ("[{<n>, <r>} -> {<n = n / 2>, <r = r + 1>}] * ({<n>} if <2 > n>, {done})",
+     "[{<n>, <r>} -> {<n = n / 2>, <r = r + 1>}] * {<n>} if <2 > n>, {done}",
+     [{"<n>": 12, "<r>": 0}, {"<n>": 1, "<r>": 0}, {"<n>": 40, "<r>": 0, "done": 1}]),
+    ("[{<n>, <r>} -> {<n = n / 2>, <r = r + 1>}] ** ( {<n>} if <(n) < 2> )",
+     "[{<n>, <r>} -> {<n = n / 2>, <r = r + 1>}] ** {<n>} if <(n) < 2>",
+     [{"<n>": 1000, "<r>": 0}, {"<n>": 2, "<r>": 0}]),
+    ("[{<m>, <s>} -> {<m = m - 1>, <s = s + m>}] \\ ({<m>} if <m > 0>)",
+     "[{<m>, <s>} -> {<m = m - 1>, <s = s + m>}] \\ {<m>} if <m > 0>",
+     [{"<m>": 4, "<s>": 0}, {"<m>": 1, "<s>": 10}]),
+    ("[| {a}, {b} |] ! (<k>)", "[| {a}, {b} |] ! <k>",
+     [{"a": 1, "<k>": 1}, {"a": 2, "<k>": 2}, {"b": 10, "<k>": 1}, {"b": 20, "<k>": 2}]),
+    ("([{a, <#j>} -> {c = a, <#j>}] | [{b, <#j>} -> {b, <#j>}]) !@ (<k>) .. [| {c}, {b} |] !!@ (<#j>)",
+     "([{a, <#j>} -> {c = a, <#j>}] | [{b, <#j>} -> {b, <#j>}]) !@ <k> .. [| {c}, {b} |] !!@ <#j>",
+     [{"a": 1, "<k>": 3, "<#j>": 1}, {"b": 5, "<k>": 4, "<#j>": 1}, {"b": 6, "<k>": 4, "<#j>": 2},
+      {"a": 2, "<k>": 5, "<#j>": 2}]),
+    ("[| {cfg}, {job} |] ! (<lo>:<hi>)", "[| {cfg}, {job} |] ! <lo>:<hi>",
+     [{"cfg": 7, "<lo>": 1, "<hi>": 2}, {"job": 1, "<lo>": 1, "<hi>": 1}, {"job": 2, "<lo>": 2, "<hi>": 2},
+      {"job": 3, "<lo>": 3, "<hi>": 2}]),
+    ("([{a, <t>} -> {b = a, <t>}] !! (<t>)) ** ({b})", "([{a, <t>} -> {b = a, <t>}] !! <t>) ** {b}",
+     [{"a": 1, "<t>": 1}, {"b": 2, "<t>": 1}]),
+]
+
+
+@pytest.mark.parametrize("paren,plain,records", FORMS, ids=[f"form{i}" for i in range(len(FORMS))])
+def test_each_parenthesised_form_means_the_unparenthesised_one(paren, plain, records):
+    with pytest.raises(SNetSyntaxError, match=r"^m\.snet:1:\d+: error: unexpected '\(' \(expected '[{<]'\)"):
+        parse(f"net n connect {paren};\n", "m.snet")
+    assert format_program(parse(f"net n connect {paren};\n", dialect="rts")) == \
+        format_program(parse(f"net n connect {plain};\n"))
+    paren_net = snet.load(f"net n connect {paren};\n", dialect="rts")
+    plain_net = snet.load(f"net n connect {plain};\n")
+    assert paren_net.signature == plain_net.signature
+
+    def run(net, **how):
+        return Counter(json.dumps(r, sort_keys=True) for r in net.run(records, **how))
+
+    expected = run(plain_net, engine="reference")
+    assert expected  # every form lets something out
+    for how in ({"engine": "reference"}, {"engine": "front", "workers": 2}):
+        assert run(paren_net, **how) == expected, how
+        assert run(plain_net, **how) == expected, how
 
 
 # ---- the options
