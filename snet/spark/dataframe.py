@@ -10,7 +10,9 @@ caller's own transformations, on classic Spark and on Spark Connect alike.
   several variants.  Output records become rows the same way.
 * **One engine per task.** The function given to ``mapInArrow`` builds a
   reference engine for its partition and streams the partition's records
-  through it, outputs going out in Arrow batches.  Engines of different
+  through it, outputs going out in Arrow batches (a network that is a
+  serial chain of boxes needs no engine: a batch's records go through the
+  box callers, :func:`box_chain`).  Engines of different
   tasks share nothing, so only networks whose state can be partitioned run
   this way (:mod:`snet.spark.distribute`): a stateless network runs over the
   DataFrame's partitions as they are (no shuffle; a partition's outputs
@@ -219,7 +221,12 @@ def _fits(pa, value, type_) -> bool:
 
 def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_json: str, project: bool,
                   batches) -> Iterator:
-    """The ``mapInArrow`` function: one fresh reference engine over this partition's records."""
+    """The ``mapInArrow`` function: one fresh reference engine over this partition's records.
+
+    A chain of boxes runs without the engine, one input batch at a time
+    (rows to records, the records through the chain, the outputs gathered
+    into Arrow batches of ``OUT_BATCH``).
+    """
     plan = _plan(run_id, context)
     writer = _Writer(schema_json, project)
     chain = box_chain(plan)
