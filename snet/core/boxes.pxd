@@ -37,3 +37,9 @@ cdef class BoxCaller:
     cdef dict _output(self, dict res, dict record)
     @cython.locals(shape=tuple, labels=tuple, i=Py_ssize_t, drop=tuple)
     cdef tuple _dropped(self, dict record)
+
+
+@cython.locals(out=list, n=Py_ssize_t, i=Py_ssize_t, caller=BoxCaller)
+cpdef list chain_outputs(tuple callers, list records)
+@cython.locals(n=Py_ssize_t, i=Py_ssize_t, caller=BoxCaller)
+cdef void _chain_rest(tuple callers, Py_ssize_t start, list records, list out) except *

@@ -317,6 +317,49 @@ def _where(decl: BoxDeclaration) -> str:
     return f"{decl.span.location}: " if decl.span is not None else ""
 
 
+def chain_outputs(callers: tuple, records: list) -> list:
+    """The outputs of ``records`` through the box callers ``callers`` one after another (a serial chain).
+
+    Each record goes through the chain depth first, as the reference engine
+    takes it: a box's outputs go on through the rest of the chain one after
+    another, before the next input record.  The callers' ``hop`` does the
+    whole of a call (argument checks, result types, flow inheritance, error
+    messages); compiled, this loop calls it at C level, so a record that
+    stays one record through the chain costs no Python-level call between
+    the boxes.  The callers must not defer ``async def`` calls.
+    """
+    out = []
+    n = len(callers)
+    for record in records:
+        i = 0
+        while i < n:
+            caller = callers[i]
+            record = caller.hop(record)
+            i += 1
+            if type(record) is not dict:  # none or several outputs: each through the rest of the chain
+                _chain_rest(callers, i, record, out)
+                break
+        else:
+            out.append(record)
+    return out
+
+
+def _chain_rest(callers: tuple, start: int, records: list, out: list) -> None:
+    """``records`` through ``callers[start:]`` into ``out`` (the general path of :func:`chain_outputs`)."""
+    n = len(callers)
+    for record in records:
+        i = start
+        while i < n:
+            caller = callers[i]
+            record = caller.hop(record)
+            i += 1
+            if type(record) is not dict:
+                _chain_rest(callers, i, record, out)
+                break
+        else:
+            out.append(record)
+
+
 class Deferred:
     """An ``async def`` box's coroutine, handed to an engine that awaits it (``BoxCaller.defer``)."""
 

@@ -10,7 +10,9 @@ caller's own transformations, on classic Spark and on Spark Connect alike.
   several variants.  Output records become rows the same way.
 * **One engine per task.** The function given to ``mapInArrow`` builds a
   reference engine for its partition and streams the partition's records
-  through it, outputs going out in Arrow batches.  Engines of different
+  through it, outputs going out in Arrow batches (a network that is a
+  serial chain of boxes needs no engine: a batch's records go through the
+  box callers, :func:`box_chain`).  Engines of different
   tasks share nothing, so only networks whose state can be partitioned run
   this way (:mod:`snet.spark.distribute`): a stateless network runs over the
   DataFrame's partitions as they are (no shuffle; a partition's outputs
@@ -38,6 +40,7 @@ executors, at the end of each partition.
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import pickle
 import uuid
@@ -150,12 +153,25 @@ def _plan(run_id: str, context: bytes):
         _PLANS[run_id] = plan
     return plan
 
+def _rows(batch, drop: tuple[str, ...]) -> list[dict]:
+    """The records of one Arrow batch: a dict per row, its nulls left out (absent labels)."""
+    names = batch.schema.names
+    if drop and any(n in drop for n in names):
+        batch = batch.select([n for n in names if n not in drop])
+        names = batch.schema.names
+    rows = batch.to_pylist()  # one conversion per column, the dicts built in C
+    for name in names:
+        if batch.column(name).null_count:
+            for row in rows:
+                if row[name] is None:
+                    del row[name]
+    return rows
+
+
 def _records(batches, drop: tuple[str, ...]) -> Iterator[dict]:
     for batch in batches:
-        names = [n for n in batch.schema.names if n not in drop]
-        columns = [batch.column(batch.schema.get_field_index(n)).to_pylist() for n in names]
-        for row in zip(*columns):
-            yield {n: v for n, v in zip(names, row) if v is not None}
+        yield from _rows(batch, drop)
+
 
 class _Writer:
     """Output records to Arrow batches of the output schema."""
@@ -175,16 +191,18 @@ class _Writer:
     def batch(self, records: list[dict]):
         pa = self.pa
         if not self.project:
+            names = self.names
             for record in records:
-                extra = record.keys() - self.names
-                if extra:
+                if not names.issuperset(record):
+                    extra = record.keys() - names
                     raise SNetRuntimeError(
                         f"spark_apply: an output record has label{'s' if len(extra) > 1 else ''} "
                         f"{', '.join(sorted(extra))} that the inferred output schema lacks "
                         f"({', '.join(self.schema.names)}); pass schema= with the columns wanted")
         arrays = []
         for f in self.schema:
-            values = [r.get(f.name) for r in records]
+            name = f.name  # a pyarrow Field makes a new str at each read: once per column, not per record
+            values = [r.get(name) for r in records]
             try:
                 arrays.append(pa.array(values, type=f.type))
             except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
@@ -203,50 +221,62 @@ def _fits(pa, value, type_) -> bool:
 
 def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_json: str, project: bool,
                   batches) -> Iterator:
-    """The ``mapInArrow`` function: one fresh reference engine over this partition's records."""
-    from snet.reference import ReferenceEngine
+    """The ``mapInArrow`` function: one fresh reference engine over this partition's records.
 
+    A chain of boxes runs without the engine, one input batch at a time
+    (rows to records, the records through the chain, the outputs gathered
+    into Arrow batches of ``OUT_BATCH``).
+    """
     plan = _plan(run_id, context)
-    engine = ReferenceEngine(plan)
     writer = _Writer(schema_json, project)
     chain = box_chain(plan)
-    outputs = engine.run(_records(batches, drop)) if chain is None else _chained(chain, _records(batches, drop))
-    out: list[dict] = []
-    for record in outputs:
-        out.append(record)
-        if len(out) >= OUT_BATCH:
-            yield writer.batch(out)
-            out = []
-    if out:
+    if chain is not None:  # a batch at a time: a list of records in, a list out
+        from snet.core.boxes import chain_outputs
+
+        pending: list[dict] = []
+        for batch in batches:
+            pending.extend(chain_outputs(chain, _rows(batch, drop)))
+            if len(pending) >= OUT_BATCH:
+                whole = len(pending) - len(pending) % OUT_BATCH
+                for start in range(0, whole, OUT_BATCH):
+                    yield writer.batch(pending[start:start + OUT_BATCH])
+                del pending[:whole]
+        if pending:
+            yield writer.batch(pending)
+        return
+    from snet.reference import ReferenceEngine
+
+    engine = ReferenceEngine(plan)
+    outputs = engine.run(_records(batches, drop))
+    while out := list(itertools.islice(outputs, OUT_BATCH)):
         yield writer.batch(out)
     for warning in engine.termination_warnings():
         log.warning("%s", warning)
 
 
-def box_chain(plan) -> list | None:
+def box_chain(plan) -> tuple | None:
     """The box callers of a network that is a serial chain of boxes (or one box), else None.
 
-    Such a network is function composition: each record goes through the
-    boxes depth first, as the reference engine takes it, so the chain runs
-    without the engine's stack and timing.  The box callers are the
-    engine's own (argument checks, result types, flow inheritance and error
-    messages are theirs).
+    Such a network is function composition: nets, serial compositions and
+    ``[]`` are wiring only, so the boxes are taken in order however the
+    chain is nested.  Each record goes through the boxes depth first, as
+    the reference engine takes it (:func:`snet.core.boxes.chain_outputs`),
+    without the engine's stack.  The box callers are the engine's own
+    (argument checks, result types, flow inheritance and error messages
+    are theirs); a chain holding anything else (a filter, a box caller that
+    skips errors or defers ``async def`` calls) is left to the engine.
     """
+    from snet.core.boxes import BoxCaller
     from snet.plan import Kind
 
-    node = plan.nodes[0]
-    while node.kind == Kind.NET:
-        node = plan.nodes[node.children[0]]
-    stages = [node] if node.kind == Kind.BOX else [plan.nodes[c] for c in node.children] \
-        if node.kind == Kind.SERIAL else []
-    if not stages or any(stage.kind != Kind.BOX for stage in stages):
-        return None
-    return [stage.call for stage in stages]
-
-
-def _chained(calls: list, records) -> Iterator[dict]:
-    for record in records:
-        current = [record]
-        for call in calls:
-            current = [out for r in current for out in call(r)] if len(current) != 1 else call(current[0])
-        yield from current
+    calls: list = []
+    pending = [0]
+    while pending:
+        node = plan.nodes[pending.pop()]
+        if node.kind in (Kind.NET, Kind.SERIAL):
+            pending.extend(reversed(node.children))
+        elif node.kind == Kind.BOX and type(node.call) is BoxCaller and not node.call.defer:
+            calls.append(node.call)
+        elif node.kind != Kind.IDENTITY:
+            return None
+    return tuple(calls) if calls else None

@@ -154,3 +154,40 @@ def test_variants_are_checked_label_by_label_and_past_four_by_shape(module):
     assert [many.hop({"a": i}) for i in (5, 0, 5)] == [{"v5": 5}, {"v0": 0}, {"v5": 5}]
     with pytest.raises(SNetBoxError, match="fits none of its output variants"):
         many.hop({"a": 6})
+
+
+@BOTH
+def test_a_chain_of_callers_runs_depth_first_as_the_reference_engine(module):
+    """``chain_outputs``: records through a serial chain of callers, outputs and call order the engine's."""
+    calls = []
+
+    def split(a):
+        calls.append(("split", a))
+        return None if a < 0 else [{"a": a}, {"a": a + 10}] if a % 2 else {"a": a}
+
+    def double(a):
+        calls.append(("double", a))
+        if a == 13:
+            raise ValueError("thirteen")
+        return ({"b": 2 * a} for _ in range(1))
+
+    def last(b):
+        calls.append(("last", b))
+        return {"c": b + 1}
+
+    text = ("box split ((a) -> (a)); box double ((a) -> (b)); box last ((b) -> (c)); "
+            "net n connect split .. double .. last;")
+    boxes = {"split": split, "double": double, "last": last}
+    net = snet.load(text, boxes=boxes)
+    nodes = {n.name: n for n in net.graph.nodes if n.kind == "box"}
+    chain = tuple(module.BoxCaller(nodes[name], boxes[name]) for name in ("split", "double", "last"))
+    records = [{"a": 0, "x": "kept"}, {"a": 1}, {"a": -1, "<#g>": 1}, {"a": 2, "<t>": 5}]
+    got = module.chain_outputs(chain, [dict(r) for r in records])
+    engine_calls, calls[:] = list(calls), []
+    assert got == list(net.run(records, engine="reference"))
+    assert got == [{"x": "kept", "c": 1}, {"c": 3}, {"c": 23}, {"<t>": 5, "c": 5}]
+    assert calls == engine_calls  # each output goes through the rest of the chain before the next
+    assert module.chain_outputs(chain, []) == []
+    with pytest.raises(SNetBoxError, match=r"box 'double' raised ValueError: thirteen \(input record \{a\}\)"):
+        module.chain_outputs(chain, [{"a": 0}, {"a": 3}])  # 3 -> 3, 13: 13 fails after 3 went through
+    assert calls[-3:] == [("double", 3), ("last", 6), ("double", 13)]

@@ -218,3 +218,119 @@ def test_spark_apply_under_spark_connect(spark_installed):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=400,
                             env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     assert "CONNECT APPLY OK pyspark.sql.connect" in result.stdout, result.stdout[-2000:] + result.stderr[-4000:]
+
+
+# -- a serial chain of boxes: run without the engine, compared with the reference engine ------------
+
+CHAIN = """
+net chain {
+  box fan ((a, <#b>) -> (a, <#b>) | (a, <#b>, <big>));
+  net inner {
+    box scale ((a, <#b>) -> (x, <#b>));
+    box mark ((x, <#b>) -> (x, <#b>) | (x));
+  } connect scale .. [] .. mark;
+  box last ((x) -> (y));
+} connect fan .. inner .. last;
+"""
+
+
+def fan(a, b):
+    """Several outputs (a list), none (odd values past 10) or one (a generator)."""
+    if a % 3 == 0:
+        return [{"a": a, "<#b>": b}, {"a": a + 100, "<#b>": b, "<big>": 1}]
+    if a > 10 and a % 2:
+        return None
+    return ({"a": a, "<#b>": b} for _ in range(1))
+
+
+def scale(a, b):
+    return {"x": a * 10, "<#b>": b}
+
+
+def mark(x, b):
+    return {"x": x + b, "<#b>": b} if x % 20 == 0 else {"x": x}
+
+
+def last(x):
+    if x == 4242:
+        raise ValueError("no 4242 here")
+    return {"y": x + 1}
+
+
+CHAIN_BOXES = {"fan": fan, "scale": scale, "mark": mark, "last": last}
+
+
+def chain_records(n: int) -> list[dict]:
+    """Records with an inherited field, a tag, a binding tag, and some labels absent (nulls in a table)."""
+    records = []
+    for i in range(n):
+        record = {"a": i, "<#b>": i % 4}
+        if i % 2:
+            record["id"] = f"r{i}"
+        if i % 5 == 0:
+            record["<t>"] = i // 5
+        records.append(record)
+    return records
+
+
+CHAIN_SCHEMA = "a long, `<#b>` long, id string, `<t>` long"
+CHAIN_OUT = "y long, id string, `<t>` long, `<big>` long"
+
+
+def test_a_chain_of_boxes_runs_without_the_engine_and_equals_it():
+    """The executor's function on Arrow batches, no Spark session: nested chains, 0/1/n outputs, inheritance."""
+    import pyarrow as pa
+
+    import snet
+    from snet.spark.dataframe import _plan, box_chain, map_partition
+    from snet.spark.shipping import dump_context, make_context
+
+    net = snet.load(CHAIN, boxes=CHAIN_BOXES)
+    records = chain_records(300)
+    local = list(net.run(records, engine="reference"))
+    assert any("<big>" in r for r in local) and any("id" in r and "<t>" in r for r in local)
+    assert not any("<#b>" in r for r in local)  # binding tags are not inherited
+    context = dump_context(make_context(net.graph, 0, net.boxes))
+    assert [c.name for c in box_chain(_plan("chain-test", context))] == ["fan", "scale", "mark", "last"]
+    columns = ["a", "<#b>", "id", "<t>"]
+    schema = pa.schema([("a", pa.int64()), ("<#b>", pa.int64()), ("id", pa.string()), ("<t>", pa.int64())])
+    batches = [pa.RecordBatch.from_pylist([{c: r.get(c) for c in columns} for r in records[i:i + 64]],
+                                          schema=schema) for i in range(0, len(records), 64)]
+    out_schema = _spark_schema(CHAIN_OUT)
+    got = [{k: v for k, v in row.items() if v is not None}
+           for batch in map_partition("chain-test", context, (), out_schema, True, iter(batches))
+           for row in batch.to_pylist()]
+    assert got == local  # one partition: the outputs in the reference engine's order
+
+
+def _spark_schema(ddl: str) -> str:
+    """A StructType's JSON for a DDL of long and string columns (no Spark session needed)."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    fields = []
+    for part in ddl.split(", "):
+        name, kind = part.rsplit(" ", 1)
+        fields.append(StructField(name.strip("`"), LongType() if kind == "long" else StringType(), True))
+    return StructType(fields).json()
+
+
+def test_a_chain_of_boxes_through_spark_apply_and_its_errors(spark):
+    import snet
+
+    net = snet.load(CHAIN, boxes=CHAIN_BOXES)
+    records = chain_records(120)
+    local = list(net.run(records, engine="reference"))
+    df = spark.createDataFrame([tuple(r.get(c) for c in ("a", "<#b>", "id", "<t>")) for r in records],
+                               CHAIN_SCHEMA).repartition(3)
+    got = rows_as_records(net.spark_apply(df, CHAIN_OUT))
+    assert Counter(canonical(got)) == Counter(canonical(local))
+    # a box raising names the box and the record, as the reference engine does
+    failing = [{"a": 424, "<#b>": 2, "id": "bad"}]  # 4240 + 2 = 4242 reaches `last`
+    with pytest.raises(snet.SNetBoxError) as local_error:
+        list(net.run(failing, engine="reference"))
+    expected = str(local_error.value).splitlines()[0].split("error: ", 1)[1]
+    assert expected == "box 'last' raised ValueError: no 4242 here (input record {id, x, <#b>})"
+    bad = spark.createDataFrame([(424, 2, "bad", None)], CHAIN_SCHEMA)
+    with pytest.raises(Exception) as spark_error:
+        net.spark_apply(bad, CHAIN_OUT).collect()
+    assert expected in str(spark_error.value)
