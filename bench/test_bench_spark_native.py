@@ -66,6 +66,19 @@ def tag(b):
     return {"b": b, "<even>": int(b % 4 == 0)}
 
 
+def by_hand_frame(frame):
+    """The three boxes over one pandas frame, written by hand: the mapInPandas baseline."""
+    import pandas as pd
+
+    b, ids, even = [], [], []
+    for a, i in zip(frame["a"].tolist(), frame["id"].tolist()):
+        out = tag(**dbl(**inc(a)))
+        b.append(out["b"])
+        ids.append(i)
+        even.append(out["<even>"])
+    return pd.DataFrame({"b": b, "id": ids, "<even>": even})
+
+
 def work(v, k):
     return {"v": v * 3 + 1, "<k>": k}
 
@@ -131,7 +144,6 @@ def test_native_parquet_against_the_driver_path(benchmark, report, setup, name):
 def test_spark_apply_against_hand_written_map_in_pandas(benchmark, report, setup):
     import sys
 
-    import pandas as pd
     from pyspark import cloudpickle
 
     # The functions live in this test module, which Python workers cannot import: ship them by value
@@ -143,13 +155,7 @@ def test_spark_apply_against_hand_written_map_in_pandas(benchmark, report, setup
 
     def by_hand(frames):
         for frame in frames:
-            b, ids, even = [], [], []
-            for a, i in zip(frame["a"].tolist(), frame["id"].tolist()):
-                out = tag(**dbl(**inc(a)))
-                b.append(out["b"])
-                ids.append(i)
-                even.append(out["<even>"])
-            yield pd.DataFrame({"b": b, "id": ids, "<even>": even})
+            yield by_hand_frame(frame)
 
     def hand():
         df.mapInPandas(by_hand, schema).write.format("noop").mode("overwrite").save()
@@ -181,7 +187,6 @@ def test_the_task_function_against_the_hand_written_loop_without_spark(benchmark
     import time
 
     pytest.importorskip("pyspark")
-    import pandas as pd
     import pyarrow as pa
     from pyspark.sql.types import LongType, StructField, StructType
 
@@ -206,13 +211,7 @@ def test_the_task_function_against_the_hand_written_loop_without_spark(benchmark
 
     def hand():
         for frame in frames:
-            b, ids, even = [], [], []
-            for a, i in zip(frame["a"].tolist(), frame["id"].tolist()):
-                out = tag(**dbl(**inc(a)))
-                b.append(out["b"])
-                ids.append(i)
-                even.append(out["<even>"])
-            pd.DataFrame({"b": b, "id": ids, "<even>": even})
+            by_hand_frame(frame)
 
     figures = paired(applied, hand, rounds=7)
     chain, writer = box_chain(_plan("bench", context)), _Writer(schema, True)
