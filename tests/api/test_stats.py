@@ -92,3 +92,27 @@ def test_a_snapshot_is_frozen(net):
     list(execution)
     with pytest.raises(AttributeError):
         execution.stats().records_in = 0
+
+
+def test_front_box_time_of_short_calls_is_sampled_and_of_long_calls_exact():
+    # FRONT times every call of a box until a worker has made 64, then one short call in 16
+    # (counted 16 times); a box whose calls average 20 us or more has every call timed.
+    import time
+
+    def quick(a):
+        return {"a": a + 1}
+
+    def turns_slow(a):
+        if a >= 100:
+            time.sleep(0.002)
+        return {"a": a}
+
+    net = snet.load("net n { box quick ((a) -> (a)); box turns_slow ((a) -> (a)); } connect quick .. turns_slow;",
+                    boxes={"quick": quick, "turns_slow": turns_slow})
+    with net.run([{"a": i - 1} for i in range(200)], engine="front", workers=1) as execution:
+        assert len(list(execution)) == 200
+        stats = execution.stats()
+    assert stats.boxes["quick"].calls == stats.boxes["turns_slow"].calls == 200
+    assert stats.boxes["quick"].seconds > 0
+    # 100 calls of 2 ms: at most the 15 calls before the first sampled slow one go uncounted
+    assert stats.boxes["turns_slow"].seconds >= 85 * 0.002
