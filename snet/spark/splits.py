@@ -31,11 +31,14 @@ the executor, exactly ordered by the reference engine there.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
 from snet.splitexec import SplitExecutor, select_splits, split_positions
 from snet.spg.nodes import PropertyGraph
 from snet.stats import SparkStats, SplitStats
+
+log = logging.getLogger("snet.spark")
 
 Record = dict
 
@@ -61,6 +64,12 @@ def start_for(graph: PropertyGraph, options: Any):
 
     addresses(options.spark_master)
     if not select_splits(graph, options.spark_splits):
+        # Not an error (the same command may run a network with boxes next), but the user asked for
+        # Spark: say that it is not used, so that the master is not taken as checked either.
+        rule = options.spark_splits or "auto"
+        why = ("no split of this network has a box in its operand (--spark-splits auto leaves splits of "
+               "filters and synchro-cells local)" if rule == "auto" else f"--spark-splits {rule} selects no split")
+        log.warning("warning: %s: the run does not use Spark, and %s is not contacted", why, options.spark_master)
         return None
     return start_session(options.spark_master, options.spark_conf)
 

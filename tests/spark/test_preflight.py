@@ -304,3 +304,18 @@ def test_a_failed_start_is_told_by_the_line_that_names_the_exception():
     assert startup_cause(RuntimeError(text)) == \
         "org.apache.spark.SparkException: Could not parse Master URL: 'bogus://x'"
     assert startup_cause(RuntimeError("something odd\nmore")) == "RuntimeError: something odd"
+
+
+def test_a_network_with_no_split_for_spark_runs_locally_and_says_so(folder):
+    # `auto` leaves splits of filters and synchro-cells local: the master is not contacted (nothing
+    # listens on the port), the run succeeds, and the user learns that Spark was not used.
+    (folder / "net.snet").write_text("net splitting connect [{a, <k>} -> {b=a}] ! <k>;\n")
+    (folder / "net.py").unlink()
+    port = free_port()
+    result, _ = run_cli(folder, f"spark://127.0.0.1:{port}")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        "warning: no split of this network has a box in its operand (--spark-splits auto leaves splits of "
+        f"filters and synchro-cells local): the run does not use Spark, and spark://127.0.0.1:{port} is not "
+        "contacted"]
+    assert (folder / "out.jsonl").read_text() == '{"b":1}\n'  # the pattern's labels are consumed
