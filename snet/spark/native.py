@@ -109,7 +109,9 @@ def _failure(error: Exception) -> SNetRuntimeError:
 
 def run_native(network, args, options, source: str, sink: str) -> int:
     """The Spark-native run (see the module docstring); returns the exit status."""
+    from snet.spark.dataframe import spark_apply
     from snet.spark.distribute import distribution
+    from snet.spark.shipping import shipped_only
     from snet.spark.splits import start_session
 
     if options.on_error != "stop" or getattr(args, "errors", None) is not None:
@@ -122,6 +124,7 @@ def run_native(network, args, options, source: str, sink: str) -> int:
     mode = conf.pop("snet.mode", "errorifexists")
     if mode not in MODES:
         raise SNetUsageError(f"snet.mode must be one of {', '.join(MODES)}, not '{mode}'")
+    boxes_shipped = shipped_only(conf.get("snet.boxes"))
     if os.path.abspath(args.input) == os.path.abspath(args.output):
         raise SNetUsageError(f"the output {args.output} is the input: writing it would destroy the input")
     if mode in ("error", "errorifexists") and "://" not in args.output and os.path.exists(args.output):
@@ -144,7 +147,7 @@ def run_native(network, args, options, source: str, sink: str) -> int:
             written = driver_run(network, session, df, sink, args, options, mode,
                                  getattr(args, 'spark_schema', None))
         else:
-            out = network.spark_apply(df, getattr(args, 'spark_schema', None))
+            out = spark_apply(network, df, getattr(args, 'spark_schema', None), shipped_only=boxes_shipped)
             write_sink(out, sink, args.output, mode)
             written = None
     except KeyboardInterrupt:
