@@ -3,11 +3,15 @@
 The cluster (tests/spark/cluster.py) starts once for this module, in about
 20-40 s, and is torn down at its end.  Its workers share nothing with the
 driver but what snet ships: their PYTHONPATH lacks the project's tree, and
-each runs in a folder of its own.  Two driver processes use it: the driver
+each runs in a folder of its own.  Driver processes use it: the driver
 program tests/spark/cluster_cases.py (split conformance cases compared with
-the reference engine, and a box module that imports modules beside it) and
-one ``snet run`` whose box kills its Python worker mid-run, and one
-``snet spark-submit`` in client mode.
+the reference engine, and a box module that imports modules beside it); one
+``snet run`` whose box kills its Python worker mid-run; one ``snet
+spark-submit`` in client mode; two Spark-native ``snet run``s (Parquet in and
+out, a JSON directory in and out) whose files the executors read and write
+at the same absolute paths; and one ``snet run`` during which the test kills
+the worker running a chosen record (the ``cluster`` fixture starts a killed
+worker again before the next test).
 """
 
 from __future__ import annotations
