@@ -118,8 +118,10 @@ def prepare(network, df, partitions: int | None = None, order: str | None = None
     df = df.repartition(partitions, F.col(f"`{how.key}`")).sortWithinPartitions(F.col(f"`{seq}`"))
     return df, how, drop
 
-def spark_apply(network, df, schema=None, *, partitions: int | None = None, order: str | None = None):
-    """See :meth:`snet.api.Network.spark_apply`."""
+def spark_apply(network, df, schema=None, *, partitions: int | None = None, order: str | None = None,
+                shipped_only: bool = False):
+    """See :meth:`snet.api.Network.spark_apply`; ``shipped_only``: box files from the shipped zips only
+    (``snet.boxes=shipped`` of ``snet run``)."""
     from snet.spark.runner import ship
     from snet.spark.session import is_connect_session
     from snet.spark.shipping import dump_context, make_context
@@ -131,7 +133,7 @@ def spark_apply(network, df, schema=None, *, partitions: int | None = None, orde
         drop = (order,)
     out = output_schema(network.graph, df.schema, schema, drop)
     session = df.sparkSession
-    context = make_context(network.graph, 0, network.boxes)
+    context = make_context(network.graph, 0, network.boxes, shipped_only=shipped_only)
     ship(session, context, is_connect_session(session))
     function = functools.partial(map_partition, uuid.uuid4().hex, dump_context(context), drop,
                                  out.json(), schema is not None)

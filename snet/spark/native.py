@@ -10,6 +10,10 @@ pass through the driver.  SOURCE may be a path, a glob or a URI (``file:``,
 ``hdfs:``, ``s3a:`` ...); SINK is a directory Spark writes its part files
 into.
 
+A network with state per tag value (a keyed split) sees each value's
+records in the order of the source's files by path, rows in file order
+(:func:`in_file_order`), as a run over the files one after the other would.
+
 A network whose state cannot be partitioned (:mod:`snet.spark.distribute`)
 stops with exit status 2 and the construct's position, unless
 ``--spark-driver-fallback`` is given: then the driver reads the source
@@ -39,6 +43,7 @@ log = logging.getLogger("snet.spark")
 SPARK_FORMATS = ("parquet", "json", "csv", "orc")
 _EXTENSIONS = {".parquet": "parquet", ".json": "json", ".csv": "csv", ".orc": "orc"}
 MODES = ("error", "errorifexists", "overwrite", "append", "ignore")
+ORDER = "__snet_file_order"  # the input sequence of a keyed network: file path, block start, row
 
 
 def spark_format(path: str | None, explicit: str | None) -> str | None:
@@ -89,6 +94,30 @@ def _reader(session, fmt: str, path: str):
     return reader.load(path)
 
 
+def in_file_order(df):
+    """``df`` with a column giving its records' order in the source: files by path, rows in file order.
+
+    A keyed network sees each tag value's records in this order.  Spark's own
+    order of a directory's rows is not it: it packs files into partitions
+    largest first, so ``monotonically_increasing_id`` alone would put a later
+    part file's records before an earlier one's.  Rows of one file block are
+    read in order within one partition, so (file path, block start, id) is
+    the order of the files.  Returns (DataFrame, column) or (df, None) for a
+    source without file metadata.
+    """
+    from pyspark.sql import functions as F
+
+    if "_metadata" in df.columns or ORDER in df.columns:
+        return df, None
+    try:
+        column = F.struct(F.col("_metadata.file_path"), F.col("_metadata.file_block_start"),
+                          F.monotonically_increasing_id())
+        return df.select("*", column.alias(ORDER)), ORDER
+    except Exception as e:  # a source that is not a file source has no _metadata
+        log.debug("no file order for the source: %s", e)
+        return df, None
+
+
 def write_sink(df, fmt: str, path: str, mode: str) -> None:
     writer = df.write.format(fmt).mode(mode)
     if fmt == "csv":
@@ -109,7 +138,9 @@ def _failure(error: Exception) -> SNetRuntimeError:
 
 def run_native(network, args, options, source: str, sink: str) -> int:
     """The Spark-native run (see the module docstring); returns the exit status."""
+    from snet.spark.dataframe import spark_apply
     from snet.spark.distribute import distribution
+    from snet.spark.shipping import shipped_only
     from snet.spark.splits import start_session
 
     if options.on_error != "stop" or getattr(args, "errors", None) is not None:
@@ -122,12 +153,13 @@ def run_native(network, args, options, source: str, sink: str) -> int:
     mode = conf.pop("snet.mode", "errorifexists")
     if mode not in MODES:
         raise SNetUsageError(f"snet.mode must be one of {', '.join(MODES)}, not '{mode}'")
+    boxes_shipped = shipped_only(conf.get("snet.boxes"))
     if os.path.abspath(args.input) == os.path.abspath(args.output):
         raise SNetUsageError(f"the output {args.output} is the input: writing it would destroy the input")
     if mode in ("error", "errorifexists") and "://" not in args.output and os.path.exists(args.output):
         raise SNetUsageError(f"the output {args.output} exists; remove it, or give --spark-conf snet.mode=overwrite")
     try:
-        distribution(network.graph)
+        keyed = distribution(network.graph).key is not None
         fallback = False
     except SNetNotDistributable as e:
         if not getattr(args, "spark_driver_fallback", False):
@@ -144,7 +176,9 @@ def run_native(network, args, options, source: str, sink: str) -> int:
             written = driver_run(network, session, df, sink, args, options, mode,
                                  getattr(args, 'spark_schema', None))
         else:
-            out = network.spark_apply(df, getattr(args, 'spark_schema', None))
+            df, order = (in_file_order(df) if keyed else (df, None))
+            out = spark_apply(network, df, getattr(args, 'spark_schema', None), order=order,
+                              shipped_only=boxes_shipped)
             write_sink(out, sink, args.output, mode)
             written = None
     except KeyboardInterrupt:

@@ -85,7 +85,7 @@ class SparkSplitRunner(SplitRunner):
     def __init__(self, graph: PropertyGraph, split_node_id: int, boxes: dict[str, Callable], master: str,
                  conf: dict[str, str] | None = None, batch_size: int | None = None, skip_errors: bool = False):
         from snet.spark.session import get_session, is_connect_session, parallelism
-        from snet.spark.shipping import dump_context, make_context
+        from snet.spark.shipping import dump_context, make_context, shipped_only
 
         node = graph.nodes[split_node_id]
         if not isinstance(node, SplitNode):
@@ -106,11 +106,8 @@ class SparkSplitRunner(SplitRunner):
         self.path = path
         self.partitions = int(own.get("snet.partitions") or parallelism(self.session))
         self.run_id = uuid.uuid4().hex
-        where_boxes = own.get("snet.boxes", "auto")
-        if where_boxes not in ("auto", "shipped"):
-            raise SNetUsageError(f"snet.boxes must be 'auto' (the box file where it exists, else the shipped zip) "
-                                 f"or 'shipped', not '{where_boxes}'")
-        self.context = make_context(graph, split_node_id, boxes, skip_errors, shipped_only=where_boxes == "shipped")
+        self.context = make_context(graph, split_node_id, boxes, skip_errors,
+                                    shipped_only=shipped_only(own.get("snet.boxes")))
         self.failures: list[tuple] = []  # (seq, error record, ErrorReport) of records skipped on the executors
         self.context_bytes = dump_context(self.context)
         self._ship()

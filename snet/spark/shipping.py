@@ -201,6 +201,16 @@ def _pickle_by_value(module: ModuleType | None) -> bool:
     return not os.path.abspath(path).startswith(_installed_roots())
 
 
+def shipped_only(setting: str | None) -> bool:
+    """The ``snet.boxes`` setting (``auto``, the default, or ``shipped``) as ``RunContext.shipped_only``."""
+    from snet.errors import SNetUsageError
+
+    if setting in (None, "auto", "shipped"):
+        return setting == "shipped"
+    raise SNetUsageError(f"snet.boxes must be 'auto' (the box file where it exists, else the shipped zip) "
+                         f"or 'shipped', not '{setting}'")
+
+
 def make_context(graph: PropertyGraph, split_node_id: int, boxes: dict[str, Callable],
                  skip_errors: bool = False, shipped_only: bool = False) -> RunContext:
     """Decide, per box used by the graph, how it travels."""

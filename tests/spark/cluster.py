@@ -8,6 +8,9 @@ a ``PYTHONPATH`` without the project's source tree: executors get snet,
 the boxes and the modules beside them only from what snet ships.  Every
 process listens on 127.0.0.1.  :meth:`Cluster.stop` ends the processes it
 started (by their process ids) and is called however the tests end.
+:meth:`Cluster.kill_worker` ends a worker at once, as a machine that dies
+would (its JVM and the executors it launched, with SIGKILL), and
+:meth:`Cluster.restore_workers` starts again the workers that ended.
 """
 
 from __future__ import annotations
@@ -62,36 +65,95 @@ class Cluster:
         self.url = f"spark://{HOST}:{self.port}"
         self.workers = workers
         self.processes: list[subprocess.Popen] = []
+        self.worker_processes: dict[int, subprocess.Popen] = {}
+        self.ended: list[subprocess.Popen] = []  # killed on purpose, not a failure
         self.logs: list[Path] = []
 
-    def _start(self, name: str, args: list[str], cwd: Path, env: dict[str, str]) -> None:
+    def _start(self, name: str, args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen:
         cwd.mkdir(parents=True, exist_ok=True)
         log = self.base / f"{name}.log"
-        self.logs.append(log)
-        with open(log, "wb") as out:
-            self.processes.append(subprocess.Popen(
+        if log not in self.logs:
+            self.logs.append(log)
+        with open(log, "ab") as out:  # a worker started again writes on after its first life
+            process = subprocess.Popen(
                 [str(spark_home() / "bin" / "spark-class"), *args], cwd=cwd, env=env, stdout=out,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True))
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        self.processes.append(process)
+        return process
 
-    def start(self, timeout: float = 90.0) -> "Cluster":
-        memory = {"SPARK_DAEMON_MEMORY": "256m"}
-        self._start("master", ["org.apache.spark.deploy.master.Master", "--host", HOST, "--port", str(self.port),
-                               "--webui-port", str(self.ui_port)], self.base / "master", spark_env(**memory))
-        for i in range(self.workers):
-            folder = self.base / f"worker{i}"
-            env = spark_env(SPARK_WORKER_DIR=str(folder / "work"), PYTHONPATH=executor_pythonpath(), **memory)
-            self._start(f"worker{i}", ["org.apache.spark.deploy.worker.Worker", "--host", HOST, "--cores", "1",
-                                       "--memory", "1g", "--work-dir", str(folder / "work"), "--webui-port",
-                                       str(free_port()), self.url], folder, env)
+    def _start_worker(self, i: int) -> None:
+        folder = self.base / f"worker{i}"
+        env = spark_env(SPARK_WORKER_DIR=str(folder / "work"), PYTHONPATH=executor_pythonpath(),
+                        SPARK_DAEMON_MEMORY="256m")
+        self.worker_processes[i] = self._start(
+            f"worker{i}", ["org.apache.spark.deploy.worker.Worker", "--host", HOST, "--cores", "1", "--memory", "1g",
+                           "--work-dir", str(folder / "work"), "--webui-port", str(free_port()), self.url],
+            folder, env)
+
+    def _wait_for_workers(self, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            dead = [p for p in self.processes if p.poll() is not None]
+            dead = [p for p in self.processes if p.poll() is not None and p not in self.ended]
             if dead:
-                raise RuntimeError(f"a cluster process ended at start:\n{self.log_tail()}")
+                raise RuntimeError(f"a cluster process ended at {what}:\n{self.log_tail()}")
             if self.alive_workers() == self.workers:
-                return self
+                return
             time.sleep(0.5)
-        raise RuntimeError(f"the cluster did not come up in {timeout:g} s:\n{self.log_tail()}")
+        raise RuntimeError(f"the cluster did not come up in {timeout:g} s at {what}:\n{self.log_tail()}")
+
+    def start(self, timeout: float = 90.0) -> "Cluster":
+        self._start("master", ["org.apache.spark.deploy.master.Master", "--host", HOST, "--port", str(self.port),
+                               "--webui-port", str(self.ui_port)], self.base / "master",
+                    spark_env(SPARK_DAEMON_MEMORY="256m"))
+        for i in range(self.workers):
+            self._start_worker(i)
+        self._wait_for_workers(timeout, "start")
+        return self
+
+    def worker_of(self, path: str) -> int | None:
+        """The worker whose folder holds ``path`` (an executor's working directory, say), or None."""
+        for i, folder in enumerate(self.worker_folders()):
+            if path.startswith(str(folder) + os.sep):
+                return i
+        return None
+
+    def kill_worker(self, i: int) -> None:
+        """SIGKILL worker ``i``'s process group: the worker JVM and the executor JVMs it launched.
+
+        The Python daemons of those executors run in process groups of their own;
+        they end their workers when their executor's pipe closes.
+        """
+        process = self.worker_processes[i]
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait(timeout=20)
+        self.ended.append(process)
+
+    def wait_for_lost_worker(self, timeout: float = 90.0) -> None:
+        """Wait until the master no longer counts a killed worker alive (it sees the connection close)."""
+        deadline = time.monotonic() + timeout
+        while self.alive_workers() >= self.workers:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the master still counts {self.workers} workers alive after a kill")
+            time.sleep(0.2)
+
+    def restore_workers(self, timeout: float = 90.0) -> None:
+        """Start again the workers killed with :meth:`kill_worker`; wait until the master counts all alive.
+
+        A worker that ended without being killed here is a failure of the cluster, not restarted.
+        """
+        for i, process in sorted(self.worker_processes.items()):
+            if process.poll() is not None and process not in self.ended:
+                raise RuntimeError(f"worker {i} ended (status {process.returncode}):\n{self.log_tail()}")
+        killed = [i for i, process in sorted(self.worker_processes.items()) if process in self.ended]
+        if killed:
+            self.wait_for_lost_worker(timeout)
+            for i in killed:
+                self._start_worker(i)
+        if killed or self.alive_workers() != self.workers:
+            self._wait_for_workers(timeout, "restart")
 
     def status(self) -> dict:
         with urllib.request.urlopen(f"http://{HOST}:{self.ui_port}/json/", timeout=2) as r:

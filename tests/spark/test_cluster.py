@@ -3,11 +3,15 @@
 The cluster (tests/spark/cluster.py) starts once for this module, in about
 20-40 s, and is torn down at its end.  Its workers share nothing with the
 driver but what snet ships: their PYTHONPATH lacks the project's tree, and
-each runs in a folder of its own.  Two driver processes use it: the driver
+each runs in a folder of its own.  Driver processes use it: the driver
 program tests/spark/cluster_cases.py (split conformance cases compared with
-the reference engine, and a box module that imports modules beside it) and
-one ``snet run`` whose box kills its Python worker mid-run, and one
-``snet spark-submit`` in client mode.
+the reference engine, and a box module that imports modules beside it); one
+``snet run`` whose box kills its Python worker mid-run; one ``snet
+spark-submit`` in client mode; two Spark-native ``snet run``s (Parquet in and
+out, a JSON directory in and out) whose files the executors read and write
+at the same absolute paths; and one ``snet run`` during which the test kills
+the worker running a chosen record (the ``cluster`` fixture starts a killed
+worker again before the next test).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ def f(a, k):
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def standalone_cluster(tmp_path_factory):
     missing = spark_missing()
     if missing:
         pytest.skip(missing)
@@ -53,6 +57,13 @@ def cluster(tmp_path_factory):
         yield c
     finally:
         c.stop()
+
+
+@pytest.fixture
+def cluster(standalone_cluster):
+    """The module's cluster with both workers alive: a worker a test killed is started again first."""
+    standalone_cluster.restore_workers()
+    return standalone_cluster
 
 
 def driver_env():
@@ -74,6 +85,33 @@ def helper_folder(folder: Path, boxes: str, net: str) -> Path:
     (folder / "net.py").write_text(boxes)
     (folder / "net.snet").write_text(net)
     return folder
+
+
+def spark_words(url: str) -> list[str]:
+    """``snet run`` options of a client of the test cluster, taking only what snet ships."""
+    return ["--spark", url, "--spark-conf", "spark.driver.host=127.0.0.1", "--spark-conf",
+            "spark.driver.bindAddress=127.0.0.1", "--spark-conf", f"spark.pyspark.python={sys.executable}",
+            "--spark-conf", "spark.executor.memory=512m", "--spark-conf", "snet.boxes=shipped"]
+
+
+def reference_run(folder: Path, net: str, records: list[dict]) -> list[dict]:
+    """The network's outputs with the reference engine, without Spark, in a process of its own (the box
+    module imports its siblings by plain names, which would stay in this process's modules)."""
+    (folder / "reference-in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    done = subprocess.run([sys.executable, "-m", "snet", "run", net, "-i", "reference-in.jsonl", "-o",
+                           "reference-out.jsonl", "--engine", "reference"], cwd=folder, capture_output=True,
+                          text=True, timeout=120, env=driver_env())
+    assert done.returncode == 0, done.stderr[-5000:]
+    return [json.loads(line) for line in (folder / "reference-out.jsonl").read_text().splitlines()]
+
+
+def without(records, label: str) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != label and v is not None} for r in records]
+
+
+def shipped_from_a_worker(cluster, where: str) -> bool:
+    """Imported on an executor from the shipped zip in one of the workers' folders."""
+    return cluster.worker_of(where) is not None and ".zip" in where and where.endswith("helpers.py")
 
 
 def test_split_cases_and_shipped_helpers_on_the_cluster(cluster, tmp_path):
@@ -150,6 +188,72 @@ def test_snet_spark_submit_in_client_mode_on_the_cluster(cluster, tmp_path):
     assert all(any(r["where"].startswith(w + os.sep) for w in workers) for r in written), written
 
 
+NATIVE_BOXES = '''
+import helpers
+from tools.scale import factor
+
+def f(a):
+    return {"a": helpers.double(a), "where": helpers.__file__}
+
+def g(a):
+    return {"b": a * factor}
+
+def h(a):
+    if a % 2:
+        return {"c": a * factor, "where": helpers.__file__}
+    return {"a": helpers.double(a), "where": helpers.__file__}
+'''
+CHAIN_NET = "net chain {\n  box f((a) -> (a, where));\n  box g((a) -> (b));\n} connect f .. g;\n"
+PAIRS_NET = "net pairs {\n  box h((a) -> (a, where) | (c, where));\n} connect (h .. [| {a}, {c} |]) ! <k>;\n"
+
+
+def test_spark_native_parquet_in_parquet_out_on_the_cluster(cluster, tmp_path):
+    """The whole network in the executors' tasks, the boxes and their helpers from the shipped zip."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = helper_folder(tmp_path / "boxes", NATIVE_BOXES, CHAIN_NET)
+    records = [{"a": i, "id": i} for i in range(200)]
+    source = tmp_path / "in.parquet"
+    source.mkdir()
+    for i in range(2):  # two files: two tasks
+        pq.write_table(pa.Table.from_pylist(records[i::2]), source / f"part-{i}.parquet")
+    out = tmp_path / "out.parquet"
+    done = subprocess.run([sys.executable, "-m", "snet", "run", "net.snet", "-i", str(source), "-o", str(out),
+                           *spark_words(cluster.url), "--spark-schema", "b long, id long, where string"],
+                          cwd=folder, capture_output=True, text=True, timeout=600, env=driver_env())
+    assert done.returncode == 0, done.stderr[-5000:] + cluster.log_tail()
+    assert (out / "_SUCCESS").exists() and list(out.glob("part-*.parquet"))
+    got = pq.read_table(out).to_pylist()
+    assert all(shipped_from_a_worker(cluster, r["where"]) for r in got), got[:3]
+    local = reference_run(folder, "net.snet", records)
+    assert Counter(canonical(without(got, "where"))) == Counter(canonical(without(local, "where")))
+    assert sorted(r["b"] for r in got) == [20 * i for i in range(200)]
+
+
+def test_spark_native_json_directory_in_and_out_with_state_per_tag_on_the_cluster(cluster, tmp_path):
+    """A synchro-cell per tag value: the DataFrame is repartitioned by the tag, each replica in one task."""
+    folder = helper_folder(tmp_path / "boxes", NATIVE_BOXES, PAIRS_NET)
+    records = [{"a": i, "<k>": i % 5} for i in range(60)]
+    source = tmp_path / "in"
+    source.mkdir()
+    for i, part in enumerate((records[:30], records[30:])):
+        (source / f"part-{i}.json").write_text("".join(json.dumps(r) + "\n" for r in part))
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "snet", "run", "net.snet", "-i", str(source), "-o", str(out),
+                           "--format", "json", *spark_words(cluster.url),
+                           "--spark-schema", "a long, c long, where string, `<k>` long"],
+                          cwd=folder, capture_output=True, text=True, timeout=600, env=driver_env())
+    assert done.returncode == 0, done.stderr[-5000:] + cluster.log_tail()
+    assert (out / "_SUCCESS").exists()
+    got = [json.loads(line) for path in sorted(out.glob("part-*.json")) for line in path.read_text().splitlines()]
+    assert all(shipped_from_a_worker(cluster, r["where"]) for r in got), got[:3]
+    local = reference_run(folder, "net.snet", records)
+    assert Counter(canonical(without(got, "where"))) == Counter(canonical(without(local, "where")))
+    # one pair per tag value, the other records passed on alone
+    assert sum(1 for r in got if "a" in r and "c" in r) == 5 and len(got) == 55
+
+
 def test_the_start_up_probe_accepts_the_master_and_refuses_its_web_ui(cluster):
     """The protocol probe of snet.spark.preflight against a real master: its RPC port passes, its HTTP port not."""
     from snet.errors import SNetUsageError
@@ -160,6 +264,78 @@ def test_the_start_up_probe_accepts_the_master_and_refuses_its_web_ui(cluster):
     with pytest.raises(SNetUsageError) as e:
         preflight.check_master(ui)
     assert str(e.value).startswith(f"{ui} is not a Spark master: 127.0.0.1:{cluster.ui_port} answered \"HTTP/1.1 ")
+
+
+KILL_BOXES = '''
+import json
+import os
+import time
+
+import helpers
+
+MARK = {mark!r}
+CLUSTER = {base!r}
+VICTIM = 21
+
+def f(a):
+    if a == VICTIM and os.getcwd().startswith(CLUSTER + os.sep):  # on the cluster's executors only
+        note = json.dumps({{"cwd": os.getcwd(), "pid": os.getpid()}})
+        with open(MARK + "." + str(os.getpid()), "w") as out:
+            out.write(note)
+        try:
+            os.link(MARK + "." + str(os.getpid()), MARK)  # the first attempt only, with its note whole
+        except FileExistsError:
+            with open(MARK + ".again", "a") as out:  # a later attempt: go on
+                out.write(note + "\\n")
+        else:
+            time.sleep(60)  # the test kills this worker long before
+            open(MARK + ".slept", "w").close()
+    if a % 2:
+        return {{"c": a * 10}}
+    return {{"a": helpers.double(a)}}
+'''
+KILL_NET = "net survivor {\n  box f((a) -> (a) | (c));\n} connect (f .. [| {a}, {c} |]) !! <k>;\n"
+
+
+def test_a_worker_killed_mid_run_loses_nothing_and_duplicates_nothing(cluster, tmp_path):
+    """SIGKILL the worker (and its executor) running a task mid-record: Spark runs the task again on the
+    other worker, from the replicas' state of the last batch, and the output is the reference engine's."""
+    import time
+
+    mark = tmp_path / "mark"
+    folder = helper_folder(tmp_path / "boxes", KILL_BOXES.format(mark=str(mark), base=str(cluster.base)), KILL_NET)
+    records = [{"a": i, "<k>": i % 3} for i in range(40)]
+    (folder / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    run = subprocess.Popen([sys.executable, "-m", "snet", "run", "net.snet", "-i", "in.jsonl", "-o", "out.jsonl",
+                            *spark_words(cluster.url), "--spark-splits", "all", "--spark-batch", "8"],
+                           cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=driver_env())
+    try:
+        deadline = time.monotonic() + 300
+        while not mark.exists():
+            assert run.poll() is None, run.communicate()[1][-5000:]
+            assert time.monotonic() < deadline, "the box never reached its record"
+            time.sleep(0.1)
+        first = json.loads(mark.read_text())
+        victim = cluster.worker_of(first["cwd"])
+        assert victim is not None, first
+        cluster.kill_worker(victim)  # while the box sleeps inside the task
+        stdout, stderr = run.communicate(timeout=600)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 0, stderr[-5000:] + cluster.log_tail()
+    assert not (tmp_path / "mark.slept").exists()  # the first attempt died mid-record
+    again = [json.loads(line) for line in (tmp_path / "mark.again").read_text().splitlines()]
+    assert len(again) == 1 and cluster.worker_of(again[0]["cwd"]) == 1 - victim, (victim, again)
+    written = [json.loads(line) for line in (folder / "out.jsonl").read_text().splitlines()]
+    local = reference_run(folder, "net.snet", records)
+    assert canonical(written) == canonical(local)  # `!!` keeps input order: the same list
+    # every input once: its a (doubled) or its c, nothing lost, nothing twice
+    seen = Counter([r["a"] // 2 for r in written if "a" in r] + [r["c"] // 10 for r in written if "c" in r])
+    assert seen == Counter(range(40))
+    assert sum(1 for r in written if "a" in r and "c" in r) == 3  # one pair per tag value
 
 
 def test_the_start_up_probe_accepts_a_master_whose_rpc_is_in_tls(tmp_path):

@@ -194,3 +194,69 @@ def test_skipping_failing_records_is_refused_for_a_spark_native_run(tmp_path, wo
         "failing box or a crashed Python worker fails the Spark job; to skip failing records, read and write JSON "
         "Lines (--spark then runs the splits on Spark and skips there)"]
     assert not (tmp_path / "out.parquet").exists() and not (tmp_path / "errors.jsonl").exists()
+
+
+WHERE_PY = """
+import {helper}
+
+def f(a):
+    return {{"a": {helper}.double(a), "where": __file__, "helper": {helper}.__file__}}
+"""
+
+
+@pytest.mark.parametrize("boxes", ["auto", "shipped"])
+def test_snet_boxes_decides_where_a_spark_native_run_loads_box_files(spark, tmp_path, boxes):
+    """``--spark-conf snet.boxes=shipped`` holds for Spark-native runs too: the box module and its sibling
+    from the shipped zip, not from the file the driver's path names."""
+    folder = tmp_path / "boxes"
+    folder.mkdir()
+    (folder / "net.snet").write_text("net where {\n  box f((a) -> (a, where, helper));\n} connect f;\n")
+    helper = f"helpers_{boxes}"  # a name of its own: Python workers outlive a run and keep their modules
+    (folder / "net.py").write_text(WHERE_PY.format(helper=helper))
+    (folder / f"{helper}.py").write_text("def double(x):\n    return 2 * x\n")
+    source = tmp_path / "in.json"
+    source.write_text("".join(json.dumps({"a": i}) + "\n" for i in range(4)))
+    out = tmp_path / "out.json"
+    status = snet_main(str(folder / "net.snet"), "-i", str(source), "-o", str(out), "--spark", MASTER,
+                       "--spark-schema", "a long, where string, helper string", "--spark-conf", f"snet.boxes={boxes}")
+    assert status == 0
+    got = [json.loads(line) for path in sorted(out.glob("part-*.json")) for line in path.read_text().splitlines()]
+    assert sorted(r["a"] for r in got) == [0, 2, 4, 6]
+    for record in got:
+        if boxes == "shipped":
+            assert "snetboxes_" in record["where"] and record["where"].endswith(".zip/net.py"), record
+            assert "snetboxes_" in record["helper"] and record["helper"].endswith(f".zip/{helper}.py"), record
+        else:
+            assert record["where"] == str(folder / "net.py") and record["helper"] == str(folder / f"{helper}.py")
+
+
+def test_a_wrong_snet_boxes_setting_stops_a_spark_native_run_before_spark(tmp_path):
+    (tmp_path / "three.snet").write_text(THREE)
+    (tmp_path / "three.py").write_text(THREE_PY)
+    (tmp_path / "in.json").write_text('{"a": 1}\n')
+    done = run_cli(str(tmp_path / "three.snet"), "-i", str(tmp_path / "in.json"), "-o", str(tmp_path / "out.json"),
+                   "--spark", "spark://127.0.0.1:1", "--spark-conf", "snet.boxes=zip")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == ["error: snet.boxes must be 'auto' (the box file where it exists, else the "
+                                        "shipped zip) or 'shipped', not 'zip'"]
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_a_keyed_network_sees_a_directorys_files_in_path_order(spark, tmp_path):
+    """Spark reads a directory's files largest first; a synchro-cell per tag must pair the records of
+    part-0 before those of a larger part-1, as a run over the files one after the other does."""
+    import snet
+
+    net = tmp_path / "pairs.snet"
+    net.write_text("net pairs connect [| {a}, {c} |] ! <k>;\n")
+    records = [{"a" if i % 2 == 0 else "c": i, "<k>": i % 3} for i in range(60)]
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "part-0.json").write_text("".join(json.dumps(r) + "\n" for r in records[:12]))
+    (source / "part-1.json").write_text("".join(json.dumps(r) + "\n" for r in records[12:]))  # the larger
+    out = tmp_path / "out"
+    assert snet_main(str(net), "-i", str(source), "-o", str(out), "--format", "json", "--spark", MASTER) == 0
+    got = [json.loads(line) for path in sorted(out.glob("part-*.json")) for line in path.read_text().splitlines()]
+    local = list(snet.load(str(net)).run(records, engine="reference"))
+    assert canonical(got) == canonical(local)
+    assert sorted((r["a"], r["c"]) for r in got if "a" in r and "c" in r) == [(0, 3), (2, 5), (4, 1)]
