@@ -11,7 +11,7 @@ The number of records is 100,000 unless the environment variable
 
 The default keeps a plain run to about two minutes on a shared 2-core
 machine (per-record costs dominate at 100,000 already); at 1,000,000 the
-file takes about ten times as long.  ``SNET_BENCH_ROUNDS`` sets the number
+three Spark benchmarks took about six minutes on a loaded machine.  ``SNET_BENCH_ROUNDS`` sets the number
 of alternated pairs of each comparison (default 3 for the Parquet runs, 5
 for ``spark_apply`` against ``mapInPandas``, 7 without Spark).
 
