@@ -154,6 +154,11 @@ def run_native(network, args, options, source: str, sink: str) -> int:
     if mode not in MODES:
         raise SNetUsageError(f"snet.mode must be one of {', '.join(MODES)}, not '{mode}'")
     boxes_shipped = shipped_only(conf.get("snet.boxes"))
+    ignored = sorted(k for k in conf if k.startswith("snet.") and k != "snet.boxes")
+    if ignored:
+        raise SNetUsageError(f"--spark-conf {', '.join(ignored)} does not apply to a Spark-native run ({source} in, "
+                             f"{sink} out): the snet keys it reads are snet.mode and snet.boxes (the tasks follow "
+                             "the source's partitions)")
     if os.path.abspath(args.input) == os.path.abspath(args.output):
         raise SNetUsageError(f"the output {args.output} is the input: writing it would destroy the input")
     if mode in ("error", "errorifexists") and "://" not in args.output and os.path.exists(args.output):

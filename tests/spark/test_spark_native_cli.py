@@ -196,6 +196,26 @@ def test_skipping_failing_records_is_refused_for_a_spark_native_run(tmp_path, wo
     assert not (tmp_path / "out.parquet").exists() and not (tmp_path / "errors.jsonl").exists()
 
 
+
+@pytest.mark.parametrize("keys", [["snet.partitions=8"], ["snet.path=rdd", "snet.partitions=2"], ["snet.mdoe=append"]])
+def test_snet_settings_a_spark_native_run_does_not_read_are_refused(tmp_path, keys):
+    """snet.path and snet.partitions (and a misspelt key) would be ignored there: exit 2 before Spark, naming them."""
+    (tmp_path / "three.snet").write_text(THREE)
+    (tmp_path / "three.py").write_text(THREE_PY)
+    (tmp_path / "in.json").mkdir()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + ([os.environ["PYTHONPATH"]]
+                                                                      if os.environ.get("PYTHONPATH") else [])))
+    conf = [w for key in keys for w in ("--spark-conf", key)]
+    done = subprocess.run([sys.executable, "-m", "snet", "run", "three.snet", "-i", "in.json", "-o", "out.parquet",
+                           "--format", "parquet", "--spark", "spark://127.0.0.1:1", *conf], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 2, done.stderr
+    named = ", ".join(sorted(key.split("=")[0] for key in keys))
+    assert done.stderr.splitlines() == [
+        f"error: --spark-conf {named} does not apply to a Spark-native run (parquet in, parquet out): the snet keys "
+        "it reads are snet.mode and snet.boxes (the tasks follow the source's partitions)"]
+    assert not (tmp_path / "out.parquet").exists()
+
 WHERE_PY = """
 import {helper}
 
