@@ -176,17 +176,23 @@ def test_csv_in_orc_out(spark, tmp_path):
     assert canonical(got) == canonical(local)
 
 
-@pytest.mark.parametrize("words", [["--on-error", "skip"], ["--errors", "errors.jsonl"]])
-def test_skipping_failing_records_is_refused_for_a_spark_native_run(tmp_path, words):
-    """A Spark-native run cannot skip records (no driver to report them to): exit 2 before Spark, nothing written."""
+def refused_run(tmp_path, *words):
+    """``snet run`` of the 3-box network, Parquet to Parquet, against a master nobody serves, in a new process:
+    for options refused before Spark starts."""
     (tmp_path / "three.snet").write_text(THREE)
     (tmp_path / "three.py").write_text(THREE_PY)
     (tmp_path / "in.json").mkdir()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + ([os.environ["PYTHONPATH"]]
                                                                       if os.environ.get("PYTHONPATH") else [])))
-    done = subprocess.run([sys.executable, "-m", "snet", "run", "three.snet", "-i", "in.json", "-o", "out.parquet",
+    return subprocess.run([sys.executable, "-m", "snet", "run", "three.snet", "-i", "in.json", "-o", "out.parquet",
                            "--format", "parquet", "--spark", "spark://127.0.0.1:1", *words], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120, env=env)
+
+
+@pytest.mark.parametrize("words", [["--on-error", "skip"], ["--errors", "errors.jsonl"]])
+def test_skipping_failing_records_is_refused_for_a_spark_native_run(tmp_path, words):
+    """A Spark-native run cannot skip records (no driver to report them to): exit 2 before Spark, nothing written."""
+    done = refused_run(tmp_path, *words)
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [
         f"error: {words[0]}{' skip' if words[0] == '--on-error' else ''} does not apply to a Spark-native run "
@@ -200,15 +206,7 @@ def test_skipping_failing_records_is_refused_for_a_spark_native_run(tmp_path, wo
 @pytest.mark.parametrize("keys", [["snet.partitions=8"], ["snet.path=rdd", "snet.partitions=2"], ["snet.mdoe=append"]])
 def test_snet_settings_a_spark_native_run_does_not_read_are_refused(tmp_path, keys):
     """snet.path and snet.partitions (and a misspelt key) would be ignored there: exit 2 before Spark, naming them."""
-    (tmp_path / "three.snet").write_text(THREE)
-    (tmp_path / "three.py").write_text(THREE_PY)
-    (tmp_path / "in.json").mkdir()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + ([os.environ["PYTHONPATH"]]
-                                                                      if os.environ.get("PYTHONPATH") else [])))
-    conf = [w for key in keys for w in ("--spark-conf", key)]
-    done = subprocess.run([sys.executable, "-m", "snet", "run", "three.snet", "-i", "in.json", "-o", "out.parquet",
-                           "--format", "parquet", "--spark", "spark://127.0.0.1:1", *conf], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120, env=env)
+    done = refused_run(tmp_path, *[w for key in keys for w in ("--spark-conf", key)])
     assert done.returncode == 2, done.stderr
     named = ", ".join(sorted(key.split("=")[0] for key in keys))
     assert done.stderr.splitlines() == [
