@@ -49,6 +49,13 @@ def division_error(what: str, span: Span | None, error: DivisionByZero) -> SNetR
     return SNetRuntimeError(f"{what}: division by zero{where}", span)
 
 
+def expression_error(what: str, span: Span | None, error: Exception, record: Record) -> SNetRuntimeError:
+    """The error for a KeyError (an absent label) or DivisionByZero out of generated code."""
+    if isinstance(error, KeyError):
+        return absent_label_error(what, span, error.args[0], record)
+    return division_error(what, span, error)
+
+
 class PatternMatcher:
     """The patterns of a star exit, a feedback loop or a synchro-cell.
 
@@ -87,27 +94,21 @@ class PatternMatcher:
         def checked_first(record: Record, _first=first) -> int:
             try:
                 return _first(record)
-            except KeyError as e:
-                raise absent_label_error(what, span, e.args[0], record) from None
-            except DivisionByZero as e:
-                raise division_error(what, span, e) from None
+            except (KeyError, DivisionByZero) as e:
+                raise expression_error(what, span, e, record) from None
 
         self.first = checked_first
 
     def error(self, error: Exception, record: Record) -> SNetRuntimeError:
         """The error to raise for a KeyError or DivisionByZero out of ``raw_first`` or ``raw_all``."""
-        if isinstance(error, KeyError):
-            return absent_label_error(self.what, self.span, error.args[0], record)
-        return division_error(self.what, self.span, error)
+        return expression_error(self.what, self.span, error, record)
 
     def matching(self, record: Record, candidates: Sequence[int]) -> list[int]:
         """The candidate indices whose pattern (and guard) the record matches."""
         try:
             return [i for i in candidates if self._each[i](record)]
-        except KeyError as e:
-            raise absent_label_error(self.what, self.span, e.args[0], record) from None
-        except DivisionByZero as e:
-            raise division_error(self.what, self.span, e) from None
+        except (KeyError, DivisionByZero) as e:
+            raise expression_error(self.what, self.span, e, record) from None
 
 
 def compile_filter(node: FilterNode, what: str = "filter") -> Callable[[Record], list]:
@@ -168,15 +169,11 @@ def compile_filter(node: FilterNode, what: str = "filter") -> Callable[[Record],
     def apply(record: Record, _fn=scope_fn) -> list:
         try:
             return _fn(record)
-        except KeyError as e:
-            raise absent_label_error(what, span, e.args[0], record) from None
-        except DivisionByZero as e:
-            raise division_error(what, span, e) from None
+        except (KeyError, DivisionByZero) as e:
+            raise expression_error(what, span, e, record) from None
 
     def error(e: Exception, record: Record) -> SNetRuntimeError:
-        if isinstance(e, KeyError):
-            return absent_label_error(what, span, e.args[0], record)
-        return division_error(what, span, e)
+        return expression_error(what, span, e, record)
 
     # The FRONT runtime calls the generated function itself and turns a KeyError or
     # DivisionByZero into `error(...)`: one Python frame less per record.
