@@ -341,7 +341,6 @@ cdef class SyncStarEntity(Entity):
     cell.  One entity handles every record in arrival order, which is also
     the order ``**`` asks for.
     """
-    cdef object matcher
     cdef object exits  # the exit patterns' PatternMatcher (for its errors)
     cdef object first_exit  # its raw_first: the exit test without the error translation
     cdef object all_slots  # raw_all of the cell patterns' matcher: every pattern a record matches
@@ -507,7 +506,6 @@ cdef Entity make_sync_star(Network net, int n, Ctx ctx):
     cdef SyncStarEntity z = SyncStarEntity.__new__(SyncStarEntity)
     node = net.nodes[n]
     z.setup(net, n, ctx)
-    z.matcher = node.exits.first
     z.exits = node.exits
     z.first_exit = node.exits.raw_first
     z.all_slots = node.shape.matcher.raw_all
