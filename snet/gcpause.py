@@ -7,7 +7,9 @@ older generations grow with them, so on a large program about a quarter of
 the compile went into collections that found almost nothing to free
 (docs/performance.md, "Front end").  Reference counting still frees
 everything that is not in a cycle while the collector is paused, and the
-collector runs again as soon as the outermost pause ends.
+collector runs again as soon as the outermost pause ends.  ``compile_source``
+pauses it for the whole compile; ``resolve`` and ``find_warnings`` (the check
+stage's entries for embedders that call them directly) pause it themselves.
 
 The pause is process-wide, as the collector is: when several threads
 compile at once, the collector stays paused until the last of them is done.
@@ -17,9 +19,12 @@ A collector that the program turned off itself is left off.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import threading
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
+
+F = TypeVar("F", bound=Callable)
 
 _lock = threading.Lock()
 _depth = 0  # pauses in progress, in all threads
@@ -43,3 +48,12 @@ def gc_paused() -> Iterator[None]:
             _depth -= 1
             if _depth == 0 and _resume:
                 gc.enable()
+
+
+def paused(function: F) -> F:
+    """`function` with the collector paused while it runs (see :func:`gc_paused`)."""
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        with gc_paused():
+            return function(*args, **kwargs)
+    return wrapper  # type: ignore[return-value]

@@ -52,7 +52,18 @@ def label_order(label: str) -> tuple[int, str]:
 
 def format_labels(labels: Iterable[str]) -> str:
     """``{a, <t>, <#b>}``: a label set as the language writes it."""
+    if type(labels) is frozenset:  # a type's variant: the checker writes the same ones again and again
+        text = _formatted.get(labels)
+        if text is None:
+            if len(_formatted) >= _FORMATTED_MAX:
+                _formatted.clear()
+            text = _formatted[labels] = "{" + ", ".join(sorted(labels, key=label_order)) + "}"
+        return text
     return "{" + ", ".join(sorted(labels, key=label_order)) + "}"
+
+
+_FORMATTED_MAX = 4096
+_formatted: dict[frozenset, str] = {}  # variant -> its text, for the label sets met most recently
 
 
 def describe(record: Mapping[str, Any]) -> str:

@@ -93,15 +93,22 @@ def c_mod(a: int, b: int, span: Span | None = None) -> int:
 
 def reads(expr: Expr) -> frozenset[str]:
     """Every label the expression may read."""
-    if isinstance(expr, Ref):
+    if type(expr) is Ref:
         return frozenset((expr.label,))
-    if isinstance(expr, Unary):
-        return reads(expr.operand)
-    if isinstance(expr, Binary):
-        return reads(expr.left) | reads(expr.right)
-    if isinstance(expr, Cond):
-        return reads(expr.test) | reads(expr.then) | reads(expr.otherwise)
-    return frozenset()
+    found = set()
+    stack = [expr]  # one walk that collects, where unions at every node would build a set each
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Ref):
+            found.add(e.label)
+        elif isinstance(e, Binary):
+            stack.append(e.right)
+            stack.append(e.left)
+        elif isinstance(e, Unary):
+            stack.append(e.operand)
+        elif isinstance(e, Cond):
+            stack.extend((e.otherwise, e.then, e.test))
+    return frozenset(found)
 
 
 def evaluate(expr: Expr, record: Mapping[str, Any]) -> int:

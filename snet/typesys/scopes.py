@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from snet.errors import Diagnostic
+from snet.gcpause import paused
 from snet.source import Span
 from snet.syntax import ast
 
@@ -81,6 +82,7 @@ class Resolution:
         self._home: dict[int, Scope] = {}  # id(definition) -> the scope that holds it
         self._inner: dict[int, Scope] = {}  # id(net) -> the scope of its names
         self._keep: list[object] = []  # keeps ids above stable while this object lives
+        self._definitions: list[tuple[object, Scope]] | None = None  # made by definitions()
 
     # ---- queries (valid only when there are no errors)
 
@@ -112,20 +114,28 @@ class Resolution:
         return self._inner[id(net)]
 
     def definitions(self) -> Iterator[tuple[object, Scope]]:
-        """Every definition in the file with its holding scope, in source order."""
-        # An explicit stack: nested generators would cost the nesting depth per definition.
-        stack = [(iter(self.program.definitions), self.file_scope)]
-        while stack:
-            defs, scope = stack[-1]
-            d = next(defs, None)
-            if d is None:
-                stack.pop()
-                continue
-            if isinstance(d, ast.Metadata):
-                continue
-            yield d, scope
-            if isinstance(d, ast.NetDef) and d.definitions is not None:
-                stack.append((iter(d.definitions), self._inner[id(d)]))
+        """Every definition in the file with its holding scope, in source order.
+
+        The list is made on the first call (after the definitions are declared, which
+        :func:`resolve` does first) and kept: each pass of the check stage walks it.
+        """
+        found = self._definitions
+        if found is None:
+            found = self._definitions = []
+            # An explicit stack: nested generators would cost the nesting depth per definition.
+            stack = [(iter(self.program.definitions), self.file_scope)]
+            while stack:
+                defs, scope = stack[-1]
+                d = next(defs, None)
+                if d is None:
+                    stack.pop()
+                    continue
+                if isinstance(d, ast.Metadata):
+                    continue
+                found.append((d, scope))
+                if isinstance(d, ast.NetDef) and d.definitions is not None:
+                    stack.append((iter(d.definitions), self._inner[id(d)]))
+        return iter(found)
 
     def nets(self) -> Iterator[tuple[ast.NetDef, int]]:
         """Every net in source order with its nesting depth (0 = top level)."""
@@ -145,6 +155,7 @@ class Resolution:
         self.errors.append(Diagnostic("error", span, message))
 
 
+@paused
 def resolve(program: ast.Program, shadowing: bool = False) -> Resolution:
     """Build the scopes and check every name and label of `program`.
 
@@ -157,7 +168,7 @@ def resolve(program: ast.Program, shadowing: bool = False) -> Resolution:
     res = Resolution(program, shadowing)
     res._keep.append(program)
     _declare(res, program.definitions, res.file_scope)
-    for definition, scope in list(res.definitions()):
+    for definition, scope in res.definitions():
         _check_definition(res, definition, scope)
     _check_cycles(res)
     return res

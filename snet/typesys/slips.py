@@ -255,11 +255,7 @@ def _serial_slips(exprs: list, checker: TypeChecker, out: list[Diagnostic], flag
 
 def _chain_slips(chain: ast.Serial, checker: TypeChecker, scope, out, flagged) -> None:
     infos = [checker.infer(stage, scope) for stage in chain.stages]
-    last_use: dict = {}  # label -> the last stage whose input names it
-    for i, info in enumerate(infos):
-        for w in info.in_type:
-            for label in w:
-                last_use[label] = i
+    last_use: dict | None = None  # label -> the last stage whose input names it; made when first needed
     produced: dict = {}  # label -> None, in order
     for i, (stage, info) in enumerate(zip(chain.stages, infos)):
         if i and info.in_type and id(stage) not in flagged:
@@ -267,6 +263,9 @@ def _chain_slips(chain: ast.Serial, checker: TypeChecker, scope, out, flagged) -
             for w in info.in_type:
                 for label in sorted(w.difference(produced)):
                     if candidates is None:
+                        if last_use is None:
+                            last_use = {x: j for j, later in enumerate(infos)
+                                        for v in later.in_type for x in v}
                         candidates = [p for p in produced if last_use.get(p, -1) < i]
                     hint = near(label, candidates)
                     if hint is not None:
@@ -304,7 +303,7 @@ def _walk(expr):
 def _unused_outputs(exprs: list, named: set, checker: TypeChecker, top, out: list[Diagnostic]) -> None:
     used: set = set(named)
     emitters: list = []  # (label, span, what)
-    used_boxes: set = set()
+    used_boxes: dict = {}  # id -> box declaration (ids: hashing a declaration would hash its whole tree)
     for e, scope in exprs:
         _uses(e, scope, used, used_boxes, emitters)
     carried: set = set()  # the input and output labels of the top-level nets: they come from and go to the user
@@ -312,7 +311,7 @@ def _unused_outputs(exprs: list, named: set, checker: TypeChecker, top, out: lis
         info = checker.net_type(net)
         for v in info.in_type + info.out_type:
             carried |= v
-    for box in used_boxes:
+    for box in used_boxes.values():
         for variant in box.outputs:
             for label in variant:
                 emitters.append((label.text, label.span, f"box '{box.name}'"))
@@ -333,11 +332,11 @@ def _unused_outputs(exprs: list, named: set, checker: TypeChecker, top, out: lis
             f"did you mean '{hint}'?"))
 
 
-def _uses(e, scope, used: set, used_boxes: set, emitters: list) -> None:
+def _uses(e, scope, used: set, used_boxes: dict, emitters: list) -> None:
     if isinstance(e, ast.NameRef):
         target = scope.lookup(e.name)
         if isinstance(target, ast.BoxDecl):
-            used_boxes.add(target)
+            used_boxes[id(target)] = target
             if target.inputs is not None:
                 used.update(label.text for label in target.inputs)
     elif isinstance(e, ast.Filter):

@@ -17,6 +17,7 @@ They never stop a program.  Each is found once per place in the source
 from __future__ import annotations
 
 from snet.errors import Diagnostic
+from snet.gcpause import paused
 from snet.records import format_labels
 from snet.syntax import ast
 from snet.tagexpr import Binary, Cond, reads
@@ -25,6 +26,7 @@ from snet.typesys.slips import find_slips
 from snet.typesys.types import EVERY, TypeChecker, format_type
 
 
+@paused
 def find_warnings(res: Resolution, checker: TypeChecker) -> list[Diagnostic]:
     """Every warning of the file, unsorted."""
     out: list[Diagnostic] = []

@@ -71,3 +71,21 @@ def test_resumed_only_when_the_last_thread_is_done(collector_on):
     assert states == {"after the first ended": False, "second still inside": False}
     assert gc.isenabled()
 
+
+
+def test_the_checking_functions_pause_it_when_called_directly(collector_on, monkeypatch):
+    """resolve and find_warnings, the check stage's entries for embedders, keep the collector paused
+    while they run (seen from a step each of them calls) and put it back on after."""
+    from snet.syntax.parser import parse
+    from snet.typesys import scopes, warnings
+    from snet.typesys.types import TypeChecker
+
+    seen = []
+    cycles, slips = scopes._check_cycles, warnings.find_slips
+    monkeypatch.setattr(scopes, "_check_cycles", lambda res: (seen.append(gc.isenabled()), cycles(res))[1])
+    monkeypatch.setattr(warnings, "find_slips", lambda res, ch: (seen.append(gc.isenabled()), slips(res, ch))[1])
+    res = scopes.resolve(parse(PROGRAM, "t.snet"))
+    assert gc.isenabled()
+    assert warnings.find_warnings(res, TypeChecker(res)) == []
+    assert seen == [False, False]
+    assert gc.isenabled()
