@@ -255,19 +255,27 @@ def _serial_slips(exprs: list, checker: TypeChecker, out: list[Diagnostic], flag
 
 def _chain_slips(chain: ast.Serial, checker: TypeChecker, scope, out, flagged) -> None:
     infos = [checker.infer(stage, scope) for stage in chain.stages]
-    last_use: dict | None = None  # label -> the last stage whose input names it; made when first needed
     produced: dict = {}  # label -> None, in order
+    # Made when a stage first needs a label that nothing before it produces (most chains have none):
+    last_use: dict = {}  # label -> the last stage whose input names it
+    eligible: dict | None = None  # _split key -> labels made before this stage and read by no later one
+    waiting: dict = {}  # stage -> labels made before it that become eligible there (read by no stage from it on)
     for i, (stage, info) in enumerate(zip(chain.stages, infos)):
+        if eligible is not None:
+            for p in waiting.pop(i, ()):
+                eligible.setdefault(_split(p)[0], []).append(p)
         if i and info.in_type and id(stage) not in flagged:
-            candidates = None  # labels made before this stage and read by no later one
             for w in info.in_type:
                 for label in sorted(w.difference(produced)):
-                    if candidates is None:
-                        if last_use is None:
-                            last_use = {x: j for j, later in enumerate(infos)
-                                        for v in later.in_type for x in v}
-                        candidates = [p for p in produced if last_use.get(p, -1) < i]
-                    hint = near(label, candidates)
+                    if eligible is None:
+                        last_use = {x: j for j, later in enumerate(infos) for v in later.in_type for x in v}
+                        eligible = {}
+                        for p in produced:
+                            _wait(eligible, waiting, p, last_use.get(p, -1) + 1, i)
+                    same = eligible.get(_split(label)[0])  # near() compares nothing else
+                    if same is None:
+                        continue
+                    hint = near(label, same)
                     if hint is not None:
                         out.append(Diagnostic(
                             "warning", start_span(stage),
@@ -275,7 +283,19 @@ def _chain_slips(chain: ast.Serial, checker: TypeChecker, scope, out, flagged) -
                             f"serial chain produces; did you mean '{hint}'?"))
         if info.prov is EVERY:
             return
-        produced.update(dict.fromkeys(info.prov))
+        for p in info.prov:
+            if p not in produced:
+                produced[p] = None
+                if eligible is not None:
+                    _wait(eligible, waiting, p, max(i + 1, last_use.get(p, -1) + 1), i)
+
+
+def _wait(eligible: dict, waiting: dict, label: str, start: int, now: int) -> None:
+    """Make `label` a candidate from stage `start` on (at once if that is not after stage `now`)."""
+    if start <= now:
+        eligible.setdefault(_split(label)[0], []).append(label)
+    else:
+        waiting.setdefault(start, []).append(label)
 
 
 def _stage_name(stage, scope) -> str:
@@ -333,12 +353,15 @@ def _unused_outputs(exprs: list, named: set, checker: TypeChecker, top, out: lis
 
 
 def _uses(e, scope, used: set, used_boxes: dict, emitters: list) -> None:
-    if isinstance(e, ast.NameRef):
+    kind = type(e)
+    if kind is ast.NameRef:
         target = scope.lookup(e.name)
-        if isinstance(target, ast.BoxDecl):
+        if type(target) is ast.BoxDecl and id(target) not in used_boxes:
             used_boxes[id(target)] = target
             if target.inputs is not None:
                 used.update(label.text for label in target.inputs)
+    elif kind is ast.Serial or kind is ast.Parallel:
+        pass
     elif isinstance(e, ast.Filter):
         used |= e.pattern.label_set()
         for clause in e.clauses:
