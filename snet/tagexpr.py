@@ -172,7 +172,11 @@ def to_python(expr: Expr, spans: list[Span | None], record: str = "r") -> str:
 
     Returns:
         A Python expression; it needs ``_c_div``, ``_c_mod`` and ``_S`` in scope.
+        Division and remainder by a positive constant are written out in
+        place (with an assignment expression naming the dividend ``_tN``).
     """
+    temps = [0]
+
     def go(e: Expr) -> str:
         if isinstance(e, Const):
             return repr(e.value)
@@ -197,6 +201,13 @@ def to_python(expr: Expr, spans: list[Span | None], record: str = "r") -> str:
             return f"(1 if {left} {_PY_COMPARE[op]} {right} else 0)"
         if op in ("+", "-", "*"):
             return f"({left} {op} {right})"
+        if op in ("/", "%") and type(e.right) is Const and e.right.value > 0:
+            # C's truncating division and remainder by a constant divisor, without a call:
+            # Python's // and % agree with C for a dividend >= 0; a negative one is negated around them.
+            t = f"_t{temps[0]}"
+            temps[0] += 1
+            py = "//" if op == "/" else "%"
+            return f"({t} {py} {right} if ({t} := {left}) >= 0 else -(-{t} {py} {right}))"
         if op in ("/", "%"):
             spans.append(e.span)
             fn = "_c_div" if op == "/" else "_c_mod"
@@ -206,6 +217,23 @@ def to_python(expr: Expr, spans: list[Span | None], record: str = "r") -> str:
         raise ValueError(f"unknown operator {op!r}")
 
     return go(expr)
+
+
+def to_python_test(expr: Expr, spans: list[Span | None], record: str = "r") -> str:
+    """Like :func:`to_python`, for a guard: Python source that is true where `expr` is non-zero.
+
+    A comparison, ``&&``, ``||`` and ``!`` are written as Python's own tests
+    instead of being turned into 0 or 1 first; anything else is its value,
+    which Python tests against zero.
+    """
+    if isinstance(expr, Binary) and expr.op in _PY_COMPARE:
+        return f"({to_python(expr.left, spans, record)} {_PY_COMPARE[expr.op]} {to_python(expr.right, spans, record)})"
+    if isinstance(expr, Binary) and expr.op in ("&&", "||"):
+        word = "and" if expr.op == "&&" else "or"
+        return f"({to_python_test(expr.left, spans, record)} {word} {to_python_test(expr.right, spans, record)})"
+    if isinstance(expr, Unary) and expr.op == "!":
+        return f"(not {to_python_test(expr.operand, spans, record)})"
+    return to_python(expr, spans, record)
 
 
 def generated_globals(spans: list[Span | None]) -> dict[str, Any]:

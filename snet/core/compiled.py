@@ -25,7 +25,7 @@ from snet.errors import SNetRuntimeError
 from snet.records import describe, format_labels, is_tag_like, label_kind, FIELD
 from snet.source import Span
 from snet.spg.nodes import FilterNode, Pattern, SplitNode
-from snet.tagexpr import DivisionByZero, generated_globals, to_python
+from snet.tagexpr import DivisionByZero, generated_globals, to_python, to_python_test
 
 Record = dict
 
@@ -77,7 +77,7 @@ class PatternMatcher:
         for i, p in enumerate(self.patterns):
             test = " and ".join(f"{label!r} in r" for label in sorted(p.labels)) or "True"
             if p.guard is not None:
-                test = f"({test}) and ({to_python(p.guard, spans)})"
+                test = f"({test}) and {to_python_test(p.guard, spans)}"
             tests.append(test)
             lines.append(f"    if {test}:\n        return {i}")
         lines.append("    return -1")
@@ -139,13 +139,18 @@ def compile_filter(node: FilterNode, what: str = "filter") -> Callable[[Record],
         if not outputs:
             return [f"{indent}return []"]
         # The explicit part is computed first, all from the input record;
-        # inherited labels are added under it, so explicit labels win.
-        code = [f"{indent}_inh = {{k: v for k, v in r.items() if k not in _P and k[:2] != '<#'}}"]
-        outs = []
+        # inherited labels are added under it, so explicit labels win.  A
+        # record with no label outside the pattern inherits nothing: its
+        # outputs are the explicit parts as they are (often the case in
+        # networks of filters).
+        code = []
         for n, items in enumerate(outputs):
             code.append(f"{indent}_o{n} = {output_code(items)}")
-            outs.append(f"{{**_inh, **_o{n}}}")
-        code.append(f"{indent}return [{', '.join(outs)}]")
+        names = [f"_o{n}" for n in range(len(outputs))]
+        code.append(f"{indent}if r.keys() <= _P:")
+        code.append(f"{indent}    return [{', '.join(names)}]")
+        code.append(f"{indent}_inh = {{k: v for k, v in r.items() if k not in _P and k[:2] != '<#'}}")
+        code.append(f"{indent}return [{', '.join(f'{{**_inh, **{n}}}' for n in names)}]")
         return code
 
     first = True
@@ -157,7 +162,7 @@ def compile_filter(node: FilterNode, what: str = "filter") -> Callable[[Record],
             lines.extend(clause_code(clause.outputs, indent))
             break
         keyword = "if" if first else "elif"
-        lines.append(f"    {keyword} {to_python(clause.guard, spans)}:")
+        lines.append(f"    {keyword} {to_python_test(clause.guard, spans)}:")
         lines.extend(clause_code(clause.outputs, "        "))
         first = False
     else:  # every clause guarded: cannot come from the grammar, but stay total

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from snet.tagexpr import (Binary, Cond, Const, DivisionByZero, Ref, Unary, c_div, c_mod, evaluate,
-                          generated_globals, reads, to_python)
+                          generated_globals, reads, to_python, to_python_test)
 
 LABELS = ["<a>", "<b>", "<#k>"]
 
@@ -82,3 +82,33 @@ def outcome(f, *args):
 def test_generated_code_agrees_with_the_definition(expr, record):
     assert outcome(compiled(expr), record) == outcome(evaluate, expr, record)
     assert reads(expr) <= set(LABELS)
+
+
+def compiled_test(expr):
+    spans = []
+    source = f"def _g(r):\n    return bool({to_python_test(expr, spans)})"
+    scope = generated_globals(spans)
+    exec(source, scope)
+    return scope["_g"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(exprs(), st.dictionaries(st.sampled_from(LABELS), st.integers(-10**30, 10**30)))
+def test_generated_guard_test_agrees_with_the_definition(expr, record):
+    """A guard's test (comparisons and logic as Python's own tests) holds exactly where the value is not 0."""
+    expected = outcome(evaluate, expr, record)
+    if expected[0] == "value":
+        expected = ("value", expected[1] != 0)
+    assert outcome(compiled_test(expr), record) == expected
+
+
+@pytest.mark.parametrize("op", ["/", "%"])
+@pytest.mark.parametrize("a", [-7, -6, -1, 0, 1, 6, 7, 10**30 + 1, -(10**30) - 1])
+@pytest.mark.parametrize("b", [1, 2, 3, 7])
+def test_division_by_a_constant_is_written_out_and_agrees(op, a, b):
+    """A positive constant divisor is inlined (no call), nested too, with C's truncation."""
+    spans = []
+    expr = Binary(op, Binary(op, Ref("<a>"), Const(b)), Const(b))
+    source = to_python(expr, spans)
+    assert "_c_div" not in source and "_c_mod" not in source and spans == []
+    assert compiled(expr)({"<a>": a}) == evaluate(expr, {"<a>": a})
