@@ -200,6 +200,7 @@ cdef inline GStack mark_depth(Group mark, GStack st, long depth):
 
 cdef enum:
     RECLAIM_AT = 32  # replicas a split keeps before it first looks for fresh ones to drop
+    SPARE_REPLICAS = 8  # fresh replicas a split keeps aside for new keys instead of dropping them
 
 
 @cython.final
@@ -211,6 +212,7 @@ cdef class SplitEntity(Dispatcher):
     cdef bint track  # the replicas are reclaimable (`Network.reclaim`): their entities are listed
     cdef Py_ssize_t limit  # reclaimable: look for fresh replicas when the table reaches this size
     cdef object hinted  # deque of replicas that may be fresh again (appended by their entities' workers)
+    cdef list spare  # fresh replicas taken out of the table, for the next new key (docs/runtime.md)
 
     cdef int invoke(self, Writer w, object item) except -1:
         cdef object rec = record_of(item)
@@ -245,7 +247,13 @@ cdef class SplitEntity(Dispatcher):
                 cst = push(self.coll.new_group(), st)
                 item = make_item(rec, cst)
             inst = self.replicas.get(v)
-            if inst is None:
+            if inst is None and self.spare:
+                # A fresh replica is what a new one would be, whichever key it served: no entity of it
+                # holds a record or any state (fresh_entities checked each under its lock).
+                inst = <Instance>self.spare.pop()
+                inst.key = v
+                self.replicas[v] = inst
+            elif inst is None:
                 if len(self.replicas) >= self.limit:
                     self.reclaim()
                 inst = Instance.__new__(Instance)
@@ -271,6 +279,11 @@ cdef class SplitEntity(Dispatcher):
 
         In a split whose replicas are not reclaimable, a replica whose entry
         (a synchro-cell) fired is entered past it from now on.
+
+        A fresh replica is not dropped at once but kept aside (`retire`) for
+        the next key the split has no replica for: a network that sends a
+        record or two per key (a split on a tree position, on a depth) would
+        otherwise build and drop a replica for nearly every record.
         """
         cdef Instance inst
         cdef Py_ssize_t n
@@ -286,8 +299,16 @@ cdef class SplitEntity(Dispatcher):
             n = fresh_entities(inst)
             if n >= 0:
                 del self.replicas[inst.key]
-                forget_replica(inst)
-                snet_atomic_add(&self.counters.reclaimed, n)
+                self.retire(inst, n)
+        return 0
+
+    cdef int retire(self, Instance inst, Py_ssize_t n) except -1:
+        """A fresh replica `inst` (of `n` entities) left the table: keep it aside for a new key, or drop it."""
+        if len(self.spare) < SPARE_REPLICAS:
+            self.spare.append(inst)
+        else:
+            forget_replica(inst)
+            snet_atomic_add(&self.counters.reclaimed, n)
         return 0
 
     cdef int reclaim(self) except -1:
@@ -301,7 +322,7 @@ cdef class SplitEntity(Dispatcher):
         replicas are not reclaimable only skips the identities its replicas
         start with.
         """
-        cdef Py_ssize_t dropped = 0, n
+        cdef Py_ssize_t n
         cdef Instance r
         if not self.track:
             # Replicas that keep state (a fired synchro-cell, say) stay; but one
@@ -317,11 +338,9 @@ cdef class SplitEntity(Dispatcher):
         for v, inst in self.replicas.items():
             n = fresh_entities(<Instance>inst)
             if n >= 0:
-                dead.append(v)
-                dropped += n
-        for v in dead:
-            forget_replica(<Instance>self.replicas.pop(v))
-        snet_atomic_add(&self.counters.reclaimed, dropped)
+                dead.append((v, n))
+        for v, n in dead:
+            self.retire(<Instance>self.replicas.pop(v), n)
         self.limit = max(<Py_ssize_t>RECLAIM_AT, 2 * len(self.replicas))
         return 0
 
@@ -370,6 +389,9 @@ cdef int forget_replica(Instance inst) except -1:
         if type(x) is SplitEntity:
             for r in (<SplitEntity>x).replicas.values():
                 forget_replica(<Instance>r)
+            for r in (<SplitEntity>x).spare:
+                forget_replica(<Instance>r)
+            (<SplitEntity>x).spare.clear()
     inst.members.clear()
     inst.entry = None  # the entry's context names this instance
     inst.root = None
@@ -731,6 +753,7 @@ cdef Entity make_split(Network rt, int n, Ctx ctx):
     sp.track = rt.reclaim[n]
     sp.limit = RECLAIM_AT
     sp.hinted = deque()
+    sp.spare = []
     if rt.det[n]:
         sp.coll = new_collector(rt, n, ctx)
     return sp

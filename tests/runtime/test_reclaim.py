@@ -174,4 +174,6 @@ def test_fibonacci_keeps_few_entities():
         execution.close()
     ent = execution.stats().front.entities
     assert ent.alive < 1000, ent
-    assert ent.reclaimed > 0.9 * ent.created, ent
+    # fib(25) pairs about 121,000 times, each in a replica of its own key: fresh replicas are kept
+    # aside and serve the next keys, so only a few are ever built (and the extra ones dropped).
+    assert ent.created < 1000 and ent.reclaimed > 0, ent
