@@ -90,9 +90,26 @@ cdef class DepthInbox:
     cdef list spare  # emptied queues, reused for the next depth
     cdef Py_ssize_t n
     cdef int lock
+    cdef int push(self, object item) except -1
+    cdef object pop(self)
 
 
 cdef DepthInbox new_depth_inbox(Group mark)
+
+
+cdef inline int inbox_append(object inbox, object item) except -1:
+    """Append to an entity's inbox: a deque, or a looping star's DepthInbox (called without a method lookup)."""
+    if type(inbox) is DepthInbox:
+        return (<DepthInbox>inbox).push(item)
+    inbox.append(item)
+    return 0
+
+
+cdef inline object inbox_popleft(object inbox):
+    """The oldest record of an entity's inbox (the deepest first in a DepthInbox)."""
+    if type(inbox) is DepthInbox:
+        return (<DepthInbox>inbox).pop()
+    return inbox.popleft()
 
 
 cdef class Sink(Entity):
@@ -179,7 +196,7 @@ cdef class Network:
 
     # Unfired synchro-cells holding records (termination warnings)
     cdef dict partial
-    cdef object partial_lock
+    cdef int partial_lock  # a lock word (spin_lock) over `partial`, `parked_first` and `parked`'s first change
     cdef long partial_seq
 
     # The split executor (snet.splitexec; None without executor splits)

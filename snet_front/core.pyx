@@ -209,7 +209,7 @@ cdef Entity bypass(Entity d):
                 break
             target = nxt.inbox
             while len(inbox):
-                target.append(inbox.popleft())
+                inbox_append(target, inbox_popleft(inbox))
             w.add_licences(nxt, moved)
             w.n_moved += moved
         snet_unlock(&d.lock)
@@ -249,6 +249,12 @@ cdef class DepthInbox:
         return self.n
 
     def append(self, item):
+        self.push(item)
+
+    def popleft(self):
+        return self.pop()
+
+    cdef int push(self, object item) except -1:
         cdef long d = 0
         cdef GStack st = stack_of(item)
         if st is not None and st.group is self.mark:
@@ -270,8 +276,9 @@ cdef class DepthInbox:
             self.n += 1
         finally:
             snet_unlock(&self.lock)
+        return 0
 
-    def popleft(self):
+    cdef object pop(self):
         spin_lock(&self.lock)
         try:
             q = self.top
@@ -616,12 +623,15 @@ cdef class Network:
     cdef void note_partial(self, object cell, int node, bint fired):
         """Keep the unfired cells that hold records, for the termination warnings."""
         key = id(cell)
-        with self.partial_lock:
+        spin_lock(&self.partial_lock)
+        try:
             if fired:
                 self.partial.pop(key, None)
             elif key not in self.partial:
                 self.partial_seq += 1
                 self.partial[key] = (self.partial_seq, cell, node)
+        finally:
+            snet_unlock(&self.partial_lock)
 
     cdef int park(self, int node, object record) except -1:
         """Keep a record that can never leave node ``node``: in flight for ever, costing nothing.
@@ -630,11 +640,14 @@ cdef class Network:
         workers end the run with `snet.core.semantics.cannot_terminate`.
         """
         snet_atomic_add(&self.pending, 1)  # first: `pending` never drops to the parked count early
-        with self.partial_lock:
+        spin_lock(&self.partial_lock)
+        try:
             first = self.parked == 0
             if first:
                 self.parked_first = (node, record)
             snet_atomic_add(&self.parked, 1)
+        finally:
+            snet_unlock(&self.partial_lock)
         if first:
             log_parked(self.span_of(node), record)
         return 0

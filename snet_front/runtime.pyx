@@ -12,8 +12,8 @@ See core.pyx for the design of the runtime as a whole.
 import threading
 from collections import deque
 
-from snet_front.atomics cimport snet_atomic_load, snet_now, snet_flag_load, snet_flag_store
-from snet_front.core cimport Network, Instance, new_ctx, set_current_writer, current_writer, Sink
+from snet_front.atomics cimport snet_atomic_load, snet_now, snet_flag_load, snet_flag_store, snet_unlock
+from snet_front.core cimport Network, Instance, new_ctx, set_current_writer, current_writer, Sink, spin_lock
 from snet_front.combinators cimport fire
 from snet_front.workers cimport Worker
 from snet_front cimport kinds
@@ -55,7 +55,6 @@ cdef class Runtime(Network):
         self.steal_enabled = steal
         self.fail_lock = threading.Lock()
         self.partial = {}
-        self.partial_lock = threading.Lock()
         self.cond = threading.Condition(threading.Lock())
         self.idle_cond = threading.Condition(threading.Lock())
         self.out_bound = output_bound
@@ -141,14 +140,21 @@ cdef class Runtime(Network):
 
     def termination_warnings(self):
         """(node id, filled, total) for every unfired cell that holds records, in creation order."""
-        with self.partial_lock:
-            entries = sorted(self.partial.values(), key=lambda e: e[0])
+        spin_lock(&self.partial_lock)
+        try:
+            entries = list(self.partial.values())
+        finally:
+            snet_unlock(&self.partial_lock)
+        entries.sort(key=lambda e: e[0])
         return [(node, cell.filled(), cell.shape.count) for _, cell, node in entries if cell.filled() > 0]
 
     def held_in_cells(self):
         """Records held now in synchro-cells that have not fired (patterns filled, summed over the cells)."""
-        with self.partial_lock:
+        spin_lock(&self.partial_lock)
+        try:
             cells = [e[1] for e in self.partial.values()]
+        finally:
+            snet_unlock(&self.partial_lock)
         return sum(cell.filled() for cell in cells)
 
     def statistics(self):

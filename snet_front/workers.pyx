@@ -15,7 +15,7 @@ from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_try_lock, snet_unlock, snet_is_locked,
                                  snet_now, snet_flag_load, snet_flag_store)
 from snet_front.core cimport (Entity, Writer, Network, Group, GStack, Tagged, WakeUp, bypass, saturated, spin_lock,
-                              set_current_writer, make_item, push, request_of)
+                              set_current_writer, make_item, push, request_of, inbox_append, inbox_popleft)
 from snet_front.combinators cimport executor_due, flush_executor
 
 from snet.core.semantics import cannot_terminate
@@ -86,13 +86,13 @@ cdef class Worker(Writer):
             if saturated(dest):
                 snet_unlock(&dest.lock)
                 snet_atomic_add(&rt.pending, 1)
-                dest.inbox.append(item)
+                inbox_append(dest.inbox, item)
                 self.add_licences(dest, 1)
                 return 0
             inbox = dest.inbox
             if len(inbox):  # older records first: keep the stream FIFO
-                inbox.append(item)
-                item = inbox.popleft()
+                inbox_append(inbox, item)
+                item = inbox_popleft(inbox)
             # The continuation takes over the count of the item being invoked
             # (`process` does not release it): no increment here, no decrement there.
             self.cont_e = dest
@@ -100,7 +100,7 @@ cdef class Worker(Writer):
             self.n_cont += 1
             return 0
         snet_atomic_add(&rt.pending, 1)
-        dest.inbox.append(item)
+        inbox_append(dest.inbox, item)
         self.add_licences(dest, 1)
         return 0
 
@@ -195,7 +195,7 @@ cdef class Worker(Writer):
                 return False
         finally:
             snet_unlock(&self.list_lock)
-        item = e.inbox.popleft()
+        item = inbox_popleft(e.inbox)
         try:
             self.process(e, item)
         finally:
