@@ -498,7 +498,7 @@ cdef Entity make_sync(Network net, int n, Ctx ctx):
     shape = net.nodes[n].shape
     s.cell = new_cell_state(shape)
     s.all_slots = shape.matcher.raw_all
-    s.later = tuple(tuple(p.labels) for p in shape.patterns[1:])
+    s.later = shape.later
     return s
 
 
@@ -509,7 +509,7 @@ cdef Entity make_sync_star(Network net, int n, Ctx ctx):
     z.exits = node.exits
     z.first_exit = node.exits.raw_first
     z.all_slots = node.shape.matcher.raw_all
-    z.later = tuple(tuple(p.labels) for p in node.shape.patterns[1:])
+    z.later = node.shape.later
     z.shape = node.shape
     z.sync_node = node.cell
     z.cells = {}

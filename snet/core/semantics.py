@@ -36,13 +36,15 @@ Record = dict
 class SyncPatterns:
     """The static part of a synchro-cell: patterns, guards, the merge rule."""
 
-    __slots__ = ("patterns", "matcher", "span", "count")
+    __slots__ = ("patterns", "matcher", "span", "count", "later")
 
     def __init__(self, node: SyncNode):
         self.patterns: tuple[Pattern, ...] = node.patterns
         self.matcher = PatternMatcher(node.patterns, "synchro-cell guard", node.span)
         self.span: Span | None = node.span
         self.count = len(node.patterns)
+        # the labels of each pattern after the first: what a merged record takes from that slot
+        self.later: tuple[tuple[str, ...], ...] = tuple(tuple(p.labels) for p in node.patterns[1:])
 
     def new_cell(self) -> "SyncCell":
         return SyncCell(self)
