@@ -20,15 +20,15 @@ The executors need three things the driver has:
   cloudpickle: by reference when its module is installed (stdlib,
   site-packages), by value otherwise (``__main__``, notebooks, test modules,
   closures), so user code that is not installed on the executors still runs;
-* **the snet package itself**, as a zip of the driver's pure-Python package
-  added with ``addPyFile``, so executors run exactly the driver's version
-  even where the project is not installed (the grammar is read as package
-  data with ``importlib.resources``, so even parsing works from the zip).
-  The FRONT engine's compiled
-  extension is not needed on executors: replicas run in the reference
-  engine's machinery.  The zip also holds the pure-Python packages that
-  machinery imports (``SHIPPED_PACKAGES``: attrs, for the run options and
-  statistics).
+* **the snet package itself**, as a zip of the driver's package added with
+  ``addPyFile``, so executors run exactly the driver's version even where
+  the project is not installed (the grammar is read as package data with
+  ``importlib.resources``, so even parsing works from the zip).  The zip
+  also holds the pure-Python packages snet's machinery imports
+  (``SHIPPED_PACKAGES``: attrs, for the run options and statistics) and the
+  driver's compiled modules (the box caller, FRONT), which executors of the
+  driver's Python extract and run (:mod:`snet.shipped_native`); other
+  executors run the pure-Python modules.
 
 :class:`RunContext` bundles the first two; it travels once per run
 (a broadcast on classic Spark, the UDF closure on Spark Connect).
@@ -291,7 +291,7 @@ def _package_files(package: str, suffix: str | None) -> list[tuple[str, str]]:
 
 
 def package_zip() -> str:
-    """A zip of the driver's snet package and ``SHIPPED_PACKAGES`` (pure Python), built once per process.
+    """A zip of the driver's snet package and ``SHIPPED_PACKAGES``, built once per process.
 
     Where the driver runs the compiled box caller, the zip also holds the
     compiled modules of ``snet/core`` and ``snet_front`` of the driver's
