@@ -269,3 +269,71 @@ def test_the_task_function_against_the_hand_written_loop_without_spark(benchmark
     benchmark.pedantic(applied, rounds=1, iterations=1)
     report(records=RECORDS, task_us_per_record=figures["candidate_s"] * 1e6 / RECORDS,
            hand_us_per_record=figures["baseline_s"] * 1e6 / RECORDS, overhead=figures["ratio"], **shares)
+
+
+PAIRS = """
+net pairs {
+  box split ((v, <k>) -> (a) | (b));
+} connect (split .. [| {a}, {b} |]) ! <k>;
+"""
+ROUTED = """
+net routed {
+  box inc ((a) -> (a));
+  box dbl ((a) -> (b));
+} connect inc .. [{a} -> {a, <t>}] .. ([{<t>} -> {a}] || dbl);
+"""
+
+
+def split(v, k):
+    return {"a": v} if v % 2 else {"b": v}
+
+
+@pytest.mark.parametrize("name", ["keyed", "pairs", "routed"])
+def test_the_task_engine_front_against_the_reference_engine_without_spark(benchmark, report, name):
+    """``map_partition`` of a network that is not a chain of boxes (so it needs an engine), on FRONT with one
+    worker (what tasks run where the compiled runtime imports) against the reference engine, no Spark:
+    ``keyed`` and ``pairs`` (a synchro-cell per tag) as after the shuffle by ``<k>``, ``routed`` a stateless
+    network with a filter and a deterministic parallel."""
+    import sys
+
+    pytest.importorskip("pyspark")
+    pytest.importorskip("snet_front.runtime")
+    import pyarrow as pa
+    from pyspark import cloudpickle
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    import snet
+    import snet.spark.dataframe as dataframe
+    from snet.spark.shipping import dump_context, make_context
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    nets = {"keyed": (KEYED, {"work": work}, ("v", "<k>")), "pairs": (PAIRS, {"split": split}, ("a", "b", "<k>")),
+            "routed": (ROUTED, {"inc": inc, "dbl": dbl}, ("a", "b", "<t>"))}
+    source, boxes, columns = nets[name]
+    net = snet.load(source, boxes=boxes)
+    context = dump_context(make_context(net.graph, 0, net.boxes))
+    schema = StructType([StructField(n, LongType(), True) for n in columns]).json()
+    values = list(range(RECORDS))
+    if name == "routed":
+        batches = [pa.RecordBatch.from_pydict({"a": values[i:i + BATCH]}) for i in range(0, RECORDS, BATCH)]
+    else:  # a partition after the shuffle: the records of each tag value together, in input order
+        ordered = sorted(values, key=lambda v: v % TAGS)
+        batches = [pa.RecordBatch.from_pydict({"v": ordered[i:i + BATCH], "<k>": [v % TAGS for v in ordered[i:i + BATCH]]})
+                   for i in range(0, RECORDS, BATCH)]
+
+    def run(engine):
+        def go():
+            dataframe.TASK_ENGINE = engine
+            try:
+                return [b for b in dataframe.map_partition("bench-" + name, context, (), schema, True, iter(batches))]
+            finally:
+                dataframe.TASK_ENGINE = "front"
+        return go
+
+    front, reference = run("front"), run("reference")
+    assert pa.Table.from_batches(front()).to_pylist() == pa.Table.from_batches(reference()).to_pylist()
+    figures = paired(front, reference, rounds=rounds(5))
+    benchmark.pedantic(front, rounds=1, iterations=1)
+    report(records=RECORDS, network=name, front_us_per_record=figures["candidate_s"] * 1e6 / RECORDS,
+           reference_us_per_record=figures["baseline_s"] * 1e6 / RECORDS, ratio=figures["ratio"])
+    assert figures["ratio"] < 1.5  # FRONT is meant to be the faster: the figure is in docs/performance.md
