@@ -37,6 +37,10 @@ for ``spark_apply`` against ``mapInPandas``, 7 without Spark).
 3. The same two without Spark: the task function ``map_partition`` on Arrow
    batches against the hand-written function's loop on pandas frames, with
    the shares of the task function's time (no JVM: steadier figures).
+4. Networks that need an engine in their tasks: the task function on FRONT
+   with one worker against the reference engine without Spark
+   (``-k task_engine``), and ``spark_apply`` with FRONT tasks against
+   reference-engine tasks in one session (``-k front_tasks``).
 """
 
 from __future__ import annotations
@@ -323,11 +327,7 @@ def test_the_task_engine_front_against_the_reference_engine_without_spark(benchm
 
     def run(engine):
         def go():
-            dataframe.TASK_ENGINE = engine
-            try:
-                return [b for b in dataframe.map_partition("bench-" + name, context, (), schema, True, iter(batches))]
-            finally:
-                dataframe.TASK_ENGINE = "front"
+            return list(dataframe.map_partition("bench-" + name, context, (), schema, True, iter(batches), engine))
         return go
 
     front, reference = run("front"), run("reference")
@@ -337,3 +337,41 @@ def test_the_task_engine_front_against_the_reference_engine_without_spark(benchm
     report(records=RECORDS, network=name, front_us_per_record=figures["candidate_s"] * 1e6 / RECORDS,
            reference_us_per_record=figures["baseline_s"] * 1e6 / RECORDS, ratio=figures["ratio"])
     assert figures["ratio"] < 1.5  # FRONT is meant to be the faster: the figure is in docs/performance.md
+
+
+@pytest.mark.parametrize("name", ["keyed", "pairs"])
+def test_spark_apply_on_front_tasks_against_reference_engine_tasks(benchmark, report, setup, name):
+    """``spark_apply`` of a network that needs an engine, its tasks on FRONT with one worker against the
+    same on the reference engine, in one session, both ending in the ``noop`` sink; the outputs compared
+    first.  ``keyed`` is ``work ! <k>``, ``pairs`` a synchro-cell per tag (``split`` makes ``a`` or ``b``)."""
+    import sys
+
+    from pyspark import cloudpickle
+
+    import snet
+    import snet.spark.dataframe as dataframe
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    session, folder, nets = setup
+    net = nets["keyed"][0] if name == "keyed" else snet.load(PAIRS, boxes={"split": split})
+    schema = "v long, `<k>` long" if name == "keyed" else "a long, b long, `<k>` long"
+    df = session.read.parquet(str(folder / "keyed.parquet"))
+
+    def applied(engine):
+        dataframe.TASK_ENGINE = engine  # read by spark_apply, carried to the tasks
+        try:
+            return net.spark_apply(df, schema)
+        finally:
+            dataframe.TASK_ENGINE = "front"
+
+    front, reference = applied("front"), applied("reference")
+    assert sorted(map(repr, front.collect())) == sorted(map(repr, reference.collect()))
+
+    def run(frame):
+        return lambda: frame.write.format("noop").mode("overwrite").save()
+
+    figures = paired(run(front), run(reference), rounds=rounds(5))
+    benchmark.pedantic(run(front), rounds=1, iterations=1)
+    report(records=RECORDS, network=name, front_s=figures["candidate_s"], reference_s=figures["baseline_s"],
+           ratio=figures["ratio"], worker_box_caller=worker_box_caller(session))
+    assert figures["ratio"] < 2.0

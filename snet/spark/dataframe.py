@@ -137,7 +137,7 @@ def spark_apply(network, df, schema=None, *, partitions: int | None = None, orde
     context = make_context(network.graph, 0, network.boxes, shipped_only=shipped_only)
     ship(session, context, is_connect_session(session))
     function = functools.partial(map_partition, uuid.uuid4().hex, dump_context(context), drop,
-                                 out.json(), schema is not None)
+                                 out.json(), schema is not None, engine=TASK_ENGINE)
     return mapped.mapInArrow(function, out)
 
 # -- on the executors ----------------------------------------------------------
@@ -223,7 +223,7 @@ def _fits(pa, value, type_) -> bool:
         return False
 
 def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_json: str, project: bool,
-                  batches) -> Iterator:
+                  batches, engine: str = "front") -> Iterator:
     """The ``mapInArrow`` function: one fresh engine (:func:`_engine`) over this partition's records.
 
     A chain of boxes runs without the engine, one input batch at a time
@@ -247,7 +247,7 @@ def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_jso
         if pending:
             yield writer.batch(pending)
         return
-    outputs, warnings = _engine(plan, _records(batches, drop))
+    outputs, warnings = _engine(plan, _records(batches, drop), engine)
     try:
         while out := list(itertools.islice(outputs, OUT_BATCH)):
             yield writer.batch(out)
@@ -259,7 +259,7 @@ def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_jso
         log.warning("%s", warning)
 
 
-TASK_ENGINE = "front"  # "reference": every task on the reference engine (the benchmark's baseline)
+TASK_ENGINE = "front"  # the tasks' engine, read by spark_apply; "reference" for the benchmark's baseline
 
 
 @functools.lru_cache(maxsize=1)
@@ -271,16 +271,16 @@ def _front_imports() -> bool:
     return True
 
 
-def _engine(plan, records):
+def _engine(plan, records, engine: str = "front"):
     """``(outputs, warnings())`` of ``plan`` over ``records``: FRONT with one worker where its compiled
-    runtime imports (``TASK_ENGINE``), else the reference engine.
+    runtime imports and ``engine`` is ``"front"``, else the reference engine.
 
     One worker: Spark runs a task per core already.  With one worker FRONT
     takes the next input record only when the previous one has gone as far
     as it can, so the outputs keep the input order and a split's replicas
     get their records in order, as in the reference engine.
     """
-    if TASK_ENGINE == "front" and _front_imports():
+    if engine == "front" and _front_imports():
         from snet.backends.front import FrontExecution
         from snet.options import RunOptions
 
