@@ -27,9 +27,20 @@ for ``spark_apply`` against ``mapInPandas``, 7 without Spark).
 2. ``spark_apply`` of the 3-box network against a hand-written
    ``mapInPandas`` that calls the same three functions per row, both ending
    in Spark's ``noop`` sink (the whole plan runs, nothing is written).
+   Also printed: the box caller module the Python workers imported
+   (``worker_box_caller``).  ``local[N]`` workers run in the driver's
+   working directory, which comes first on their path: run from the
+   repository's root they import the source tree's snet; run from another
+   folder (``cd /tmp && PYTHONPATH=/path/to/repo python -m pytest
+   /path/to/repo/bench/...``) they import the shipped one, as cluster
+   executors do.
 3. The same two without Spark: the task function ``map_partition`` on Arrow
    batches against the hand-written function's loop on pandas frames, with
    the shares of the task function's time (no JVM: steadier figures).
+4. Networks that need an engine in their tasks: the task function on FRONT
+   with one worker against the reference engine without Spark
+   (``-k task_engine``), and ``spark_apply`` with FRONT tasks against
+   reference-engine tasks in one session (``-k front_tasks``).
 """
 
 from __future__ import annotations
@@ -156,6 +167,18 @@ def test_native_parquet_against_the_driver_path(benchmark, report, setup, name):
     assert figures["ratio"] < 1.0  # the target is a speed-up of 2 or more
 
 
+def _box_caller_file(_):
+    import snet.core.boxes
+
+    return snet.core.boxes.__file__
+
+
+def worker_box_caller(session) -> str:
+    """The box caller module the Python workers import: the compiled one (from the source tree where the
+    workers run in it, else extracted from the shipped zip) or the pure-Python one."""
+    return ",".join(sorted(set(session.sparkContext.parallelize(range(2), 2).map(_box_caller_file).collect())))
+
+
 def test_spark_apply_against_hand_written_map_in_pandas(benchmark, report, setup):
     import sys
 
@@ -185,7 +208,7 @@ def test_spark_apply_against_hand_written_map_in_pandas(benchmark, report, setup
     figures = paired(applied, hand, rounds=rounds(5))
     benchmark.pedantic(applied, rounds=1, iterations=1)
     report(records=RECORDS, spark_apply_s=figures["candidate_s"], map_in_pandas_s=figures["baseline_s"],
-           overhead=figures["ratio"])
+           overhead=figures["ratio"], worker_box_caller=worker_box_caller(session))
     assert figures["ratio"] < 2.0  # the target is 1.2 or less
 
 
@@ -250,3 +273,105 @@ def test_the_task_function_against_the_hand_written_loop_without_spark(benchmark
     benchmark.pedantic(applied, rounds=1, iterations=1)
     report(records=RECORDS, task_us_per_record=figures["candidate_s"] * 1e6 / RECORDS,
            hand_us_per_record=figures["baseline_s"] * 1e6 / RECORDS, overhead=figures["ratio"], **shares)
+
+
+PAIRS = """
+net pairs {
+  box split ((v, <k>) -> (a) | (b));
+} connect (split .. [| {a}, {b} |]) ! <k>;
+"""
+ROUTED = """
+net routed {
+  box inc ((a) -> (a));
+  box dbl ((a) -> (b));
+} connect inc .. [{a} -> {a, <t>}] .. ([{<t>} -> {a}] || dbl);
+"""
+
+
+def split(v, k):
+    return {"a": v} if v % 2 else {"b": v}
+
+
+@pytest.mark.parametrize("name", ["keyed", "pairs", "routed"])
+def test_the_task_engine_front_against_the_reference_engine_without_spark(benchmark, report, name):
+    """``map_partition`` of a network that is not a chain of boxes (so it needs an engine), on FRONT with one
+    worker (what tasks run where the compiled runtime imports) against the reference engine, no Spark:
+    ``keyed`` and ``pairs`` (a synchro-cell per tag) as after the shuffle by ``<k>``, ``routed`` a stateless
+    network with a filter and a deterministic parallel."""
+    import sys
+
+    pytest.importorskip("pyspark")
+    pytest.importorskip("snet_front.runtime")
+    import pyarrow as pa
+    from pyspark import cloudpickle
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    import snet
+    import snet.spark.dataframe as dataframe
+    from snet.spark.shipping import dump_context, make_context
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    nets = {"keyed": (KEYED, {"work": work}, ("v", "<k>")), "pairs": (PAIRS, {"split": split}, ("a", "b", "<k>")),
+            "routed": (ROUTED, {"inc": inc, "dbl": dbl}, ("a", "b", "<t>"))}
+    source, boxes, columns = nets[name]
+    net = snet.load(source, boxes=boxes)
+    context = dump_context(make_context(net.graph, 0, net.boxes))
+    schema = StructType([StructField(n, LongType(), True) for n in columns]).json()
+    values = list(range(RECORDS))
+    if name == "routed":
+        batches = [pa.RecordBatch.from_pydict({"a": values[i:i + BATCH]}) for i in range(0, RECORDS, BATCH)]
+    else:  # a partition after the shuffle: the records of each tag value together, in input order
+        ordered = sorted(values, key=lambda v: v % TAGS)
+        batches = [pa.RecordBatch.from_pydict({"v": ordered[i:i + BATCH], "<k>": [v % TAGS for v in ordered[i:i + BATCH]]})
+                   for i in range(0, RECORDS, BATCH)]
+
+    def run(engine):
+        def go():
+            return list(dataframe.map_partition("bench-" + name, context, (), schema, True, iter(batches), engine))
+        return go
+
+    front, reference = run("front"), run("reference")
+    assert pa.Table.from_batches(front()).to_pylist() == pa.Table.from_batches(reference()).to_pylist()
+    figures = paired(front, reference, rounds=rounds(5))
+    benchmark.pedantic(front, rounds=1, iterations=1)
+    report(records=RECORDS, network=name, front_us_per_record=figures["candidate_s"] * 1e6 / RECORDS,
+           reference_us_per_record=figures["baseline_s"] * 1e6 / RECORDS, ratio=figures["ratio"])
+    assert figures["ratio"] < 1.5  # FRONT is meant to be the faster: the figure is in docs/performance.md
+
+
+@pytest.mark.parametrize("name", ["keyed", "pairs"])
+def test_spark_apply_on_front_tasks_against_reference_engine_tasks(benchmark, report, setup, name):
+    """``spark_apply`` of a network that needs an engine, its tasks on FRONT with one worker against the
+    same on the reference engine, in one session, both ending in the ``noop`` sink; the outputs compared
+    first.  ``keyed`` is ``work ! <k>``, ``pairs`` a synchro-cell per tag (``split`` makes ``a`` or ``b``)."""
+    import sys
+
+    from pyspark import cloudpickle
+
+    import snet
+    import snet.spark.dataframe as dataframe
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    session, folder, nets = setup
+    net = nets["keyed"][0] if name == "keyed" else snet.load(PAIRS, boxes={"split": split})
+    schema = "v long, `<k>` long" if name == "keyed" else "a long, b long, `<k>` long"
+    df = session.read.parquet(str(folder / "keyed.parquet"))
+
+    def applied(engine):
+        dataframe.TASK_ENGINE = engine  # read by spark_apply, carried to the tasks
+        try:
+            return net.spark_apply(df, schema)
+        finally:
+            dataframe.TASK_ENGINE = "front"
+
+    front, reference = applied("front"), applied("reference")
+    assert sorted(map(repr, front.collect())) == sorted(map(repr, reference.collect()))
+
+    def run(frame):
+        return lambda: frame.write.format("noop").mode("overwrite").save()
+
+    figures = paired(run(front), run(reference), rounds=rounds(5))
+    benchmark.pedantic(run(front), rounds=1, iterations=1)
+    report(records=RECORDS, network=name, front_s=figures["candidate_s"], reference_s=figures["baseline_s"],
+           ratio=figures["ratio"], worker_box_caller=worker_box_caller(session))
+    assert figures["ratio"] < 2.0

@@ -9,9 +9,14 @@ session open; everything else is reached through the ``snet`` command.
         ...
 """
 
+import sys as _sys
 from typing import TYPE_CHECKING
 
-from snet._version import __version__
+from snet import shipped_native as _shipped_native
+
+_shipped_native.activate(_sys.modules[__name__])  # imported from a shipped zip: its compiled modules, if usable
+
+from snet._version import __version__  # noqa: E402
 
 if TYPE_CHECKING:  # what type checkers see; at run time these load on first use (below)
     from snet.api import Network, Session, load

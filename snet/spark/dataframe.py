@@ -8,9 +8,10 @@ caller's own transformations, on classic Spark and on Spark Connect alike.
   names in the JSON Lines spelling (``x`` a field, ``<t>`` a tag, ``<#b>`` a
   binding tag); a null is an absent label, so one table holds records of
   several variants.  Output records become rows the same way.
-* **One engine per task.** The function given to ``mapInArrow`` builds a
-  reference engine for its partition and streams the partition's records
-  through it, outputs going out in Arrow batches (a network that is a
+* **One engine per task.** The function given to ``mapInArrow`` starts an
+  engine for its partition (FRONT with one worker, or the reference engine
+  where the compiled runtime does not import: :func:`_engine`) and streams
+  the partition's records through it, outputs going out in Arrow batches (a network that is a
   serial chain of boxes needs no engine: a batch's records go through the
   box callers, :func:`box_chain`).  Engines of different
   tasks share nothing, so only networks whose state can be partitioned run
@@ -136,7 +137,7 @@ def spark_apply(network, df, schema=None, *, partitions: int | None = None, orde
     context = make_context(network.graph, 0, network.boxes, shipped_only=shipped_only)
     ship(session, context, is_connect_session(session))
     function = functools.partial(map_partition, uuid.uuid4().hex, dump_context(context), drop,
-                                 out.json(), schema is not None)
+                                 out.json(), schema is not None, engine=TASK_ENGINE)
     return mapped.mapInArrow(function, out)
 
 # -- on the executors ----------------------------------------------------------
@@ -222,8 +223,8 @@ def _fits(pa, value, type_) -> bool:
         return False
 
 def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_json: str, project: bool,
-                  batches) -> Iterator:
-    """The ``mapInArrow`` function: one fresh reference engine over this partition's records.
+                  batches, engine: str = "front") -> Iterator:
+    """The ``mapInArrow`` function: one fresh engine (:func:`_engine`) over this partition's records.
 
     A chain of boxes runs without the engine, one input batch at a time
     (rows to records, the records through the chain, the outputs gathered
@@ -246,14 +247,49 @@ def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_jso
         if pending:
             yield writer.batch(pending)
         return
+    outputs, warnings = _engine(plan, _records(batches, drop), engine)
+    try:
+        while out := list(itertools.islice(outputs, OUT_BATCH)):
+            yield writer.batch(out)
+    finally:
+        close = getattr(outputs, "close", None)
+        if close is not None:
+            close()
+    for warning in warnings():
+        log.warning("%s", warning)
+
+
+TASK_ENGINE = "front"  # the tasks' engine, read by spark_apply; "reference" for the benchmark's baseline
+
+
+@functools.lru_cache(maxsize=1)
+def _front_imports() -> bool:
+    try:
+        import snet_front.runtime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _engine(plan, records, engine: str = "front"):
+    """``(outputs, warnings())`` of ``plan`` over ``records``: FRONT with one worker where its compiled
+    runtime imports and ``engine`` is ``"front"``, else the reference engine.
+
+    One worker: Spark runs a task per core already.  With one worker FRONT
+    takes the next input record only when the previous one has gone as far
+    as it can, so the outputs keep the input order and a split's replicas
+    get their records in order, as in the reference engine.
+    """
+    if engine == "front" and _front_imports():
+        from snet.backends.front import FrontExecution
+        from snet.options import RunOptions
+
+        execution = FrontExecution(plan, records, RunOptions.from_keywords(engine="front", workers=1))
+        return execution, lambda: execution.warnings
     from snet.reference import ReferenceEngine
 
     engine = ReferenceEngine(plan)
-    outputs = engine.run(_records(batches, drop))
-    while out := list(itertools.islice(outputs, OUT_BATCH)):
-        yield writer.batch(out)
-    for warning in engine.termination_warnings():
-        log.warning("%s", warning)
+    return engine.run(records), engine.termination_warnings
 
 
 def box_chain(plan) -> tuple | None:

@@ -20,15 +20,15 @@ The executors need three things the driver has:
   cloudpickle: by reference when its module is installed (stdlib,
   site-packages), by value otherwise (``__main__``, notebooks, test modules,
   closures), so user code that is not installed on the executors still runs;
-* **the snet package itself**, as a zip of the driver's pure-Python package
-  added with ``addPyFile``, so executors run exactly the driver's version
-  even where the project is not installed (the grammar is read as package
-  data with ``importlib.resources``, so even parsing works from the zip).
-  The FRONT engine's compiled
-  extension is not needed on executors: replicas run in the reference
-  engine's machinery.  The zip also holds the pure-Python packages that
-  machinery imports (``SHIPPED_PACKAGES``: attrs, for the run options and
-  statistics).
+* **the snet package itself**, as a zip of the driver's package added with
+  ``addPyFile``, so executors run exactly the driver's version even where
+  the project is not installed (the grammar is read as package data with
+  ``importlib.resources``, so even parsing works from the zip).  The zip
+  also holds the pure-Python packages snet's machinery imports
+  (``SHIPPED_PACKAGES``: attrs, for the run options and statistics) and the
+  driver's compiled modules (the box caller, FRONT), which executors of the
+  driver's Python extract and run (:mod:`snet.shipped_native`); other
+  executors run the pure-Python modules.
 
 :class:`RunContext` bundles the first two; it travels once per run
 (a broadcast on classic Spark, the UDF closure on Spark Connect).
@@ -257,25 +257,74 @@ def dump_context(context: RunContext) -> bytes:
 
 _ZIP: str | None = None
 SHIPPED_PACKAGES = ("snet", "attr", "attrs")  # snet and the pure-Python packages the executors import from it
+NATIVE_PACKAGES = ("snet_front",)  # shipped only with its compiled modules (FRONT in tasks)
+
+
+def native_suffix() -> str | None:
+    """The extension suffix of the driver's compiled box caller (``.cpython-311-x86_64-linux-gnu.so``),
+    None when the driver runs the pure-Python one or the suffix names no interpreter (``.so``, ``.abi3.so``)."""
+    import importlib.machinery
+
+    from snet.core import boxes
+
+    path = getattr(boxes, "__file__", "") or ""
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    return suffix if path.endswith(suffix) and ".cpython-" in suffix else None
+
+
+def _package_files(package: str, suffix: str | None) -> list[tuple[str, str]]:
+    """``(path, member)`` of ``package``'s sources, package data and (with ``suffix``) compiled modules."""
+    import importlib
+
+    module = importlib.import_module(package)
+    # a package's folder; snet's is its extracted folder where it came from a shipped zip
+    root = os.path.abspath(list(getattr(module, "__path__", []))[0] if hasattr(module, "__path__")
+                           else os.path.dirname(module.__file__))
+    found = []
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".py", ".lark")) or (suffix and name.endswith(suffix)):
+                full = os.path.join(directory, name)
+                found.append((full, os.path.join(package, os.path.relpath(full, root)).replace(os.sep, "/")))
+    return found
 
 
 def package_zip() -> str:
-    """A zip of the driver's snet package and ``SHIPPED_PACKAGES`` (pure Python), built once per process."""
+    """A zip of the driver's snet package and ``SHIPPED_PACKAGES``, built once per process.
+
+    Where the driver runs the compiled box caller, the zip also holds the
+    compiled modules of ``snet/core`` and ``snet_front`` of the driver's
+    extension suffix and a manifest: executors of the same Python and
+    platform extract the zip once and run them (:mod:`snet.shipped_native`),
+    others run the pure-Python modules.
+    """
     global _ZIP
     if _ZIP is not None and os.path.isfile(_ZIP):
         return _ZIP
-    import importlib
+    import importlib.util
+    import json
 
+    from snet.shipped_native import MANIFEST, NATIVE_FOLDERS
+
+    suffix = native_suffix()
+    members = [entry for package in SHIPPED_PACKAGES for entry in _package_files(package, suffix)]
+    if suffix is not None:
+        for package in NATIVE_PACKAGES:
+            if importlib.util.find_spec(package) is not None:
+                members += _package_files(package, suffix)
+    native = [m for _, m in members if suffix and m.endswith(suffix) and m.startswith(NATIVE_FOLDERS)]
+    digest = hashlib.sha256()
     folder = tempfile.mkdtemp(prefix="snet-spark-")
     target = os.path.join(folder, "snet.zip")
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
-        for package in SHIPPED_PACKAGES:
-            root = os.path.dirname(os.path.abspath(importlib.import_module(package).__file__))
-            for directory, dirs, files in os.walk(root):
-                dirs[:] = [d for d in dirs if d != "__pycache__"]
-                for name in files:
-                    if name.endswith((".py", ".lark")):
-                        full = os.path.join(directory, name)
-                        z.write(full, os.path.join(package, os.path.relpath(full, root)))
+        for full, member in members:
+            with open(full, "rb") as f:
+                data = f.read()
+            digest.update(f"{member}\0{len(data)}\0".encode())
+            digest.update(data)
+            z.writestr(member, data)
+        if native:
+            z.writestr(MANIFEST, json.dumps({"suffix": suffix, "native": native, "digest": digest.hexdigest()}))
     _ZIP = target
     return target

@@ -33,14 +33,22 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CASES = ["split_det_order", "split_many_keys", "split_sync_per_key", "fibonacci"]
 
-HELPERS_NET = "net shipped {\n  box f((a, <k>) -> (a, where, snet));\n} connect f ! <k>;\n"
+HELPERS_NET = "net shipped {\n  box f((a, <k>) -> (a, where, snet, caller, front));\n} connect f ! <k>;\n"
 HELPERS_BOXES = '''
 import snet
+import snet.core.boxes
 import helpers
 from tools.scale import factor
 
 def f(a, k):
-    return {"a": helpers.double(a) * factor, "where": helpers.__file__, "snet": snet.__file__}
+    try:
+        import snet_front.runtime
+        front = snet_front.runtime.__file__
+    except ImportError:
+        front = None
+    # caller: the box caller module the task runs (the compiled one or the pure-Python one)
+    return {"a": helpers.double(a) * factor, "where": helpers.__file__, "snet": snet.__file__,
+            "caller": snet.core.boxes.__file__, "front": front}
 '''
 
 
@@ -140,6 +148,25 @@ def test_split_cases_and_shipped_helpers_on_the_cluster(cluster, tmp_path):
         # snet itself from the shipped package zip (in the executor's working folder), not the source tree
         assert record["snet"].endswith("snet.zip/snet/__init__.py") and not record["snet"].startswith(str(ROOT)), \
             record
+        assert_compiled_modules_shipped(cluster, record)
+
+
+def assert_compiled_modules_shipped(cluster, record: dict) -> None:
+    """The task ran the driver's compiled box caller and had FRONT, both extracted from the shipped zip into
+    the executor's own folder; a driver without the built extension ships the pure-Python caller."""
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    from snet.spark.shipping import native_suffix
+
+    caller, front = record["caller"], record["front"]
+    if native_suffix() is None:
+        assert caller.endswith("snet.zip/snet/core/boxes.py") and front is None, record
+        return
+    folder = os.path.dirname(os.path.dirname(os.path.dirname(caller)))
+    assert cluster.worker_of(caller) is not None and not caller.startswith(str(ROOT)), record
+    assert os.path.basename(folder).startswith("snet-native-"), record
+    assert caller == os.path.join(folder, "snet", "core", "boxes" + EXTENSION_SUFFIXES[0]), record
+    assert front == os.path.join(folder, "snet_front", "runtime" + EXTENSION_SUFFIXES[0]), record
 
 
 CRASH_BOXES = '''
@@ -186,6 +213,8 @@ def test_snet_spark_submit_in_client_mode_on_the_cluster(cluster, tmp_path):
     assert sorted(r["a"] for r in written) == [0, 20, 40, 60]
     workers = [str(w) for w in cluster.worker_folders()]
     assert all(any(r["where"].startswith(w + os.sep) for w in workers) for r in written), written
+    for record in written:
+        assert_compiled_modules_shipped(cluster, record)
 
 
 NATIVE_BOXES = '''

@@ -9,9 +9,11 @@ session show what a cluster node without the box files gets; without it
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import pytest
@@ -84,25 +86,126 @@ def test_a_box_module_imports_its_sibling_modules_on_the_executors(spark_options
         assert record["deep"] == "int"
 
 
-def test_the_package_zip_parses_programs_without_the_source_tree(tmp_path):
-    """The grammar is package data read with importlib.resources: it loads from the zip executors get."""
+PROBE = ("import sys\n"
+         "import snet, snet.core.boxes as boxes, snet.shipped_native as shipped\n"
+         "import snet.syntax.parser as p\n"
+         "p._grammar_text()\n"
+         "try:\n"
+         "    import snet_front.runtime as front\n"
+         "    front = front.__file__\n"
+         "except ImportError as e:\n"
+         "    front = None\n"
+         "import json\n"
+         "print(json.dumps({'program': type(p.parse('net n { box f((a) -> (b)); } connect f;')).__name__,\n"
+         "                  'parser': p.__file__, 'boxes': boxes.__file__, 'snet': snet.__file__, 'front': front,\n"
+         "                  'mode': shipped.state['mode']}))\n")
+
+
+def run_from_zip(archive: str, cwd: Path) -> tuple[dict, str]:
+    """PROBE in a fresh Python whose path has ``archive`` and lark, not the source tree."""
+    import json
+
     import lark
 
-    from snet.spark.shipping import package_zip
-
-    archive = package_zip()
-    code = ("import sys\n"
-            "import snet.syntax.parser as p\n"
-            "assert p.__file__.startswith(sys.argv[1]), p.__file__\n"
-            "p._grammar_text()\n"
-            "print(type(p.parse('net n { box f((a) -> (b)); } connect f;')).__name__)\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = os.pathsep.join([archive, str(Path(lark.__file__).parents[1])])
     env["SNET_NO_GRAMMAR_CACHE"] = "1"
-    result = subprocess.run([sys.executable, "-c", code, archive], cwd=tmp_path, capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-c", PROBE], cwd=cwd, capture_output=True, text=True,
                             timeout=120, env=env)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "Program"
+    return json.loads(result.stdout), result.stderr
+
+
+def compiled_driver() -> bool:
+    from snet.spark.shipping import native_suffix
+
+    return native_suffix() is not None
+
+
+@pytest.mark.skipif(not compiled_driver(), reason="the extension is not built: nothing compiled to ship")
+def test_the_package_zip_runs_the_compiled_modules_from_a_folder_it_extracts_once(tmp_path):
+    """The zip holds the driver's compiled modules; a Python like the driver's extracts the zip beside it and
+    imports everything after snet/__init__ from there, the grammar as package data included."""
+    from snet.spark.shipping import package_zip
+
+    archive = str(tmp_path / "snet.zip")
+    shutil.copy(package_zip(), archive)
+    for attempt in range(2):  # the second Python finds the folder the first made
+        got, errors = run_from_zip(archive, tmp_path)
+        extracted = [p for p in os.listdir(tmp_path) if p.startswith("snet-native-")]
+        assert len(extracted) == 1 and not [p for p in os.listdir(tmp_path) if ".part-" in p], os.listdir(tmp_path)
+        folder = str(tmp_path / extracted[0])
+        assert got["program"] == "Program" and got["mode"] == "extracted", got
+        assert got["snet"] == f"{archive}/snet/__init__.py", got
+        assert got["boxes"] == os.path.join(folder, "snet", "core", "boxes" + EXTENSION_SUFFIXES[0]), got
+        assert got["parser"] == os.path.join(folder, "snet", "syntax", "parser.py"), got
+        assert got["front"] == os.path.join(folder, "snet_front", "runtime" + EXTENSION_SUFFIXES[0]), got
+        assert errors == ""
+
+
+def test_a_python_that_cannot_load_the_compiled_modules_runs_the_zips_pure_python_modules(tmp_path):
+    """The zip's compiled modules renamed to another interpreter's suffix: nothing extracted, the pure-Python
+    modules from the zip, one line on standard error saying so."""
+    import json
+
+    from snet.shipped_native import MANIFEST
+    from snet.spark.shipping import package_zip
+
+    foreign = ".cpython-399-sparc-plan9.so"
+    archive = str(tmp_path / "snet.zip")
+    with zipfile.ZipFile(package_zip()) as source, zipfile.ZipFile(archive, "w") as target:
+        native = []
+        for member in source.namelist():
+            if member == MANIFEST:
+                continue
+            name = member[:-len(EXTENSION_SUFFIXES[0])] + foreign if member.endswith(EXTENSION_SUFFIXES[0]) else member
+            if name != member:
+                native.append(name)
+            target.writestr(name, source.read(member))
+        if not native:  # a pure-Python driver ships none: stand in one file of the foreign suffix
+            target.writestr("snet/core/boxes" + foreign, b"not loadable")
+            native.append("snet/core/boxes" + foreign)
+        target.writestr(MANIFEST, json.dumps({"suffix": foreign, "native": native, "digest": "f" * 64}))
+    got, errors = run_from_zip(archive, tmp_path)
+    assert got["program"] == "Program" and got["mode"] == "pure-python", got
+    assert got["boxes"] == f"{archive}/snet/core/boxes.py" and got["parser"].startswith(archive + "/"), got
+    assert got["front"] is None
+    assert not [p for p in os.listdir(tmp_path) if p.startswith("snet-native-")]
+    assert errors.strip().splitlines() == [
+        f"snet: the shipped compiled modules are for '{foreign}', which this Python ({sys.version.split()[0]}, "
+        f"'{EXTENSION_SUFFIXES[0]}') cannot load: running snet's pure-Python modules"]
+
+
+def test_the_compiled_members_an_interpreter_takes_are_those_of_its_own_suffix():
+    from snet.shipped_native import usable
+
+    manifest = {"suffix": ".cpython-311-x86_64-linux-gnu.so",
+                "native": ["snet/core/boxes.cpython-311-x86_64-linux-gnu.so",
+                           "snet_front/core.cpython-311-x86_64-linux-gnu.so",
+                           "elsewhere/x.cpython-311-x86_64-linux-gnu.so"]}
+    own = [".cpython-311-x86_64-linux-gnu.so", ".abi3.so", ".so"]
+    assert usable(manifest, own) == manifest["native"][:2]
+    assert usable(manifest, [".cpython-312-x86_64-linux-gnu.so", ".abi3.so", ".so"]) == []
+    assert usable(manifest, [".cpython-311-aarch64-linux-gnu.so", ".abi3.so", ".so"]) == []
+    assert usable({"suffix": "", "native": []}, own) == []
+
+
+def test_concurrent_extractions_end_in_one_folder(tmp_path):
+    """Workers that extract at once each write a folder of their own and rename it; one rename wins."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from snet.shipped_native import extract
+
+    archive = tmp_path / "a.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for i in range(200):
+            z.writestr(f"snet/m{i}.py", f"x = {i}\n" * 50)
+    parent = tmp_path / "out"
+    parent.mkdir()
+    with ThreadPoolExecutor(8) as pool:
+        folders = set(pool.map(lambda _: extract(str(archive), "0123456789abcdef" * 4, str(parent)), range(8)))
+    assert len(folders) == 1 and os.listdir(parent) == [os.path.basename(folders.pop())]
+    assert len(os.listdir(parent / os.listdir(parent)[0] / "snet")) == 200
 
 
 @pytest.mark.spark

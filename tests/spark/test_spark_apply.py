@@ -117,6 +117,28 @@ def test_a_stateless_network_keeps_row_order_and_needs_no_shuffle(spark):
     assert sorted(r.name for r in out.schema.fields) == sorted(["b", "id", "<even>"])
 
 
+def thread_of(a):
+    import threading
+
+    return {"b": a, "thread": threading.current_thread().name}
+
+
+def test_tasks_run_a_network_that_needs_an_engine_on_front_with_one_worker(spark):
+    """Where the compiled runtime imports (here the executors import this tree's), tasks run FRONT with one
+    worker, whose only worker thread calls the boxes; else the reference engine, in the task's own thread."""
+    import importlib.util
+
+    import snet
+
+    net = snet.load("net where { box thread_of ((a) -> (b, thread)); } connect [{a} -> {a}] .. thread_of;",
+                    boxes={"thread_of": thread_of})
+    df = spark.createDataFrame([(i,) for i in range(40)], "a long").repartition(2)
+    got = rows_as_records(net.spark_apply(df, "b long, thread string"))
+    assert sorted(r["b"] for r in got) == list(range(40))
+    front = importlib.util.find_spec("snet_front.runtime") is not None
+    assert {r["thread"] for r in got} == ({"snet-front-worker-0"} if front else {"MainThread"})
+
+
 SYNC_KEYED = "net keyed connect [| {a}, {b} |] ! <k>;"
 
 
