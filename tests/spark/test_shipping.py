@@ -102,7 +102,11 @@ PROBE = ("import sys\n"
 
 
 def run_from_zip(archive: str, cwd: Path) -> tuple[dict, str]:
-    """PROBE in a fresh Python whose path has ``archive`` and lark, not the source tree."""
+    """PROBE in a fresh Python whose path has ``archive`` and lark, not the source tree.
+
+    ``-S``: no site-packages, as on an executor where snet is not installed.  An editable install
+    of snet (as CI makes) adds an import finder that would serve ``snet_front``'s compiled modules
+    from the source tree to the zip's pure-Python ``snet``."""
     import json
 
     import lark
@@ -110,7 +114,7 @@ def run_from_zip(archive: str, cwd: Path) -> tuple[dict, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = os.pathsep.join([archive, str(Path(lark.__file__).parents[1])])
     env["SNET_NO_GRAMMAR_CACHE"] = "1"
-    result = subprocess.run([sys.executable, "-c", PROBE], cwd=cwd, capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-S", "-c", PROBE], cwd=cwd, capture_output=True, text=True,
                             timeout=120, env=env)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout), result.stderr
