@@ -266,7 +266,9 @@ TASK_ENGINE = "front"  # the tasks' engine, read by spark_apply; "reference" for
 def _front_imports() -> bool:
     try:
         import snet_front.runtime  # noqa: F401
-    except ImportError:
+    except (ImportError, ValueError):
+        # ValueError: a compiled runtime from elsewhere on the executor (an installed snet) built against
+        # another box caller than the shipped one ("size changed"); the reference engine needs neither
         return False
     return True
 
