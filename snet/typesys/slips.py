@@ -66,31 +66,87 @@ def find_slips(res: Resolution, checker: TypeChecker) -> list[Diagnostic]:
     flagged: set = set()
     if total is not None:
         _flow_warnings(total, out, flagged)
-    exprs, used = _net_expressions(res, checker)
-    _serial_slips(exprs, checker, out, flagged)
-    _unused_outputs(exprs, used, checker, top, out)
+    uses = _Uses(res, checker)
+    _serial_slips(uses.chains, checker, out, flagged)
+    _unused_outputs(uses, checker, top, out)
     return out
 
 
-def _net_expressions(res: Resolution, checker: TypeChecker) -> tuple[list, set]:
-    """Every connect expression of every net body with the scope its names resolve in (one walk for
-    S4 and S5), and the labels that net signatures and type definitions name."""
-    exprs: list = []
-    named: set = set()
-    for d, _scope in res.definitions():
-        if isinstance(d, ast.NetDef):
-            if d.signature is not None:
-                for m in checker.declared(d):
-                    named.update(*m.inputs)
-                    if m.outputs is not None:
-                        named.update(*m.outputs)
-            if d.body is not None:
-                inner = res.net_scope(d)
-                exprs.extend((e, inner) for e in _walk(d.body))
-        elif isinstance(d, ast.TypeDef):
-            for v in checker.type_def(d):
-                named |= v
-    return exprs, named
+_WRAPPERS = frozenset((ast.Star, ast.Feedback, ast.Split, ast.Placement))  # one operand each
+
+
+class _Uses:
+    """One walk over every net body for S4 and S5: the serial chains with the scope their names
+    resolve in, the labels read anywhere (box inputs, patterns, tag expressions, split tags, and
+    what net signatures and type definitions name), the boxes used and the labels filters emit."""
+
+    def __init__(self, res: Resolution, checker: TypeChecker) -> None:
+        self.chains: list = []  # (serial, scope)
+        self.named: set = set()  # labels that net signatures and type definitions name
+        self.used: set = set()
+        self.boxes: dict = {}  # id -> box declaration (hashing a declaration would hash its whole tree)
+        self.emitters: list = []  # (label, span, "filter" or the box declaration)
+        named = self.named
+        for d, _scope in res.definitions():
+            if isinstance(d, ast.NetDef):
+                if d.signature is not None:
+                    for m in checker.declared(d):
+                        named.update(*m.inputs)
+                        if m.outputs is not None:
+                            named.update(*m.outputs)
+                if d.body is not None:
+                    self._walk(d.body, res.net_scope(d))
+            elif isinstance(d, ast.TypeDef):
+                for v in checker.type_def(d):
+                    named |= v
+        self.used |= named
+
+    def _walk(self, expr, scope) -> None:
+        used, boxes, chains = self.used, self.boxes, self.chains
+        stack = [expr]
+        while stack:
+            e = stack.pop()
+            kind = type(e)
+            if kind is ast.NameRef:
+                target = scope.lookup(e.name)
+                if type(target) is ast.BoxDecl and id(target) not in boxes:
+                    boxes[id(target)] = target
+                    if target.inputs is not None:
+                        used.update(label.text for label in target.inputs)
+            elif kind is ast.Serial:
+                chains.append((e, scope))
+                stack.extend(e.stages)
+            elif kind is ast.Parallel:
+                stack.extend(e.branches)
+            elif kind is ast.Filter:
+                self._filter(e)
+            else:
+                if kind is ast.SyncCell or kind is ast.Star or kind is ast.Feedback:
+                    for p in e.patterns:
+                        used |= p.pattern.label_set()
+                        if p.guard is not None:
+                            used |= reads(p.guard)
+                elif kind is ast.Split:
+                    used.add(e.tag.text)
+                    if e.hi_tag is not None:
+                        used.add(e.hi_tag.text)
+                if kind in _WRAPPERS:
+                    stack.append(e.operand)
+
+    def _filter(self, e) -> None:
+        used = self.used
+        used |= e.pattern.label_set()
+        for clause in e.clauses:
+            if clause.guard is not None:
+                used |= reads(clause.guard)
+            for record in clause.outputs:
+                for item in record.items:
+                    if item.expr is not None:
+                        used |= reads(item.expr)
+                    elif item.source is not None:
+                        used.add(item.source)
+                    if item.source != item.label:
+                        self.emitters.append((item.label, item.span, "filter"))
 
 
 def _roots(res: Resolution, top: list) -> list:
@@ -247,10 +303,9 @@ def start_span(e):
 
 # ---- S4
 
-def _serial_slips(exprs: list, checker: TypeChecker, out: list[Diagnostic], flagged: set) -> None:
-    for e, scope in exprs:
-        if type(e) is ast.Serial:
-            _chain_slips(e, checker, scope, out, flagged)
+def _serial_slips(chains: list, checker: TypeChecker, out: list[Diagnostic], flagged: set) -> None:
+    for chain, scope in chains:
+        _chain_slips(chain, checker, scope, out, flagged)
 
 
 def _chain_slips(chain: ast.Serial, checker: TypeChecker, scope, out, flagged) -> None:
@@ -305,36 +360,20 @@ def _stage_name(stage, scope) -> str:
     return "this stage"
 
 
-def _walk(expr):
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        yield e
-        if isinstance(e, ast.Serial):
-            stack.extend(e.stages)
-        elif isinstance(e, ast.Parallel):
-            stack.extend(e.branches)
-        elif isinstance(e, (ast.Star, ast.Feedback, ast.Split, ast.Placement)):
-            stack.append(e.operand)
-
-
 # ---- S5
 
-def _unused_outputs(exprs: list, named: set, checker: TypeChecker, top, out: list[Diagnostic]) -> None:
-    used: set = set(named)
-    emitters: list = []  # (label, span, what)
-    used_boxes: dict = {}  # id -> box declaration (ids: hashing a declaration would hash its whole tree)
-    for e, scope in exprs:
-        _uses(e, scope, used, used_boxes, emitters)
+def _unused_outputs(uses: _Uses, checker: TypeChecker, top, out: list[Diagnostic]) -> None:
+    used = uses.used
+    emitters = list(uses.emitters)
     carried: set = set()  # the input and output labels of the top-level nets: they come from and go to the user
     for net in top:
         info = checker.net_type(net)
         for v in info.in_type + info.out_type:
             carried |= v
-    for box in used_boxes.values():
+    for box in uses.boxes.values():
         for variant in box.outputs:
             for label in variant:
-                emitters.append((label.text, label.span, f"box '{box.name}'"))
+                emitters.append((label.text, label.span, box))
     produced = {label for label, _span, _what in emitters}
     needed = used - produced - carried
     unread = [x for x in emitters if x[0] not in used and x[0] not in carried]
@@ -346,41 +385,9 @@ def _unused_outputs(exprs: list, named: set, checker: TypeChecker, top, out: lis
         if hint is None:
             continue
         seen.add((label, id(span)))
+        if type(what) is ast.BoxDecl:
+            what = f"box '{what.name}'"
         out.append(Diagnostic(
             "warning", span,
             f"{what} emits '{label}', which nothing reads, while '{hint}' is read but produced by nothing; "
             f"did you mean '{hint}'?"))
-
-
-def _uses(e, scope, used: set, used_boxes: dict, emitters: list) -> None:
-    kind = type(e)
-    if kind is ast.NameRef:
-        target = scope.lookup(e.name)
-        if type(target) is ast.BoxDecl and id(target) not in used_boxes:
-            used_boxes[id(target)] = target
-            if target.inputs is not None:
-                used.update(label.text for label in target.inputs)
-    elif kind is ast.Serial or kind is ast.Parallel:
-        pass
-    elif isinstance(e, ast.Filter):
-        used |= e.pattern.label_set()
-        for clause in e.clauses:
-            if clause.guard is not None:
-                used |= reads(clause.guard)
-            for record in clause.outputs:
-                for item in record.items:
-                    if item.expr is not None:
-                        used |= reads(item.expr)
-                    elif item.source is not None:
-                        used.add(item.source)
-                    if item.source != item.label:
-                        emitters.append((item.label, item.span, "filter"))
-    elif isinstance(e, (ast.SyncCell, ast.Star, ast.Feedback)):
-        for p in e.patterns:
-            used |= p.pattern.label_set()
-            if p.guard is not None:
-                used |= reads(p.guard)
-    elif isinstance(e, ast.Split):
-        used.add(e.tag.text)
-        if e.hi_tag is not None:
-            used.add(e.hi_tag.text)
