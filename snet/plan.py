@@ -93,7 +93,14 @@ class Exit(enum.IntEnum):
     SINK = 3
 
 
-@attrs.frozen(kw_only=True, eq=False)
+def _fields_repr(obj) -> str:
+    """``Name(field=value, ...)``: one method for every template class, where attrs would compile one
+    per class at import (half of this module's import time, paid by every first run)."""
+    fields = ", ".join(f"{a.name}={getattr(obj, a.name)!r}" for a in attrs.fields(type(obj)))
+    return f"{type(obj).__name__}({fields})"
+
+
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class PlanNode:
     """What every node template has (see the module docstring)."""
 
@@ -112,8 +119,11 @@ class PlanNode:
     def where(self) -> str:
         return self.span.location if self.span is not None else f"node {self.id}"
 
+    def __repr__(self) -> str:
+        return _fields_repr(self)
 
-@attrs.frozen(kw_only=True, eq=False)
+
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class NetPlan(PlanNode):
     """An occurrence of a named net: wiring only; ``children == (body,)``."""
 
@@ -121,21 +131,21 @@ class NetPlan(PlanNode):
     name: str
 
 
-@attrs.frozen(kw_only=True, eq=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class SerialPlan(PlanNode):
     """``A .. B ..``: wiring only; ``children`` are the stages."""
 
     kind = Kind.SERIAL
 
 
-@attrs.frozen(kw_only=True, eq=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class IdentityPlan(PlanNode):
     """``[]``: wiring only."""
 
     kind = Kind.IDENTITY
 
 
-@attrs.frozen(kw_only=True, eq=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class BoxPlan(PlanNode):
     """A box: ``call(record) -> [records]``.
 
@@ -151,7 +161,7 @@ class BoxPlan(PlanNode):
     deferred: bool = False
 
 
-@attrs.frozen(kw_only=True, eq=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class InitBoxPlan(PlanNode):
     """An initialiser box: ``call.fire() -> [records]`` once per instance; records reaching it pass."""
 
@@ -160,7 +170,7 @@ class InitBoxPlan(PlanNode):
     call: Any  # a BoxCaller, or a SkippingBox around one
 
 
-@attrs.frozen(kw_only=True, eq=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class FilterPlan(PlanNode):
     """A filter: ``apply(record) -> [records]``."""
 
@@ -168,7 +178,7 @@ class FilterPlan(PlanNode):
     apply: Callable[[dict], list]
 
 
-@attrs.frozen(kw_only=True, eq=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class SyncPlan(PlanNode):
     """A synchro-cell: ``shape.new_cell()`` is the state of one instance."""
 
@@ -176,7 +186,7 @@ class SyncPlan(PlanNode):
     shape: SyncPatterns
 
 
-@attrs.frozen(kw_only=True, eq=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class ParallelPlan(PlanNode):
     """``A | B`` / ``A || B``: ``router.route(record) -> branch index``."""
 
@@ -184,7 +194,7 @@ class ParallelPlan(PlanNode):
     router: Router
 
 
-@attrs.frozen(kw_only=True, eq=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class StarPlan(PlanNode):
     """``A * P`` / ``A ** P``: ``exits.first(record) >= 0`` leaves the star.
 
@@ -202,7 +212,7 @@ class StarPlan(PlanNode):
     loops: bool = False
 
 
-@attrs.frozen(kw_only=True, eq=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class SyncStarPlan(StarPlan):
     """A star whose whole operand is a synchro-cell (node ``cell``, patterns ``shape``).
 
@@ -216,7 +226,7 @@ class SyncStarPlan(StarPlan):
     shape: SyncPatterns
 
 
-@attrs.frozen(kw_only=True, eq=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class SplitPlan(PlanNode):
     """``A ! <t>`` (and ``!!``, ranges): ``keys.values(record)`` are the replicas to enter."""
 
@@ -224,7 +234,7 @@ class SplitPlan(PlanNode):
     keys: SplitKeys
 
 
-@attrs.frozen(kw_only=True, eq=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class ExecutorSplitPlan(SplitPlan):
     """A split whose replicas run in the run's split executor (:mod:`snet.splitexec`).
 
@@ -236,7 +246,7 @@ class ExecutorSplitPlan(SplitPlan):
     kind = Kind.EXECUTOR_SPLIT
 
 
-@attrs.frozen(kw_only=True, eq=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class FeedbackPlan(PlanNode):
     """``A \\ P``: operand outputs with ``back.first(record) >= 0`` go round again."""
 
@@ -244,7 +254,7 @@ class FeedbackPlan(PlanNode):
     back: PatternMatcher
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, repr=False)
 class Plan:
     """A lowered program: ``nodes[0]`` is the root; ``executor`` runs the executor splits."""
 
@@ -256,6 +266,9 @@ class Plan:
     @property
     def root(self) -> PlanNode:
         return self.nodes[0]
+
+    def __repr__(self) -> str:
+        return _fields_repr(self)
 
     def span_of(self, node_id: int) -> Span | None:
         return self.nodes[node_id].span if 0 <= node_id < len(self.nodes) else None
