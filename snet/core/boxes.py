@@ -576,8 +576,11 @@ class BoxCaller:
             out.update(record)
         else:
             out = record.copy()
+        # A dropped label the result sets again is overwritten in place, not deleted first: the
+        # copy stays a clean table (no deleted slot), which the next hop's copy() copies whole.
         for label in drop:
-            del out[label]
+            if label not in res:
+                del out[label]
         for label, v in res.items():
             out[label] = v
         return out
