@@ -22,6 +22,7 @@ bound from the box modules like a box without a body, with a warning.
 
 from __future__ import annotations
 
+import ast
 import keyword
 import re
 import textwrap
@@ -139,7 +140,7 @@ def compile_python(box: str, labels: tuple[str, ...], parts: InlineParts, filena
                                   f"{problem}; write the box in a box module instead", parts.line, parts.column)
     body = python_body(box, labels, parts)
     try:
-        return compile(body.source, f"{filename}:{box}", "exec", dont_inherit=True)
+        compile(body.source, filename, "exec", dont_inherit=True)
     except SyntaxError as e:
         number = (e.lineno or 2) - 2  # line 1 is the def line
         if 0 <= number < len(body.lines):
@@ -152,6 +153,24 @@ def compile_python(box: str, labels: tuple[str, ...], parts: InlineParts, filena
             column = 1 + removed
         raise InlineCodeError(f"syntax error in the inline Python code of box '{box}': {e.msg}",
                               line, column) from None
+    return compile(_placed(ast.parse(body.source), body.lines), filename, "exec", dont_inherit=True)
+
+
+def _placed(tree: ast.Module, lines: tuple[tuple[int, int], ...]) -> ast.Module:
+    """``tree`` with every position moved to its place in the ``.snet`` file, so that a traceback
+    names the file's line (and quotes it) and its carets stand under the code there."""
+    def place(lineno: int, col: int) -> tuple[int, int]:
+        if lineno < 2:  # the def line: where the body starts
+            return lines[0][0], 0
+        line, removed = lines[min(lineno - 2, len(lines) - 1)]
+        return line, max(0, col - 4 + removed)  # the body is indented by 4 in the function text
+
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) is not None:
+            node.lineno, node.col_offset = place(node.lineno, node.col_offset)
+        if getattr(node, "end_lineno", None) is not None:
+            node.end_lineno, node.end_col_offset = place(node.end_lineno, node.end_col_offset or 0)
+    return tree
 
 
 def make_function(box: str, labels: tuple[str, ...], code: str, line: int, column: int,
@@ -162,6 +181,7 @@ def make_function(box: str, labels: tuple[str, ...], code: str, line: int, colum
     exec(compile_python(box, labels, parts, filename), namespace)  # noqa: S102 - the program's own code
     function = namespace[FUNCTION_PREFIX + box]
     function.__qualname__ = function.__name__ = box
+    function.__code__ = function.__code__.replace(co_name=box, co_qualname=box)  # tracebacks say "in BOX"
     return function
 
 

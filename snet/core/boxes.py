@@ -276,8 +276,9 @@ def bind_boxes(graph: PropertyGraph, namespaces: Sequence[Any],
         table[decl.name] = function
     if missing:
         names = ", ".join(f"'{d.name}'" for d in missing)
-        where = ", ".join(_describe_namespace(n) for n in namespaces) or "no box module (give --boxes, or put NET.py beside NET.snet)"
-        lines = [f"error: declared box{'es' if len(missing) > 1 else ''} {names} not found in {where}"]
+        where = ", ".join(_describe_namespace(n) for n in namespaces)
+        where = f" in {where}" if where else ": no box module (give --boxes, or put NET.py beside NET.snet)"
+        lines = [f"error: declared box{'es' if len(missing) > 1 else ''} {names} not found{where}"]
         provided = _provided_names(namespaces)
         lines += [f"{_where(d)}error: box '{d.name}' is declared here{_near(d.name, provided)}" for d in missing]
         problems.insert(0, "\n".join(lines))

@@ -129,7 +129,7 @@ def test_strict_turns_warnings_into_errors(tmp_path):
     assert lines == [
         "wc.snet:3:29: error: box 'count' needs 'toks', which nothing before it in this serial chain produces; "
         "did you mean 'tokens'?",
-        "wc.snet: 1 warning treated as errors (--strict)",
+        "wc.snet: 1 warning treated as an error (--strict)",
     ]
     plain = snet_cli("check", "wc.snet", cwd=tmp_path)
     assert plain.returncode == 0 and plain.stdout == "{text, toks} | {} -> {n} | {}\n"
@@ -141,7 +141,7 @@ def test_strict_counts_binding_warnings_too(tmp_path):
     assert snet_cli("check", "--strict", "n.snet", cwd=tmp_path).returncode == 0
     result = snet_cli("check", "--strict", "--boxes", "n.py", "n.snet", cwd=tmp_path)
     assert result.returncode == 2 and "n.snet:1:5: error: " in result.stderr
-    assert result.stderr.rstrip().endswith("n.snet: 1 warning treated as errors (--strict)")
+    assert result.stderr.rstrip().endswith("n.snet: 1 warning treated as an error (--strict)")
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.parent.name)

@@ -1,0 +1,105 @@
+"""User mistakes around the rts dialect's forms and box binding: each gives a clear message saying
+where and what, with the documented exit status (docs/cli.md, docs/language.md §19, docs/boxes.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+import snet
+from frontend_helpers import snet_cli
+from snet.errors import SNetBindingError, SNetUsageError
+from snet.options import CompileOptions
+
+TYPO = 'net n\n{\n  box f ((a) -> (b)) {<<< pyhton | return {"b": a + 1} >>>}\n}\nconnect f;\n'
+
+
+def test_a_misspelt_inline_language_is_named_with_a_hint(tmp_path):
+    (tmp_path / "n.snet").write_text(TYPO)
+    result = snet_cli("check", "--dialect", "rts", "n.snet", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stderr.splitlines()[0] == (
+        "n.snet:3:22: warning: the inline pyhton code of box 'f' is not run; the box is bound from the box "
+        "modules; did you mean 'python'?")
+
+
+def test_a_foreign_inline_language_gets_no_hint(tmp_path):
+    (tmp_path / "n.snet").write_text(TYPO.replace("pyhton", "C"))
+    result = snet_cli("check", "--dialect", "rts", "n.snet", cwd=tmp_path)
+    assert result.stderr.splitlines()[0] == (
+        "n.snet:3:22: warning: the inline C code of box 'f' is not run; the box is bound from the box modules")
+
+
+def test_snet_run_shows_the_warnings_that_explain_a_binding_error(tmp_path):
+    # The box is missing *because* its inline code is not run: the warning that says so must not be lost.
+    (tmp_path / "n.snet").write_text(TYPO)
+    result = snet_cli("run", "--dialect", "rts", "n.snet", cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == ""
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("  ")]
+    assert lines == [
+        "n.snet:3:22: warning: the inline pyhton code of box 'f' is not run; the box is bound from the box "
+        "modules; did you mean 'python'?",
+        "error: declared box 'f' not found: no box module (give --boxes, or put NET.py beside NET.snet)",
+        "n.snet:3:7: error: box 'f' is declared here",
+    ]
+
+
+def test_load_logs_the_compile_and_binding_warnings_before_a_binding_error(caplog):
+    src = "box f ((a, b) -> (c));\nbox g ((x) -> (y));\nnet n ({a, b} -> {y}) connect f .. [{c} -> {y=c}] .. g;\n"
+    with pytest.raises(SNetBindingError):
+        snet.load(src, boxes={"f": lambda b, a: {"c": a}})
+    logged = [r.getMessage().splitlines()[0] for r in caplog.records if r.levelname == "WARNING"]
+    assert logged == [
+        "<string>:3:8: warning: net 'n': box 'g' needs 'x', which neither declared input {a, b} nor anything "
+        "before it produces",
+        "<string>:3:54: warning: box 'g' needs 'x', which no record reaching it carries (it receives {y})",
+        "<string>:1:5: warning: box 'f' has its parameters (b, a) in another order than its input labels (a, b): "
+        "the values are passed by name",
+    ]
+
+
+def test_check_boxes_shows_the_binding_warnings_before_a_binding_error(tmp_path):
+    (tmp_path / "n.snet").write_text("box f ((a, b) -> (c));\nbox g ((c) -> (d));\nnet n connect f .. g;\n")
+    (tmp_path / "n.py").write_text("def f(b, a):\n    return {'c': a}\n")
+    result = snet_cli("check", "--boxes", "n.py", "n.snet", cwd=tmp_path)
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("  ")]
+    assert lines[0] == ("n.snet:1:5: warning: box 'f' has its parameters (b, a) in another order than its input "
+                        "labels (a, b): the values are passed by name")
+    assert lines[1].startswith("error: declared box 'g' not found in ")
+
+
+def test_net_path_without_the_rts_dialect_is_an_option_error(tmp_path):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "ext.snet").write_text("net ext connect [];\n")
+    (tmp_path / "n.snet").write_text("net ext ({a} -> {a});\nnet n connect ext;\n")
+    result = snet_cli("run", "--net-path", "lib", "n.snet", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == ("error: --net-path: binds declared-only nets of the rts dialect only; "
+                             "add --dialect rts\n")
+    with pytest.raises(SNetUsageError, match=r"^net_path: binds declared-only nets of the rts dialect only; "
+                                             r"add dialect='rts'$"):
+        CompileOptions(net_path=[str(tmp_path)])
+    assert snet_cli("check", "--dialect", "rts", "--net-path", "lib", "n.snet", cwd=tmp_path).returncode == 0
+
+
+def test_a_net_path_entry_that_is_a_file_is_not_a_folder(tmp_path):
+    (tmp_path / "n.snet").write_text("net n connect [];\n")
+    result = snet_cli("check", "--dialect", "rts", "--net-path", "n.snet", "n.snet", cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (2, "error: --net-path: not a folder: 'n.snet'\n")
+
+
+def test_an_exception_in_inline_code_points_at_its_line_in_the_snet_file(tmp_path):
+    (tmp_path / "n.snet").write_text(
+        "net n\n{\n  box f ((a) -> (b)) {<<< python |\n      x = a + 1\n      return {\"b\": x / 0}\n  >>>}\n}\n"
+        "connect f;\n")
+    result = snet_cli("run", "--dialect", "rts", "n.snet", cwd=tmp_path, stdin='{"a": 1}\n')
+    assert result.returncode == 1
+    assert '  File "n.snet", line 5, in f\n' in result.stderr
+    assert 'return {"b": x / 0}' in result.stderr  # the traceback quotes the .snet line
+    assert result.stderr.rstrip().endswith("ZeroDivisionError: division by zero")
+
+
+def test_the_strict_summary_counts_in_good_english(tmp_path):
+    (tmp_path / "n.snet").write_text("box f ((a) -> (b) | (err));\nbox g ((b) -> (c));\nnet n connect f .. g;\n")
+    one = snet_cli("check", "--strict", "n.snet", cwd=tmp_path)
+    assert one.returncode == 2 and one.stderr.rstrip().endswith("n.snet: 1 warning treated as an error (--strict)")
