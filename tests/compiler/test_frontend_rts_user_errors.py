@@ -103,3 +103,16 @@ def test_the_strict_summary_counts_in_good_english(tmp_path):
     (tmp_path / "n.snet").write_text("box f ((a) -> (b) | (err));\nbox g ((b) -> (c));\nnet n connect f .. g;\n")
     one = snet_cli("check", "--strict", "n.snet", cwd=tmp_path)
     assert one.returncode == 2 and one.stderr.rstrip().endswith("n.snet: 1 warning treated as an error (--strict)")
+
+
+def test_every_binding_problem_starts_with_its_place_then_error(tmp_path):
+    # As every message about the .snet file: FILE:LINE:COL: error: ..., one per box.
+    (tmp_path / "n.snet").write_text("box f ((a, b) -> (d));\nbox g ((a) -> (d));\nnet n connect f | g;\n")
+    (tmp_path / "n.py").write_text("def f(a, b, c):\n    return {'d': 1}\n\ng = 3\n")
+    result = snet_cli("run", "n.snet", cwd=tmp_path, stdin="")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "n.snet:1:5: error: box 'f' cannot be called with its 2 input label(s) {a, b}: missing a required "
+        "argument: 'c'",
+        "n.snet:2:5: error: box 'g' is bound to a int, not a function",
+    ]
