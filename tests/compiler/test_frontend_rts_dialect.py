@@ -20,6 +20,10 @@ from snet.syntax.parser import parse
 from snet.syntax.printer import format_program
 
 DIALECT = Path(__file__).resolve().parent / "dialect"
+# What the standard dialect adds to the syntax error of each rts-only form.
+INLINE_HINT = "; inline box code {<<< ... >>>} is read in the rts dialect (--dialect rts)"
+NET_HINT = "; a net declared without a connect expression (net NAME;) is read in the rts dialect (--dialect rts)"
+PAREN_HINT = "; a pattern list or split tag in parentheses is read in the rts dialect (--dialect rts)"
 
 
 def outputs(stdout: str) -> Counter:
@@ -30,13 +34,13 @@ def first_line(error: Exception) -> str:
     return str(error).split("\n")[0]
 
 
-# ---- the standard dialect is unchanged: each form stays the error it was
+# ---- the standard dialect: each form stays the error it was, with a word on the rts dialect
 
 @pytest.mark.parametrize("src,message", [
     ('box f ((a) -> (b)) {<<< python | return {"b": a} >>>}\nnet n connect f;\n',
-     "m.snet:1:20: error: unexpected '{' (expected ';')"),
-    ("net x;\nnet n connect x;\n", "m.snet:1:6: error: unexpected ';' (expected '(', 'connect', '{')"),
-    ("net x /* a */ ;\n", "m.snet:1:15: error: unexpected ';' (expected '(', 'connect', '{')"),
+     "m.snet:1:20: error: unexpected '{' (expected ';')" + INLINE_HINT),
+    ("net x;\nnet n connect x;\n", "m.snet:1:6: error: unexpected ';' (expected '(', 'connect', '{')" + NET_HINT),
+    ("net x /* a */ ;\n", "m.snet:1:15: error: unexpected ';' (expected '(', 'connect', '{')" + NET_HINT),
     ("net x foo", "m.snet:1:7: error: unexpected name 'foo' (expected '(', 'connect', '{')"),
     ("box f ((a) -> (b)) g", "m.snet:1:20: error: unexpected name 'g' (expected ';')"),
 ])
@@ -61,7 +65,8 @@ def test_standard_dialect_keeps_declared_only_nets_an_error(tmp_path):
         shutil.copy(DIALECT / "lib" / name, tmp_path)
     result = snet_cli("check", "linked.snet", cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stderr.splitlines()[0] == "linked.snet:2:11: error: unexpected ';' (expected '(', 'connect', '{')"
+    assert result.stderr.splitlines()[0] == ("linked.snet:2:11: error: unexpected ';' (expected '(', 'connect', '{')"
+                                             + NET_HINT)
     (tmp_path / "sig.snet").write_text("net offset ({v} -> {w});\nnet sig connect offset;\n")
     result = snet_cli("check", "sig.snet", cwd=tmp_path)
     assert result.returncode == 2
@@ -241,15 +246,15 @@ def test_a_net_file_without_that_net_is_an_error(tmp_path):
 # ---- parenthesised patterns and split tags
 
 @pytest.mark.parametrize("src,message", [
-    ("net n connect A ** ({a});", "m.snet:1:20: error: unexpected '(' (expected '{')"),
-    ("net n connect A * ({a} if <a>, {b});", "m.snet:1:19: error: unexpected '(' (expected '{')"),
-    ("net n connect A \\ ({a});", "m.snet:1:19: error: unexpected '(' (expected '{')"),
-    ("net n connect A ! (<t>);", "m.snet:1:19: error: unexpected '(' (expected '<')"),
-    ("net n connect A !! (<t>);", "m.snet:1:20: error: unexpected '(' (expected '<')"),
-    ("net n connect A !@ (<t>);", "m.snet:1:20: error: unexpected '(' (expected '<')"),
-    ("net n connect A !!@ (<#t>);", "m.snet:1:21: error: unexpected '(' (expected '<')"),
-    ("net n connect A ! (<lo>:<hi>);", "m.snet:1:19: error: unexpected '(' (expected '<')"),
-    ("net n connect A * ({a};", "m.snet:1:19: error: unexpected '(' (expected '{')"),
+    ("net n connect A ** ({a});", "m.snet:1:20: error: unexpected '(' (expected '{')" + PAREN_HINT),
+    ("net n connect A * ({a} if <a>, {b});", "m.snet:1:19: error: unexpected '(' (expected '{')" + PAREN_HINT),
+    ("net n connect A \\ ({a});", "m.snet:1:19: error: unexpected '(' (expected '{')" + PAREN_HINT),
+    ("net n connect A ! (<t>);", "m.snet:1:19: error: unexpected '(' (expected '<')" + PAREN_HINT),
+    ("net n connect A !! (<t>);", "m.snet:1:20: error: unexpected '(' (expected '<')" + PAREN_HINT),
+    ("net n connect A !@ (<t>);", "m.snet:1:20: error: unexpected '(' (expected '<')" + PAREN_HINT),
+    ("net n connect A !!@ (<#t>);", "m.snet:1:21: error: unexpected '(' (expected '<')" + PAREN_HINT),
+    ("net n connect A ! (<lo>:<hi>);", "m.snet:1:19: error: unexpected '(' (expected '<')" + PAREN_HINT),
+    ("net n connect A * ({a};", "m.snet:1:19: error: unexpected '(' (expected '{')" + PAREN_HINT),
     ("net n connect A * [];", "m.snet:1:19: error: unexpected '[' (expected '{')"),
     ("net n connect A ! t;", "m.snet:1:19: error: unexpected name 't' (expected '<')"),
 ])
