@@ -55,7 +55,22 @@ def test_standard_dialect_keeps_type_t_equals_t_a_cycle():
     with pytest.raises(SNetCompileError) as info:
         compile_analysis(src, "m.snet")
     assert [d.render().split("\n")[0] for d in info.value.diagnostics] == [
-        "m.snet:2:18: error: type 't' is defined in terms of itself: t -> t"]
+        "m.snet:2:18: error: type 't' is defined in terms of itself: t -> t; in the rts dialect (--dialect rts), "
+        "'t' on the right names the outer type"]
+
+
+def test_the_rts_word_on_type_t_equals_t_needs_an_outer_t():
+    # No outer definition of that name, or a cycle through other names: the rts dialect would refuse it too.
+    src = ("typesig s = {a} -> {b};\n"
+           "net n { type t = t | {b}; type u = v; type v = u; typesig s = s, {c} -> {d}; } connect [];\n")
+    with pytest.raises(SNetCompileError) as info:
+        compile_analysis(src, "m.snet")
+    assert [d.render().split("\n")[0] for d in info.value.diagnostics] == [
+        "m.snet:2:18: error: type 't' is defined in terms of itself: t -> t",
+        "m.snet:2:48: error: type 'u' is defined in terms of itself: u -> v -> u",
+        "m.snet:2:63: error: typesig 's' is defined in terms of itself: s -> s; in the rts dialect (--dialect rts), "
+        "'s' on the right names the outer typesig",
+    ]
 
 
 def test_standard_dialect_keeps_declared_only_nets_an_error(tmp_path):
