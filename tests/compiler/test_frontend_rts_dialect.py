@@ -405,3 +405,16 @@ def test_an_undeclared_net_with_a_net_file_is_bound_like_a_declared_one(tmp_path
     with pytest.raises(SNetCompileError) as info:
         snet.load(tmp_path / "main.snet", dialect="rts")
     assert first_line(info.value) == f"{tmp_path / 'main.snet'}:1:55: error: unknown name 'ext'"
+
+
+# ---- no false alarm on the rts dialect's example programs
+
+RTS_EXAMPLES = sorted(p for p in [*DIALECT.glob("*.snet"), *DIALECT.glob("lib/*.snet")]
+                      if p.name != "foreign.snet")  # foreign.snet shows the warning about inline C code
+
+
+@pytest.mark.parametrize("path", RTS_EXAMPLES, ids=lambda p: p.name)
+def test_strict_check_passes_the_rts_examples(path):
+    result = snet_cli("check", "--strict", "--dialect", "rts", "--net-path", str(DIALECT / "lib"), path.name,
+                      cwd=path.parent)
+    assert (result.returncode, result.stderr) == (0, "")

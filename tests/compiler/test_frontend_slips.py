@@ -12,7 +12,8 @@ from snet.spg.build import compile_source
 CASES = sorted(CASES_DIR.glob("*/net.snet"))
 # Every example program of the repository, except the tutorial's deliberate syntax error.
 EXAMPLES = sorted(p for p in [*ROOT.glob("boxes/*.snet"), *ROOT.glob("docs/**/*.snet"),
-                              *ROOT.glob("tests/runtime/nets/*.snet")] if p.name != "broken.snet")
+                              *ROOT.glob("tests/runtime/nets/*.snet"), *ROOT.glob("tests/compiler/examples/*.snet")]
+                  if p.name != "broken.snet")
 
 
 def warnings_of(text: str) -> list[str]:
