@@ -34,6 +34,17 @@ def test_a_misspelt_box_input_in_an_unsigned_net():
     ]
 
 
+def test_a_misspelt_label_in_a_filter_or_a_split_names_the_stage():
+    text = ("box tokenize ((text) -> (tokens, <key>));\nbox g ((n) -> (c));\n"
+            "net wc connect tokenize .. [{toks} -> {n=toks}] .. (g ! <kye>);\n")
+    assert warnings_of(text) == [
+        "w.snet:3:28: warning: the filter needs 'toks', which nothing before it in this serial chain produces; "
+        "did you mean 'tokens'?",
+        "w.snet:3:53: warning: the split needs '<kye>', which nothing before it in this serial chain produces; "
+        "did you mean '<key>'?",
+    ]
+
+
 def test_a_box_that_no_record_reaching_it_can_match():
     text = ("box tokenize ((text) -> (tokens));\nbox count ((toks) -> (n));\n"
             "net wc ({text} -> {n}) connect tokenize .. count;\n")
