@@ -116,3 +116,41 @@ def test_every_binding_problem_starts_with_its_place_then_error(tmp_path):
         "argument: 'c'",
         "n.snet:2:5: error: box 'g' is bound to a int, not a function",
     ]
+
+
+def test_a_string_over_several_lines_in_inline_code_keeps_its_text():
+    # A string that spans lines holds the text the .snet file shows, as in a Python file: nothing added or removed.
+    src = ('net n {\n  box f ((a) -> (b, c)) {<<< python |\n      s = """x\n      y"""\n'
+           '      return {"b": s, "c": f"""{a}\n{a}"""}\n  >>>}\n} connect f;\n')
+    net = snet.load(src, dialect="rts")
+    assert list(net.run([{"a": 3}], engine="reference")) == [{"b": "x\n      y", "c": "3\n3"}]
+
+
+@pytest.mark.parametrize("body,where,message", [
+    ("x = (\n      return 1", "2:40", "'(' was never closed"),  # at the '('
+    ("return 1 +* 2", "2:46", "invalid syntax"),
+    ("\n      nonlocal q\n      return None", "3:7", "no binding for nonlocal 'q' found"),
+    ("\n      x = 1\n        y = 2", "4:8", "unexpected indent"),  # Python's place: the indentation's end
+])
+def test_syntax_errors_in_inline_code_are_placed_in_the_snet_file(body, where, message):
+    src = f"net n {{\n  box f ((a) -> (b)) {{<<< python | {body}\n  >>>}}\n}} connect f;\n"
+    with pytest.raises(snet.SNetCompileError) as info:
+        snet.load(src, dialect="rts")
+    assert str(info.value).splitlines()[0] == (
+        f"<string>:{where}: error: syntax error in the inline Python code of box 'f': {message}")
+
+
+def test_a_syntax_error_in_inline_code_of_a_file_is_placed_in_that_file(tmp_path):
+    # Python reads a SyntaxError's line from the file it is told the code comes from: the position must not
+    # depend on what that file holds at the function text's line numbers.
+    (tmp_path / "n.snet").write_text('net n\n{\n  box f ((a) -> (b)) {<<< python | return {"b": a +* 1} >>>}\n'
+                                     '  box g ((b) -> (c)) {<<< python |\n      x = (\n      return x\n  >>>}\n'
+                                     '}\nconnect f .. g;\n')
+    result = snet_cli("check", "--dialect", "rts", "n.snet", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == (
+        "n.snet:3:52: error: syntax error in the inline Python code of box 'f': invalid syntax")
+    (tmp_path / "n.snet").write_text((tmp_path / "n.snet").read_text().replace("+* 1", "+ 1"))
+    result = snet_cli("check", "--dialect", "rts", "n.snet", cwd=tmp_path)
+    assert result.stderr.splitlines()[0] == (
+        "n.snet:5:11: error: syntax error in the inline Python code of box 'g': '(' was never closed")
