@@ -190,6 +190,8 @@ def _unexpected(source: Source, text: str, e: UnexpectedToken, rts: bool = False
             what = f"integer {token}"
         elif token.type == "METADATA":
             what = "metadata block"
+        elif token.type == "INLINE_CODE":  # not the whole body, which may run over many lines
+            what = "inline box code"
         else:
             what = f"'{token}'"
     message = f"unexpected {what}"

@@ -154,3 +154,13 @@ def test_a_syntax_error_in_inline_code_of_a_file_is_placed_in_that_file(tmp_path
     result = snet_cli("check", "--dialect", "rts", "n.snet", cwd=tmp_path)
     assert result.stderr.splitlines()[0] == (
         "n.snet:5:11: error: syntax error in the inline Python code of box 'g': '(' was never closed")
+
+
+def test_misplaced_inline_code_is_named_not_quoted_whole():
+    src = ('box f ((a) -> (b)) {<<< python | return {"b": a} >>>} {<<< python |\n    x = 1\n    return None\n>>>}\n'
+           'net z connect f;\n')
+    with pytest.raises(snet.SNetCompileError) as info:
+        snet.load(src, dialect="rts")
+    assert str(info.value).splitlines()[0] == (
+        "<string>:1:55: error: unexpected inline box code (expected end of input, metadata block, ';', 'box', "
+        "'net', 'type', 'typesig')")
