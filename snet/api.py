@@ -29,7 +29,7 @@ import attrs
 
 from snet.backends import Execution, start
 from snet.core.boxes import bind_boxes, resolve_box_sources
-from snet.errors import SNetUsageError
+from snet.errors import SNetBindingError, SNetUsageError
 from snet.options import CompileOptions, RunOptions
 from snet.recordio.inputs import checked_inputs
 from snet.session import Session
@@ -86,7 +86,14 @@ def load(source: str | os.PathLike, boxes: Any = None, *, net: str | None = None
         graph = compile_source(str(source), "<string>", net=net, options=options)
     namespaces = with_inline_boxes(graph, linked_box_sources(graph, boxes, path))
     warnings: list[str] = []
-    network = Network(graph, bind_boxes(graph, namespaces, warnings))
+    try:
+        table = bind_boxes(graph, namespaces, warnings)
+    except SNetBindingError:
+        # The warnings often explain the error (inline code that is not run, parameters in another order).
+        for warning in (*graph.warnings, *warnings):
+            log.warning("%s", warning)
+        raise
+    network = Network(graph, table)
     for warning in warnings:
         log.warning("%s", warning)
     return network

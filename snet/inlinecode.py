@@ -12,7 +12,8 @@ An initialiser (``( -> ...)``) has no parameters.
 
 The body is read this way: a statement on the line of ``|`` starts the
 body; the lines after it are dedented by their common indentation, so a
-body may start on the next line at any indentation.  A Python syntax
+body may start on the next line at any indentation.  A line that continues
+a string begun on an earlier line stays as written (it is string text).  A Python syntax
 error in the body is reported at its line and column in the ``.snet``
 file, when the program is parsed.
 
@@ -22,9 +23,12 @@ bound from the box modules like a box without a body, with a warning.
 
 from __future__ import annotations
 
+import ast
+import io
 import keyword
+import os
 import re
-import textwrap
+import tokenize
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -91,37 +95,83 @@ class PythonBody:
     """A Python box body turned into a function definition, with its way back to the ``.snet`` file."""
 
     source: str  # "def NAME(params):\n    ..." (line 1 is the def line)
-    lines: tuple[tuple[int, int], ...]  # per body line: (line in the .snet file, columns removed)
+    lines: tuple[tuple[int, int], ...]  # per body line: (line in the .snet file, its column minus the text's)
 
 
 FUNCTION_PREFIX = "snet_inline_"
 
 
 def python_body(box: str, labels: tuple[str, ...], parts: InlineParts) -> PythonBody:
-    """The function text for a Python body (see the module docstring for the layout rule)."""
+    """The function text for a Python body (see the module docstring for the layout rule).
+
+    The lines that continue a string begun on an earlier line are part of
+    that string's text: they are taken as written, neither dedented nor
+    indented, so the string holds what the ``.snet`` file shows.
+    """
     raw = parts.code.split("\n")
-    first = raw[0]
-    rest = raw[1:]
-    # The line of '|': what follows it, if anything, is the first statement.
+    inside = _string_continuations(raw)
     lines: list[str] = []
-    where: list[tuple[int, int]] = []
-    if first.strip():
-        lead = len(first) - len(first.lstrip())
-        lines.append(first.strip())
-        where.append((parts.line, parts.column - 1 + lead))
-    dedented = textwrap.dedent("\n".join(rest)).split("\n") if rest else []
-    for i, (original, text) in enumerate(zip(rest, dedented)):
-        removed = len(original) - len(text) if text.strip() else 0
-        lines.append(text.rstrip())
-        where.append((parts.line + 1 + i, removed))
+    where: list[tuple[int, int]] = []  # (line in the .snet file, .snet column - function text column)
+    # The line of '|': what follows it, if anything, is the first statement.
+    if raw[0].strip():
+        lead = len(raw[0]) - len(raw[0].lstrip())
+        lines.append("    " + raw[0].lstrip())
+        where.append((parts.line, parts.column - 1 + lead - 4))
+    statements = [line for i, line in enumerate(raw) if i > 0 and i not in inside and line.strip()]
+    indent = _common_indent(statements)
+    for i in range(1, len(raw)):
+        line = raw[i]
+        if i in inside:
+            lines.append(line)
+            where.append((parts.line + i, 0))
+        elif line.strip():
+            lines.append("    " + line[len(indent):])
+            where.append((parts.line + i, len(indent) - 4))
+        else:
+            lines.append("")
+            where.append((parts.line + i, 0))
     while lines and not lines[-1].strip():
         lines.pop()
         where.pop()
     if not lines:
-        lines, where = ["pass"], [(parts.line, parts.column - 1)]
+        lines, where = ["    pass"], [(parts.line, parts.column - 1 - 4)]
     params = ", ".join(parameter_names(labels))
-    body = "\n".join("    " + text if text else "" for text in lines)
+    body = "\n".join(lines)
     return PythonBody(f"def {FUNCTION_PREFIX}{box}({params}):\n{body}\n", tuple(where))
+
+
+def _common_indent(lines: list[str]) -> str:
+    """The leading blanks that every one of ``lines`` starts with."""
+    if not lines:
+        return ""
+    prefix = os.path.commonprefix([line[:len(line) - len(line.lstrip())] for line in lines])
+    return prefix
+
+
+def _string_continuations(raw: list[str]) -> set[int]:
+    """The indices of the lines of ``raw`` that continue a string literal begun on an earlier line.
+
+    Found with Python's tokenizer on the lines without their indentation
+    (which keeps every token on its line); a text it cannot read gives no
+    such line, and its syntax error is reported when the body is compiled.
+    """
+    if not any('"""' in line or "'''" in line or line.endswith("\\") for line in raw):
+        return set()  # the common case: no string can span lines
+    text = "\n".join(line.lstrip() for line in raw) + "\n"
+    found: set[int] = set()
+    starts: list[int] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            name = tokenize.tok_name.get(token.type, "")
+            if name == "FSTRING_START":
+                starts.append(token.start[0])
+            elif name == "FSTRING_END" and starts:
+                found.update(range(starts.pop(), token.end[0]))
+            elif token.type == tokenize.STRING and token.end[0] > token.start[0]:
+                found.update(range(token.start[0], token.end[0]))
+    except (tokenize.TokenError, SyntaxError):
+        return set()
+    return found  # (the tokenizer counts lines from 1, so its lines start + 1 .. end are these indices)
 
 
 def compile_python(box: str, labels: tuple[str, ...], parts: InlineParts, filename: str) -> Any:
@@ -139,19 +189,39 @@ def compile_python(box: str, labels: tuple[str, ...], parts: InlineParts, filena
                                   f"{problem}; write the box in a box module instead", parts.line, parts.column)
     body = python_body(box, labels, parts)
     try:
-        return compile(body.source, f"{filename}:{box}", "exec", dont_inherit=True)
+        # Under a name that is no file: Python takes the text of a SyntaxError from the file it names.
+        compile(body.source, f"<inline code of box {box}>", "exec", dont_inherit=True)
     except SyntaxError as e:
         number = (e.lineno or 2) - 2  # line 1 is the def line
         if 0 <= number < len(body.lines):
-            line, removed = body.lines[number]
-            column = max(1, (e.offset or 5) - 4 + removed)
+            line, shift = body.lines[number]
+            column = max(1, (e.offset or 5) + shift)
         elif number < 0:  # the parameters: a label that is no Python name
             line, column = parts.line, parts.column
         else:
-            line, removed = body.lines[-1]
-            column = 1 + removed
+            line, shift = body.lines[-1]
+            column = max(1, 5 + shift)
         raise InlineCodeError(f"syntax error in the inline Python code of box '{box}': {e.msg}",
                               line, column) from None
+    # Under the .snet file's name, with its positions: a traceback names and quotes the line there.
+    return compile(_placed(ast.parse(body.source), body.lines), filename, "exec", dont_inherit=True)
+
+
+def _placed(tree: ast.Module, lines: tuple[tuple[int, int], ...]) -> ast.Module:
+    """``tree`` with every position moved to its place in the ``.snet`` file, so that a traceback
+    names the file's line (and quotes it) and its carets stand under the code there."""
+    def place(lineno: int, col: int) -> tuple[int, int]:
+        if lineno < 2:  # the def line: where the body starts
+            return lines[0][0], 0
+        line, shift = lines[min(lineno - 2, len(lines) - 1)]
+        return line, max(0, col + shift)
+
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) is not None:
+            node.lineno, node.col_offset = place(node.lineno, node.col_offset)
+        if getattr(node, "end_lineno", None) is not None:
+            node.end_lineno, node.end_col_offset = place(node.end_lineno, node.end_col_offset or 0)
+    return tree
 
 
 def make_function(box: str, labels: tuple[str, ...], code: str, line: int, column: int,
@@ -162,6 +232,7 @@ def make_function(box: str, labels: tuple[str, ...], code: str, line: int, colum
     exec(compile_python(box, labels, parts, filename), namespace)  # noqa: S102 - the program's own code
     function = namespace[FUNCTION_PREFIX + box]
     function.__qualname__ = function.__name__ = box
+    function.__code__ = function.__code__.replace(co_name=box, co_qualname=box)  # tracebacks say "in BOX"
     return function
 
 

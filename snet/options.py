@@ -221,6 +221,8 @@ def _net_path(_, attribute: attrs.Attribute, value: Any) -> None:
     if not isinstance(value, tuple):
         raise SNetOptionError(attribute.name, f" must be a folder or a list of folders, not {value!r}")
     for folder in value:
+        if folder and os.path.exists(folder) and not os.path.isdir(folder):
+            raise SNetOptionError(attribute.name, f": not a folder: {folder!r}")
         if not folder or not os.path.isdir(folder):
             raise SNetOptionError(attribute.name, f": no such folder: {folder!r}")
 
@@ -236,12 +238,18 @@ class CompileOptions:
     searched for ``NAME.snet`` after the program's own folder (rts only).
 
     Raises:
-        SNetOptionError: at construction, for an unknown dialect or a
-            net-path entry that is not a folder.
+        SNetOptionError: at construction, for an unknown dialect, a
+            net-path entry that is not a folder, or a net path with the
+            standard dialect.
     """
 
     dialect: str = attrs.field(default="standard", validator=_dialect)
     net_path: tuple[str, ...] = attrs.field(default=(), converter=_folders, validator=_net_path)
+
+    def __attrs_post_init__(self) -> None:
+        if self.net_path and not self.rts:  # silently unused otherwise
+            raise SNetOptionError("net_path", ": binds declared-only nets of the rts dialect only; "
+                                              "add dialect='rts'")
 
     @property
     def rts(self) -> bool:

@@ -22,16 +22,19 @@ import argparse
 import os
 import sys
 
-from snet.errors import EXIT_STARTUP, SNetOptionError, SNetUsageError
+from snet.errors import EXIT_STARTUP, SNetBindingError, SNetOptionError, SNetUsageError
 from snet.options import CompileOptions
 from snet.source import render
 
 
 def compile_options(args: argparse.Namespace) -> CompileOptions:
     """``--dialect`` and ``--net-path`` as :class:`CompileOptions`; errors name the command-line option."""
+    dialect = getattr(args, "dialect", None) or "standard"
+    net_path = tuple(getattr(args, "net_path", None) or ())
+    if net_path and dialect != "rts":
+        raise SNetUsageError("--net-path: binds declared-only nets of the rts dialect only; add --dialect rts")
     try:
-        return CompileOptions(dialect=getattr(args, "dialect", None) or "standard",
-                              net_path=tuple(getattr(args, "net_path", None) or ()))
+        return CompileOptions(dialect=dialect, net_path=net_path)
     except SNetOptionError as e:
         raise e.relabelled("--" + e.option.replace("_", "-")) from None
 
@@ -65,15 +68,24 @@ def check_command(args: argparse.Namespace) -> int:
         from snet.core.boxes import bind_boxes
         from snet.inlinecode import with_inline_boxes
         warnings: list[str] = []
-        bind_boxes(graph, with_inline_boxes(graph, linked_box_sources(graph, args.boxes, path)), warnings)
-        for warning in () if quiet and not strict else warnings:
-            if strict:
-                warning = warning.replace(": warning: ", ": error: ", 1)
-            print(warning, file=sys.stderr)
+
+        def show_binding_warnings() -> None:
+            for warning in () if quiet and not strict else warnings:
+                if strict:
+                    warning = warning.replace(": warning: ", ": error: ", 1)
+                print(warning, file=sys.stderr)
+
+        try:
+            bind_boxes(graph, with_inline_boxes(graph, linked_box_sources(graph, args.boxes, path)), warnings)
+        except SNetBindingError:
+            show_binding_warnings()  # before the error they may explain
+            raise
+        show_binding_warnings()
         failed = failed or (strict and bool(warnings))
     if failed:
         count = len(rendered) + (len(warnings) if graph is not None and getattr(args, "boxes", None) else 0)
-        print(f"{path}: {count} warning{'s' if count != 1 else ''} treated as errors (--strict)", file=sys.stderr)
+        treated = "warning treated as an error" if count == 1 else "warnings treated as errors"
+        print(f"{path}: {count} {treated} (--strict)", file=sys.stderr)
         return EXIT_STARTUP
     if verbose:
         for name, _depth, signature in analysis.net_signatures():

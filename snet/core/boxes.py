@@ -213,7 +213,7 @@ def argument_binding(box: str, labels: Sequence[str], function: Callable) -> Arg
                     f"({', '.join(labels)}): the values are passed by name")
         return ArgumentBinding(tuple(passed), tuple(keywords), True, note)
     shared = [n for n in order[:len(labels)] if n in names]
-    if shared:
+    if shared and tuple(order[:len(labels)]) != label_names:  # (all named, in order: each gets its own label)
         pairs = ", ".join(f"{param} = {label}" for param, label in zip(order, labels))
         return positional._replace(note=(
             f"box '{box}' has parameters named after some of its input labels ({', '.join(labels)}) but not "
@@ -263,23 +263,24 @@ def bind_boxes(graph: PropertyGraph, namespaces: Sequence[Any],
             missing.append(decl)
             continue
         if not callable(function):
-            problems.append(f"{_where(decl)}box '{decl.name}' is bound to a {type(function).__name__}, not a function")
+            problems.append(f"{_error_at(decl)}box '{decl.name}' is bound to a {type(function).__name__}, not a function")
             continue
         binding = argument_binding(decl.name, decl.arguments, function)
         if binding.note is not None and warnings is not None:
             warnings.append(render(decl.span, "warning", binding.note))
         problem = _binding_problem(function, binding)
         if problem is not None:
-            problems.append(f"{_where(decl)}box '{decl.name}' cannot be called with its "
+            problems.append(f"{_error_at(decl)}box '{decl.name}' cannot be called with its "
                             f"{len(decl.arguments)} input label(s) {format_labels(decl.arguments)}: {problem}")
             continue
         table[decl.name] = function
     if missing:
         names = ", ".join(f"'{d.name}'" for d in missing)
-        where = ", ".join(_describe_namespace(n) for n in namespaces) or "no box module (give --boxes, or put NET.py beside NET.snet)"
-        lines = [f"error: declared box{'es' if len(missing) > 1 else ''} {names} not found in {where}"]
+        where = ", ".join(_describe_namespace(n) for n in namespaces)
+        where = f" in {where}" if where else ": no box module (give --boxes, or put NET.py beside NET.snet)"
+        lines = [f"error: declared box{'es' if len(missing) > 1 else ''} {names} not found{where}"]
         provided = _provided_names(namespaces)
-        lines += [f"{_where(d)}error: box '{d.name}' is declared here{_near(d.name, provided)}" for d in missing]
+        lines += [f"{_error_at(d)}box '{d.name}' is declared here{_near(d.name, provided)}" for d in missing]
         problems.insert(0, "\n".join(lines))
     if problems:
         raise SNetBindingError("\n".join(problems))
@@ -313,8 +314,9 @@ def _describe_namespace(namespace: Any) -> str:
     return type(namespace).__name__
 
 
-def _where(decl: BoxDeclaration) -> str:
-    return f"{decl.span.location}: " if decl.span is not None else ""
+def _error_at(decl: BoxDeclaration) -> str:
+    """``FILE:LINE:COL: error: `` for a declaration with a place, as every message about the .snet file starts."""
+    return f"{decl.span.location}: error: " if decl.span is not None else "error: "
 
 
 def chain_outputs(callers: tuple, records: list) -> list:

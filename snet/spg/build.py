@@ -132,9 +132,16 @@ def analyse(text: str, filename: str = "<string>", net: str | None = None,
 def _foreign_inline_code(res: Resolution) -> list[Diagnostic]:
     """Inline code in another language than Python is not run: say so where it is."""
     return [Diagnostic("warning", d.inline.span, f"the inline {d.inline.language} code of box '{d.name}' is not "
-                                                 f"run; the box is bound from the box modules")
+                                                 f"run; the box is bound from the box modules"
+                                                 f"{_language_hint(d.inline.language)}")
             for d, _ in res.definitions()
             if isinstance(d, ast.BoxDecl) and d.inline is not None and d.inline.language.lower() != INLINE_LANGUAGE]
+
+
+def _language_hint(language: str) -> str:
+    """``"; did you mean 'python'?"`` for a language name that looks like a misspelt ``python``."""
+    close = difflib.SequenceMatcher(None, language.lower(), INLINE_LANGUAGE).ratio() >= 0.6
+    return f"; did you mean '{INLINE_LANGUAGE}'?" if close else ""
 
 
 def select_net(top: list[ast.NetDef], filename: str, net: str | None) -> ast.NetDef:

@@ -30,7 +30,7 @@ from snet.gcpause import gc_paused
 from snet.inlinecode import InlineCodeError
 from snet.source import Source, Span
 from snet.syntax.ast import Program
-from snet.syntax.lexer import DISPLAY, LexicalError, SNetLexer
+from snet.syntax.lexer import DISPLAY, INLINE_OPEN_RE, LexicalError, SNetLexer
 from snet.syntax.metadata import MetadataError
 from snet.syntax.to_ast import AstBuilder
 
@@ -168,7 +168,12 @@ def _unexpected(source: Source, text: str, e: UnexpectedToken, rts: bool = False
         names = e.interactive_parser.accepts() or names
     except Exception:  # noqa: BLE001 - only the message's quality depends on it
         pass
-    if not rts:  # forms of the rts dialect only: the standard dialect does not offer them
+    hint = ""
+    if not rts:  # forms of the rts dialect only: the standard dialect does not offer them, but says where they are
+        if "INLINE_CODE" in names and token.type != "$END" and INLINE_OPEN_RE.match(text, token.start_pos or 0):
+            hint = "inline box code {<<< ... >>>}"
+        elif "_PLPAR" in names and token == "(":
+            hint = "a pattern list or split tag in parentheses"
         names = set(names) - {"INLINE_CODE", "_PLPAR"}
         if "_LPAR" in names and "_CONNECT" in names:  # after `net NAME`, where `;` is rts only
             names.discard("_SEMI")
@@ -185,11 +190,15 @@ def _unexpected(source: Source, text: str, e: UnexpectedToken, rts: bool = False
             what = f"integer {token}"
         elif token.type == "METADATA":
             what = "metadata block"
+        elif token.type == "INLINE_CODE":  # not the whole body, which may run over many lines
+            what = "inline box code"
         else:
             what = f"'{token}'"
     message = f"unexpected {what}"
     if expected:
         message += f" (expected {', '.join(expected)})"
+    if hint:
+        message += f"; {hint} is read in the rts dialect (--dialect rts)"
     return _error(source, line, column, message)
 
 

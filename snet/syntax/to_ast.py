@@ -86,7 +86,8 @@ class AstBuilder(Transformer):
         if not self.rts:  # the standard dialect's message for `net n;`, as before the rts form existed
             semicolon = next(tokenize(self.source.text[name.end_pos:]))  # comments may stand between
             line, column = self.line_of(name.end_pos + semicolon.start_pos)
-            raise InlineCodeError("unexpected ';' (expected '(', 'connect', '{')", line, column)
+            raise InlineCodeError("unexpected ';' (expected '(', 'connect', '{'); a net declared without a connect "
+                                  "expression (net NAME;) is read in the rts dialect (--dialect rts)", line, column)
         return ast.NetDef(str(name), None, None, None, self.span(name))
 
     def net_sig(self, items):

@@ -320,6 +320,17 @@ def _type_references(d) -> Iterator[ast.TypeRef | ast.TypesigRef]:
                     yield from (a for a in item.output.atoms if isinstance(a, ast.TypeRef))
 
 
+def _shadowing_hint(res: Resolution, cycle: list, kind: str) -> str:
+    """For ``type t = t;`` with an outer ``t`` (standard dialect): the rts dialect reads it as naming that one."""
+    if res.shadowing or len(cycle) != 1:
+        return ""
+    home = res.rhs_scope(cycle[0])
+    outer = home.parent.lookup(cycle[0].name) if home.parent is not None else None
+    if not isinstance(outer, type(cycle[0])):
+        return ""
+    return f"; in the rts dialect (--dialect rts), '{cycle[0].name}' on the right names the outer {kind}"
+
+
 def _check_cycles(res: Resolution) -> None:
     """Nets that use themselves; types and typesigs defined through themselves."""
     edges: dict[int, list[tuple[object, object]]] = {}  # id(def) -> [(target def, ref)]
@@ -379,4 +390,5 @@ def _check_cycles(res: Resolution) -> None:
                     res.error(ref.span, f"net '{target.name}' uses itself: {names}")
                 else:
                     kind = kind_of(target)
-                    res.error(ref.span, f"{kind} '{target.name}' is defined in terms of itself: {names}")
+                    res.error(ref.span, f"{kind} '{target.name}' is defined in terms of itself: {names}"
+                                        f"{_shadowing_hint(res, cycle, kind)}")

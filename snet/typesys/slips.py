@@ -357,7 +357,11 @@ def _stage_name(stage, scope) -> str:
     if isinstance(stage, ast.NameRef):
         kind = "box" if isinstance(scope.lookup(stage.name), ast.BoxDecl) else "net"
         return f"{kind} '{stage.name}'"
-    return "this stage"
+    return _STAGE_WORDS.get(type(stage), "this stage")
+
+
+_STAGE_WORDS = {ast.Filter: "the filter", ast.SyncCell: "the synchro-cell", ast.Parallel: "the parallel",
+                ast.Star: "the star", ast.Split: "the split", ast.Feedback: "the feedback loop"}
 
 
 # ---- S5

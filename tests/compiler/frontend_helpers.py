@@ -13,7 +13,7 @@ CASES_DIR = ROOT / "tests" / "conformance" / "cases"
 GOLDEN = HERE / "golden"
 
 
-def snet_cli(*args: str, cwd: Path | str | None = None) -> subprocess.CompletedProcess:
-    """Run ``python -m snet ARGS`` and capture its output."""
-    return subprocess.run([sys.executable, "-m", "snet", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120)
+def snet_cli(*args: str, cwd: Path | str | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m snet ARGS`` (with ``stdin`` as its standard input) and capture its output."""
+    return subprocess.run([sys.executable, "-m", "snet", *args], cwd=cwd, input=stdin, capture_output=True,
+                          text=True, timeout=120)

@@ -12,7 +12,8 @@ from snet.spg.build import compile_source
 CASES = sorted(CASES_DIR.glob("*/net.snet"))
 # Every example program of the repository, except the tutorial's deliberate syntax error.
 EXAMPLES = sorted(p for p in [*ROOT.glob("boxes/*.snet"), *ROOT.glob("docs/**/*.snet"),
-                              *ROOT.glob("tests/runtime/nets/*.snet")] if p.name != "broken.snet")
+                              *ROOT.glob("tests/runtime/nets/*.snet"), *ROOT.glob("tests/compiler/examples/*.snet")]
+                  if p.name != "broken.snet")
 
 
 def warnings_of(text: str) -> list[str]:
@@ -30,6 +31,17 @@ def test_a_misspelt_box_input_in_an_unsigned_net():
     assert warnings_of(TYPO) == [
         "w.snet:3:29: warning: box 'count' needs 'toks', which nothing before it in this serial chain produces; "
         "did you mean 'tokens'?",
+    ]
+
+
+def test_a_misspelt_label_in_a_filter_or_a_split_names_the_stage():
+    text = ("box tokenize ((text) -> (tokens, <key>));\nbox g ((n) -> (c));\n"
+            "net wc connect tokenize .. [{toks} -> {n=toks}] .. (g ! <kye>);\n")
+    assert warnings_of(text) == [
+        "w.snet:3:28: warning: the filter needs 'toks', which nothing before it in this serial chain produces; "
+        "did you mean 'tokens'?",
+        "w.snet:3:53: warning: the split needs '<kye>', which nothing before it in this serial chain produces; "
+        "did you mean '<key>'?",
     ]
 
 
@@ -129,7 +141,7 @@ def test_strict_turns_warnings_into_errors(tmp_path):
     assert lines == [
         "wc.snet:3:29: error: box 'count' needs 'toks', which nothing before it in this serial chain produces; "
         "did you mean 'tokens'?",
-        "wc.snet: 1 warning treated as errors (--strict)",
+        "wc.snet: 1 warning treated as an error (--strict)",
     ]
     plain = snet_cli("check", "wc.snet", cwd=tmp_path)
     assert plain.returncode == 0 and plain.stdout == "{text, toks} | {} -> {n} | {}\n"
@@ -141,7 +153,7 @@ def test_strict_counts_binding_warnings_too(tmp_path):
     assert snet_cli("check", "--strict", "n.snet", cwd=tmp_path).returncode == 0
     result = snet_cli("check", "--strict", "--boxes", "n.py", "n.snet", cwd=tmp_path)
     assert result.returncode == 2 and "n.snet:1:5: error: " in result.stderr
-    assert result.stderr.rstrip().endswith("n.snet: 1 warning treated as errors (--strict)")
+    assert result.stderr.rstrip().endswith("n.snet: 1 warning treated as an error (--strict)")
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.parent.name)

@@ -90,6 +90,12 @@ def test_binding_by_name_is_checked_at_load_time():
         snet.load(SWAP, boxes={"f": lambda a, b, c: None})
 
 
+def test_every_label_named_in_order_before_an_extra_parameter_is_no_partial_match():
+    # The labels all have their parameter at their place; the extra one is the error, not a naming slip.
+    assert argument_binding("f", ("a", "<b>"), lambda a, b, c: None).note is None
+    assert argument_binding("f", ("a", "<b>"), lambda a, c, b: None).note is not None  # b would receive c's place
+
+
 def test_binding_builds_the_call_once():
     binding = argument_binding("f", ("a", "b", "c"), lambda a, c, scale=1, b=0: None)
     assert binding.by_name
