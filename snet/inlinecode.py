@@ -133,8 +133,9 @@ def python_body(box: str, labels: tuple[str, ...], parts: InlineParts) -> Python
     while lines and not lines[-1].strip():
         lines.pop()
         where.pop()
-    if not lines:
-        lines, where = ["    pass"], [(parts.line, parts.column - 1 - 4)]
+    if not lines:  # a box that drops every record says so: an empty body is a slip
+        raise InlineCodeError(f"the inline Python code of box '{box}' is empty, so the box would emit nothing "
+                              f"for any record; write 'pass' in it if that is meant", parts.line, parts.column)
     params = ", ".join(parameter_names(labels))
     body = "\n".join(lines)
     return PythonBody(f"def {FUNCTION_PREFIX}{box}({params}):\n{body}\n", tuple(where))

@@ -164,3 +164,21 @@ def test_misplaced_inline_code_is_named_not_quoted_whole():
     assert str(info.value).splitlines()[0] == (
         "<string>:1:55: error: unexpected inline box code (expected end of input, metadata block, ';', 'box', "
         "'net', 'type', 'typesig')")
+
+
+@pytest.mark.parametrize("body", ["{<<< python | >>>}", "{<<< python |\n\n  >>>}"])
+def test_an_empty_inline_python_body_is_an_error_not_a_box_that_drops_everything(tmp_path, body):
+    (tmp_path / "n.snet").write_text(f"box f ((a) -> (b)) {body};\nnet n connect f;\n")
+    (tmp_path / "in.jsonl").write_text('{"a": 1}\n')
+    result = snet_cli("run", "--dialect", "rts", "n.snet", "-i", "in.jsonl", cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[0] == (
+        "n.snet:1:33: error: the inline Python code of box 'f' is empty, so the box would emit nothing for any "
+        "record; write 'pass' in it if that is meant")
+
+
+def test_an_inline_body_of_pass_drops_every_record(tmp_path):
+    (tmp_path / "n.snet").write_text("box f ((a) -> (b)) {<<< python | pass >>>};\nnet n connect f;\n")
+    (tmp_path / "in.jsonl").write_text('{"a": 1}\n')
+    result = snet_cli("run", "--dialect", "rts", "n.snet", "-i", "in.jsonl", cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout == ""
