@@ -19,7 +19,7 @@ from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_now, sn
                                  snet_flag_load, snet_flag_store)
 from snet_front.core cimport (Entity, Writer, Network, Group, GStack, Tagged, Ctx, Instance, WakeUp, register_factory,
                               make_item, record_of, stack_of, spin_lock, spawn, push, bypass, new_ctx, request_of,
-                              new_depth_inbox)
+                              new_depth_inbox, labels_first)
 from snet_front.kinds cimport (K_NET, K_SERIAL, K_PAR, K_STAR, K_SPLIT, K_FEEDBACK, K_EXECSPLIT, K_INITBOX)
 
 
@@ -80,6 +80,7 @@ cdef class StarShared:
     cdef Ctx ctx
     cdef object matcher  # the exit patterns' PatternMatcher (for its errors)
     cdef object first_exit  # its raw_first: the exit test without the error translation
+    cdef tuple exit_labels  # the exit patterns' labels when none has a guard (tested here, no call)
     cdef bint det
     cdef bint loops  # a stateless operand: incarnations 0 and 1 share one operand instance
     cdef Collector coll
@@ -132,10 +133,13 @@ cdef class StarEntity(Entity):
         if leader:
             st = push(sh.coll.new_group(), st)
             item = make_item(rec, st)
-        try:
-            exits = sh.first_exit(rec)
-        except (KeyError, DivisionByZero) as e:
-            raise sh.matcher.error(e, rec) from None
+        if sh.exit_labels is not None:
+            exits = labels_first(rec, sh.exit_labels)
+        else:
+            try:
+                exits = sh.first_exit(rec)
+            except (KeyError, DivisionByZero) as e:
+                raise sh.matcher.error(e, rec) from None
         if exits >= 0:
             w.write(sh.exit_target(), item, True)
             return 0
@@ -459,6 +463,7 @@ cdef class FeedbackReturn(Entity):
     """Where the operand's outputs return: back into the operand or out."""
     cdef object matcher  # the feedback patterns' PatternMatcher (for its errors)
     cdef object first_back  # its raw_first: the test without the error translation
+    cdef tuple back_labels  # the patterns' labels when none has a guard (tested here, no call)
     cdef Entity loop
     cdef Ctx ctx_op
 
@@ -478,10 +483,13 @@ cdef class FeedbackReturn(Entity):
 
     cdef int invoke(self, Writer w, object item) except -1:
         rec = record_of(item)
-        try:
-            back = self.first_back(rec)
-        except (KeyError, DivisionByZero) as e:
-            raise self.matcher.error(e, rec) from None
+        if self.back_labels is not None:
+            back = labels_first(rec, self.back_labels)
+        else:
+            try:
+                back = self.first_back(rec)
+            except (KeyError, DivisionByZero) as e:
+                raise self.matcher.error(e, rec) from None
         if back >= 0:
             w.write(self.entry(), item, True)
         else:
@@ -704,6 +712,7 @@ cdef FeedbackReturn new_feedback(Network rt, int n, Ctx ctx):
     fb.setup(rt, n, ctx)
     fb.matcher = rt.nodes[n].back
     fb.first_back = rt.nodes[n].back.raw_first
+    fb.back_labels = rt.nodes[n].back.labels
     fb.ctx_op = new_ctx(fb, ctx.inst, ctx)
     return fb
 
@@ -730,6 +739,7 @@ cdef Entity make_star(Network rt, int n, Ctx ctx):
     sh.ctx = ctx
     sh.matcher = rt.nodes[n].exits
     sh.first_exit = rt.nodes[n].exits.raw_first
+    sh.exit_labels = rt.nodes[n].exits.labels
     sh.det = rt.det[n]
     sh.loops = rt.nodes[n].loops
     if sh.loops:

@@ -112,6 +112,36 @@ cdef inline object inbox_popleft(object inbox):
     return inbox.popleft()
 
 
+cdef inline int labels_first(object rec, tuple patterns) except -2:
+    """The first pattern (label tuples, no guards) all of whose labels ``rec`` has, or -1: a
+    PatternMatcher's ``raw_first`` without the Python call."""
+    cdef Py_ssize_t i
+    cdef tuple labels
+    for i in range(len(patterns)):
+        labels = <tuple>patterns[i]
+        for label in labels:
+            if label not in rec:
+                break
+        else:
+            return <int>i
+    return -1
+
+
+cdef inline list labels_all(object rec, tuple patterns):
+    """Every pattern (label tuples, no guards) all of whose labels ``rec`` has: ``raw_all`` without the call."""
+    cdef Py_ssize_t i
+    cdef tuple labels
+    cdef list out = []
+    for i in range(len(patterns)):
+        labels = <tuple>patterns[i]
+        for label in labels:
+            if label not in rec:
+                break
+        else:
+            out.append(i)
+    return out
+
+
 cdef class Sink(Entity):
     pass
 

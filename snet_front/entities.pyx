@@ -19,7 +19,7 @@ from snet.requests import set_current_request
 
 from snet_front.atomics cimport snet_atomic_add, snet_atomic_load, snet_now, snet_unlock, snet_flag_store
 from snet_front.core cimport (Entity, Writer, Network, GStack, Ctx, Instance, register_factory, make_item, record_of,
-                              stack_of, spin_lock, request_of)
+                              stack_of, spin_lock, request_of, labels_first, labels_all)
 from snet_front.kinds cimport K_BOX, K_FILTER, K_SYNC, K_SYNCSTAR
 
 
@@ -295,6 +295,7 @@ cdef class SyncEntity(Entity):
     """A synchro-cell instance; once fired it is an identity that writers bypass."""
     cdef CellState cell
     cdef object all_slots  # raw_all of the patterns' matcher: every pattern a record matches
+    cdef tuple slot_labels  # the patterns' labels when none has a guard (tested here, no call)
     cdef tuple later  # the labels of each pattern after the first (what the merged record takes)
 
     cdef int invoke(self, Writer w, object item) except -1:
@@ -304,10 +305,13 @@ cdef class SyncEntity(Entity):
         cdef Instance inst
         hits = None
         if not was_fired:
-            try:
-                hits = self.all_slots(rec)
-            except (KeyError, DivisionByZero):
-                hits = None  # the cell tests its empty slots' patterns only, and raises if one fails
+            if self.slot_labels is not None:
+                hits = labels_all(rec, self.slot_labels)
+            else:
+                try:
+                    hits = self.all_slots(rec)
+                except (KeyError, DivisionByZero):
+                    hits = None  # the cell tests its empty slots' patterns only, and raises if one fails
         res = self.cell.take(rec, hits, self.later)
         if res is None:
             # A parked record stops counting for its input (language.md §7).
@@ -343,7 +347,9 @@ cdef class SyncStarEntity(Entity):
     """
     cdef object exits  # the exit patterns' PatternMatcher (for its errors)
     cdef object first_exit  # its raw_first: the exit test without the error translation
+    cdef tuple exit_labels  # the exit patterns' labels when none has a guard (tested here, no call)
     cdef object all_slots  # raw_all of the cell patterns' matcher: every pattern a record matches
+    cdef tuple slot_labels  # the cell patterns' labels when none has a guard
     cdef tuple later  # the labels of each pattern after the first, which a merged record takes from its slot
     cdef object shape
     cdef int sync_node
@@ -363,17 +369,23 @@ cdef class SyncStarEntity(Entity):
             # costs ten times a short list); `new_cell` turns a long one into a deque.
             self.waiting = [[] for _ in range(self.shape.count)]
         while True:
-            try:
-                exits = self.first_exit(rec)
-            except (KeyError, DivisionByZero) as e:
-                raise self.exits.error(e, rec) from None
+            if self.exit_labels is not None:
+                exits = labels_first(rec, self.exit_labels)
+            else:
+                try:
+                    exits = self.first_exit(rec)
+                except (KeyError, DivisionByZero) as e:
+                    raise self.exits.error(e, rec) from None
             if exits >= 0:
                 w.write(self.resolve_out(), make_item(rec, st), True)
                 return 0
-            try:
-                hits = self.all_slots(rec)
-            except (KeyError, DivisionByZero):
-                hits = None  # a guard cannot be evaluated: walk, so that it fails where the definition's walk does
+            if self.slot_labels is not None:
+                hits = labels_all(rec, self.slot_labels)
+            else:
+                try:
+                    hits = self.all_slots(rec)
+                except (KeyError, DivisionByZero):
+                    hits = None  # a guard cannot be evaluated: walk, so that it fails where the definition's walk does
             if hits is not None and not hits:  # it would pass every later replica unchanged: it stays here for ever
                 self.rt.park(self.node, rec)
                 return 0
@@ -498,6 +510,7 @@ cdef Entity make_sync(Network net, int n, Ctx ctx):
     shape = net.nodes[n].shape
     s.cell = new_cell_state(shape)
     s.all_slots = shape.matcher.raw_all
+    s.slot_labels = shape.matcher.labels
     s.later = shape.later
     return s
 
@@ -508,7 +521,9 @@ cdef Entity make_sync_star(Network net, int n, Ctx ctx):
     z.setup(net, n, ctx)
     z.exits = node.exits
     z.first_exit = node.exits.raw_first
+    z.exit_labels = node.exits.labels
     z.all_slots = node.shape.matcher.raw_all
+    z.slot_labels = node.shape.matcher.labels
     z.later = node.shape.later
     z.shape = node.shape
     z.sync_node = node.cell

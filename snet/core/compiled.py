@@ -65,7 +65,7 @@ class PatternMatcher:
     pattern and guard hold (a synchro-cell evaluates every empty slot).
     """
 
-    __slots__ = ("first", "_each", "what", "span", "patterns", "raw_first", "raw_all")
+    __slots__ = ("first", "_each", "what", "span", "patterns", "raw_first", "raw_all", "labels")
 
     def __init__(self, patterns: Sequence[Pattern], what: str, span: Span | None):
         self.patterns = tuple(patterns)
@@ -90,6 +90,10 @@ class PatternMatcher:
         # themselves (one Python frame less per test): the first pattern matched, and all of them.
         self.raw_first = first
         self.raw_all = _build("_all", "\n".join(every), spans)
+        # Patterns without guards: each pattern's labels, which compiled callers test themselves
+        # (no Python call per record); None when some pattern has a guard.
+        self.labels = None if any(p.guard is not None for p in self.patterns) else \
+            tuple(tuple(sorted(p.labels)) for p in self.patterns)
 
         def checked_first(record: Record, _first=first) -> int:
             try:
