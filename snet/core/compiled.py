@@ -151,9 +151,11 @@ def compile_filter(node: FilterNode, what: str = "filter") -> Callable[[Record],
         for n, items in enumerate(outputs):
             code.append(f"{indent}_o{n} = {output_code(items)}")
         names = [f"_o{n}" for n in range(len(outputs))]
+        # A binding tag is the only valid label with '#' second (records are checked on the way
+        # in); a one-character slice is a cached string, where k[:2] would build one per label.
         code.append(f"{indent}if r.keys() <= _P:")
         code.append(f"{indent}    return [{', '.join(names)}]")
-        code.append(f"{indent}_inh = {{k: v for k, v in r.items() if k not in _P and k[:2] != '<#'}}")
+        code.append(f"{indent}_inh = {{k: v for k, v in r.items() if k not in _P and k[1:2] != '#'}}")
         code.append(f"{indent}return [{', '.join(f'{{**_inh, **{n}}}' for n in names)}]")
         return code
 
