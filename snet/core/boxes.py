@@ -188,6 +188,13 @@ def argument_binding(box: str, labels: Sequence[str], function: Callable) -> Arg
         return positional  # builtins without a signature: by position
     names = {label_parameter(label): label for label in labels}
     if len(names) != len(labels):  # a field and a tag of the same name: only positions tell them apart
+        order = [p.name for p in parameters if p.kind in _NAMED_KINDS][:len(labels)]
+        if any(name in names and name != label_parameter(label) for name, label in zip(order, labels)):
+            pairs = ", ".join(f"{param} = {label}" for param, label in zip(order, labels))
+            return positional._replace(note=(
+                f"box '{box}' has parameters named after its input labels ({', '.join(labels)}) in other "
+                f"positions, but a field and a tag share a name, so the values are passed by position "
+                f"({pairs})"))
         return positional
     named = [p.name for p in parameters if p.kind in _NAMED_KINDS]
     required = {p.name for p in parameters if p.default is p.empty and p.kind in _NAMED_KINDS}

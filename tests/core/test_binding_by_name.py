@@ -85,6 +85,16 @@ def test_a_field_and_a_tag_of_one_name_bind_by_position():
     assert binding.positional == ("n", "<n>") and not binding.by_name
 
 
+def test_a_field_and_a_tag_of_one_name_warn_when_a_parameter_sits_at_another_label():
+    binding = argument_binding("f", ("x", "<x>", "y"), lambda y, x, z: None)
+    assert binding.positional == ("x", "<x>", "y") and not binding.by_name
+    assert binding.note == ("box 'f' has parameters named after its input labels (x, <x>, y) in other positions, "
+                            "but a field and a tag share a name, so the values are passed by position "
+                            "(y = x, x = <x>, z = y)")
+    assert argument_binding("f", ("x", "<x>", "y"), lambda x, t, y: None).note is None
+    assert argument_binding("f", ("x", "<x>"), lambda a, b: None).note is None
+
+
 def test_binding_by_name_is_checked_at_load_time():
     with pytest.raises(snet.SNetBindingError, match="box 'f' cannot be called"):
         snet.load(SWAP, boxes={"f": lambda a, b, c: None})
