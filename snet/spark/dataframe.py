@@ -56,8 +56,9 @@ log = logging.getLogger("snet.spark")
 SEQ = "__snet_seq"  # the input sequence column added before a shuffle
 OUT_BATCH = 4096  # output records per Arrow batch
 
-def output_schema(graph, input_schema, schema=None, drop: tuple[str, ...] = ()):
-    """The Spark schema of the outputs (see the module docstring); ``schema`` a StructType or DDL string."""
+def output_schema(graph, input_schema, schema=None, drop: tuple[str, ...] = (), cli: bool = False):
+    """The Spark schema of the outputs (see the module docstring); ``schema`` a StructType or DDL string;
+    ``cli``: errors name ``snet run``'s option, ``--spark-schema``, rather than ``schema=``."""
     from pyspark.sql.types import LongType, StructField, StructType
 
     if schema is not None:
@@ -85,10 +86,14 @@ def output_schema(graph, input_schema, schema=None, drop: tuple[str, ...] = ()):
         else:
             unknown.append(label)
     if unknown:
-        raise SNetUsageError(
-            f"spark_apply: cannot infer the type of output field{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(repr(u) for u in unknown)} (no input column of that name); pass schema=, e.g. "
-            f"schema=\"{', '.join(f'{u} double' for u in unknown)}, ...\" with every output column")
+        what = (f"cannot infer the type of output field{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(repr(u) for u in unknown)} (no input column of that name)")
+        example = ", ".join(f"{u} double" for u in unknown)
+        if cli:
+            raise SNetUsageError(f"{what}; give --spark-schema with every output column, e.g. "
+                                 f"--spark-schema '{example}, ...'")
+        raise SNetUsageError(f"spark_apply: {what}; pass schema=, e.g. schema=\"{example}, ...\" with every "
+                             "output column")
     return StructType(fields)
 
 def prepare(network, df, partitions: int | None = None, order: str | None = None):
@@ -120,9 +125,10 @@ def prepare(network, df, partitions: int | None = None, order: str | None = None
     return df, how, drop
 
 def spark_apply(network, df, schema=None, *, partitions: int | None = None, order: str | None = None,
-                shipped_only: bool = False):
+                shipped_only: bool = False, task_warnings: bool = True):
     """See :meth:`snet.api.Network.spark_apply`; ``shipped_only``: box files from the shipped zips only
-    (``snet.boxes=shipped`` of ``snet run``)."""
+    (``snet.boxes=shipped`` of ``snet run``); ``task_warnings``: tasks log termination warnings (not under
+    ``snet run -q``)."""
     from snet.spark.runner import ship
     from snet.spark.session import is_connect_session
     from snet.spark.shipping import dump_context, make_context
@@ -137,7 +143,7 @@ def spark_apply(network, df, schema=None, *, partitions: int | None = None, orde
     context = make_context(network.graph, 0, network.boxes, shipped_only=shipped_only)
     ship(session, context, is_connect_session(session))
     function = functools.partial(map_partition, uuid.uuid4().hex, dump_context(context), drop,
-                                 out.json(), schema is not None, engine=TASK_ENGINE)
+                                 out.json(), schema is not None, engine=TASK_ENGINE, warn=task_warnings)
     return mapped.mapInArrow(function, out)
 
 # -- on the executors ----------------------------------------------------------
@@ -223,7 +229,7 @@ def _fits(pa, value, type_) -> bool:
         return False
 
 def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_json: str, project: bool,
-                  batches, engine: str = "front") -> Iterator:
+                  batches, engine: str = "front", warn: bool = True) -> Iterator:
     """The ``mapInArrow`` function: one fresh engine (:func:`_engine`) over this partition's records.
 
     A chain of boxes runs without the engine, one input batch at a time
@@ -255,7 +261,7 @@ def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_jso
         close = getattr(outputs, "close", None)
         if close is not None:
             close()
-    for warning in warnings():
+    for warning in warnings() if warn else ():
         log.warning("%s", warning)
 
 

@@ -37,6 +37,7 @@ import sys
 import time
 
 from snet.errors import SNetNotDistributable, SNetRuntimeError, SNetUsageError
+from snet.spark.crash import looks_like_crash
 
 log = logging.getLogger("snet.spark")
 
@@ -171,19 +172,34 @@ def run_native(network, args, options, source: str, sink: str) -> int:
             raise SNetNotDistributable(e.message.replace("run it on the driver instead", "give "
                                        "--spark-driver-fallback to run it on the driver"), e.span) from None
         fallback = True
+    watched = args.progress is not None or args.verbose
+    if watched and "spark.ui.enabled" not in conf:  # the Spark UI, for a person watching
+        conf["spark.ui.enabled"] = "true"
     session = start_session(options.spark_master, conf)
+    if watched:
+        from snet.spark.session import ui_address
+
+        address = ui_address(session)
+        if address:
+            print(f"snet progress: Spark UI at {address}", file=sys.stderr)
     df = _reader(session, source, args.input)
+    schema = getattr(args, "spark_schema", None)
+    sink_existed = _exists(args.output)
     started = time.perf_counter()
+    order = None
     try:
         if fallback:
             log.warning("warning: the network cannot be partitioned over Spark tasks; it runs on the driver "
                         "(--spark-driver-fallback), every record passing through it")
-            written = driver_run(network, session, df, sink, args, options, mode,
-                                 getattr(args, 'spark_schema', None))
+            written = driver_run(network, session, df, sink, args, options, mode, schema)
         else:
+            from snet.spark.dataframe import output_schema
+
             df, order = (in_file_order(df) if keyed else (df, None))
-            out = spark_apply(network, df, getattr(args, 'spark_schema', None), order=order,
-                              shipped_only=boxes_shipped)
+            if schema is None:  # an output field without a type: the error names --spark-schema
+                output_schema(network.graph, df.schema, None, (order,) if order else (), cli=True)
+            out = spark_apply(network, df, schema, order=order, shipped_only=boxes_shipped,
+                              task_warnings=not args.quiet)
             write_sink(out, sink, args.output, mode)
             written = None
     except KeyboardInterrupt:
@@ -191,7 +207,12 @@ def run_native(network, args, options, source: str, sink: str) -> int:
     except (SNetUsageError, SNetRuntimeError):
         raise
     except Exception as e:
-        raise _failure(e) from e
+        error = _failure(e)
+        if not fallback and looks_like_crash(str(e)):
+            error = _diagnosed(network, df, order, boxes_shipped, str(e)) or error
+        if not sink_existed:
+            _remove_if_empty(args.output)
+        raise error from e
     seconds = time.perf_counter() - started
     if args.stats:
         where = "on the driver" if fallback else "inside Spark tasks"
@@ -201,11 +222,41 @@ def run_native(network, args, options, source: str, sink: str) -> int:
     return 0
 
 
+def _diagnosed(network, df, order, shipped_only: bool, text: str):
+    """The box and record that killed a Python worker (:mod:`snet.spark.taskcrash`), or None."""
+    from snet.spark.taskcrash import diagnose
+
+    log.warning("warning: a Python worker died; running the partitions again to find the box and the record")
+    try:
+        return diagnose(network, df, order=order, shipped_only=shipped_only, job_error=text)
+    except Exception as e:  # the diagnosis failed too: the original error stands
+        log.debug("the crash diagnosis failed: %s", e)
+        return None
+
+
+def _exists(path: str) -> bool:
+    return "://" not in path and os.path.exists(path.removeprefix("file:"))
+
+
+def _remove_if_empty(path: str) -> None:
+    """Remove the sink folder a failed write job left without part files (Spark creates it first)."""
+    if "://" in path:
+        return
+    folder = path.removeprefix("file:")
+    try:
+        if os.path.isdir(folder) and not any(not n.startswith((".", "_")) for n in os.listdir(folder)):
+            import shutil
+
+            shutil.rmtree(folder)
+    except OSError as e:
+        log.debug("could not remove %s: %s", folder, e)
+
+
 def driver_run(network, session, df, sink: str, args, options, mode: str, schema) -> int:
     """``--spark-driver-fallback``: the records through the driver, the network's splits on Spark as usual."""
     from snet.spark.dataframe import output_schema
 
-    out_schema = output_schema(network.graph, df.schema, schema)
+    out_schema = output_schema(network.graph, df.schema, schema, cli=True)
     names = [f.name for f in out_schema.fields]
 
     def records():

@@ -278,3 +278,76 @@ def test_a_keyed_network_sees_a_directorys_files_in_path_order(spark, tmp_path):
     local = list(snet.load(str(net)).run(records, engine="reference"))
     assert canonical(got) == canonical(local)
     assert sorted((r["a"], r["c"]) for r in got if "a" in r and "c" in r) == [(0, 3), (2, 5), (4, 1)]
+
+
+CRASHING = """
+net crashing {
+  box h ((x) -> (a) | (c));
+  net join connect [| {a}, {c} |] * {a, c};
+} connect (h .. join) ! <k>;
+"""
+CRASHING_PY = """
+import os
+
+def h(x):
+    if x == 41:
+        os._exit(3)
+    return {"a": x} if x % 2 == 0 else {"c": x}
+"""
+
+
+def test_a_box_that_ends_its_python_worker_in_a_spark_native_run_is_named(spark, tmp_path, capfd):
+    """A box that calls os._exit inside a keyed Spark-native run: exit 1, one error naming the box, its
+    arguments and the input record (not a page of JVM frames), and no half-made sink left behind."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "crashing.snet").write_text(CRASHING)
+    (tmp_path / "crashing.py").write_text(CRASHING_PY)
+    records = [{"x": i, "<k>": i % 3, "id": i} for i in range(60)]
+    pq.write_table(pa.Table.from_pylist(records), tmp_path / "in.parquet")
+    out = tmp_path / "out.parquet"
+    status = snet_main(str(tmp_path / "crashing.snet"), "-i", str(tmp_path / "in.parquet"), "-o", str(out),
+                       "--spark", MASTER, "--spark-schema", "a long, c long, `<k>` long, id long")
+    err = capfd.readouterr().err
+    assert status == 1, err
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert errors == [f"{tmp_path / 'crashing.snet'}:5:12: error: box 'h' ended its Python worker (exit status 3) "
+                      "on input (x=41)"], err
+    assert 'the input record: {"x":41,"<k>":2,"id":41}' in err.splitlines(), err
+    assert "at org.apache" not in err and "Py4J" not in err and "Aborting task" not in err, err
+    assert not out.exists()
+
+
+def test_progress_prints_the_spark_ui_address_of_a_spark_native_run_and_quiet_silences_its_tasks(
+        spark_installed, tmp_path):
+    """--progress turns the Spark UI on and prints where it is; -q leaves out the tasks' termination warnings
+    (cells left unfinished), as it does for a run on the driver."""
+    (tmp_path / "pairs.snet").write_text("net pairs connect [| {a}, {c} |] ! <k>;\n")
+    (tmp_path / "in.json").write_text("".join(json.dumps({"a": i, "<k>": i}) + "\n" for i in range(3)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT)] + ([os.environ["PYTHONPATH"]]
+                                                                     if os.environ.get("PYTHONPATH") else []))}
+    done = subprocess.run([sys.executable, "-m", "snet", "run", "-q", "--progress", "pairs.snet", "-i", "in.json",
+                           "-o", "out.json", "--spark", "local[1]", "--spark-schema", "a long, c long, `<k>` long"],
+                          cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^snet progress: Spark UI at http://[\w.:-]+:\d+$", done.stderr, re.M), done.stderr
+    assert "synchro-cell discarded" not in done.stderr, done.stderr
+    assert not [line for line in done.stderr.splitlines() if "warning:" in line], done.stderr
+    got = [json.loads(line) for path in sorted((tmp_path / "out.json").glob("part-*.json"))
+           for line in path.read_text().splitlines()]
+    assert canonical(got) == canonical([])  # every cell is left with one record of two
+
+
+def test_an_output_field_without_a_type_names_the_spark_schema_option(spark, tmp_path, capsys):
+    (tmp_path / "three.snet").write_text(THREE)
+    (tmp_path / "three.py").write_text(THREE_PY)
+    (tmp_path / "in.json").write_text('{"a": 1}\n')
+    status = snet_main(str(tmp_path / "three.snet"), "-i", str(tmp_path / "in.json"), "-o",
+                       str(tmp_path / "out.json"), "--spark", MASTER)
+    assert status == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: cannot infer the type of output field 'b' (no input column of that name); give --spark-schema with "
+        "every output column, e.g. --spark-schema 'b double, ...'"]
+    assert not (tmp_path / "out.json").exists()
