@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import time
 
@@ -85,14 +86,52 @@ def native_formats(args) -> tuple[str, str] | None:
     return source, sink
 
 
+def local_path(path: str) -> str | None:
+    """The local file system path of ``path``, a plain path or a ``file:`` URI; None for another URI
+    (``hdfs:``, ``s3a:`` ...), which only Spark can look at."""
+    if path.startswith("file:"):
+        rest = path[len("file:"):]
+        if rest.startswith("//"):
+            host, _, rest = rest[2:].partition("/")
+            if host not in ("", "localhost"):
+                return None
+            rest = "/" + rest
+        return rest
+    if re.match(r"[A-Za-z][\w+.-]*:", path):
+        return None
+    return path
+
+
 def _reader(session, fmt: str, path: str):
     reader = session.read.format(fmt)
     if fmt == "csv":
         reader = reader.option("header", "true").option("inferSchema", "true")
-    if not any(ch in path for ch in "*?[") and "://" not in path and not path.startswith(("file:", "hdfs:")) \
-            and not os.path.exists(path):
-        raise SNetUsageError(f"input not found: {path}")
     return reader.load(path)
+
+
+def check_paths(source: str, sink: str, mode: str) -> None:
+    """Mistakes in -i and -o that the local file system shows, before Spark starts (exit status 2)."""
+    source_path, sink_path = local_path(source), local_path(sink)
+    if source_path is not None and sink_path is not None \
+            and os.path.abspath(source_path) == os.path.abspath(sink_path):
+        raise SNetUsageError(f"the output {sink} is the input: writing it would destroy the input")
+    if mode in ("error", "errorifexists") and sink_path is not None and os.path.exists(sink_path):
+        raise SNetUsageError(f"the output {sink} exists; remove it, or give --spark-conf snet.mode=overwrite")
+    if source_path is not None and not any(ch in source_path for ch in "*?[") and not os.path.exists(source_path):
+        raise SNetUsageError(f"input not found: {source}")
+
+
+def _path_error(error: Exception, source: str, sink: str) -> SNetUsageError | None:
+    """Spark's analysis error for a missing input or an existing output (an ``hdfs:`` URI, a glob), as snet's."""
+    if "AnalysisException" not in type(error).__name__:
+        return None
+    text = str(error)
+    if "PATH_ALREADY_EXISTS" in text:
+        return SNetUsageError(f"the output {sink} exists; remove it, or give --spark-conf snet.mode=overwrite")
+    if "PATH_NOT_FOUND" in text:
+        first = next((line for line in text.splitlines() if "PATH_NOT_FOUND" in line), text)
+        return SNetUsageError(f"input not found: {source} ({first.strip()[:300]})")
+    return None
 
 
 def in_file_order(df):
@@ -160,10 +199,7 @@ def run_native(network, args, options, source: str, sink: str) -> int:
         raise SNetUsageError(f"--spark-conf {', '.join(ignored)} does not apply to a Spark-native run ({source} in, "
                              f"{sink} out): the snet keys it reads are snet.mode and snet.boxes (the tasks follow "
                              "the source's partitions)")
-    if os.path.abspath(args.input) == os.path.abspath(args.output):
-        raise SNetUsageError(f"the output {args.output} is the input: writing it would destroy the input")
-    if mode in ("error", "errorifexists") and "://" not in args.output and os.path.exists(args.output):
-        raise SNetUsageError(f"the output {args.output} exists; remove it, or give --spark-conf snet.mode=overwrite")
+    check_paths(args.input, args.output, mode)
     try:
         keyed = distribution(network.graph).key is not None
         fallback = False
@@ -182,12 +218,12 @@ def run_native(network, args, options, source: str, sink: str) -> int:
         address = ui_address(session)
         if address:
             print(f"snet progress: Spark UI at {address}", file=sys.stderr)
-    df = _reader(session, source, args.input)
     schema = getattr(args, "spark_schema", None)
     sink_existed = _exists(args.output)
     started = time.perf_counter()
-    order = None
+    df, order = None, None
     try:
+        df = _reader(session, source, args.input)
         if fallback:
             log.warning("warning: the network cannot be partitioned over Spark tasks; it runs on the driver "
                         "(--spark-driver-fallback), every record passing through it")
@@ -207,8 +243,11 @@ def run_native(network, args, options, source: str, sink: str) -> int:
     except (SNetUsageError, SNetRuntimeError):
         raise
     except Exception as e:
+        usage = _path_error(e, args.input, args.output)
+        if usage is not None:
+            raise usage from None
         error = _failure(e)
-        if not fallback and looks_like_crash(str(e)):
+        if df is not None and not fallback and looks_like_crash(str(e)):
             error = _diagnosed(network, df, order, boxes_shipped, str(e)) or error
         if not sink_existed:
             _remove_if_empty(args.output)
@@ -235,14 +274,15 @@ def _diagnosed(network, df, order, shipped_only: bool, text: str):
 
 
 def _exists(path: str) -> bool:
-    return "://" not in path and os.path.exists(path.removeprefix("file:"))
+    local = local_path(path)
+    return local is None or os.path.exists(local)  # another URI: taken as there, never removed
 
 
 def _remove_if_empty(path: str) -> None:
     """Remove the sink folder a failed write job left without part files (Spark creates it first)."""
-    if "://" in path:
+    folder = local_path(path)
+    if folder is None:
         return
-    folder = path.removeprefix("file:")
     try:
         if os.path.isdir(folder) and not any(not n.startswith((".", "_")) for n in os.listdir(folder)):
             import shutil

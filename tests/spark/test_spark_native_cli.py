@@ -351,3 +351,43 @@ def test_an_output_field_without_a_type_names_the_spark_schema_option(spark, tmp
         "error: cannot infer the type of output field 'b' (no input column of that name); give --spark-schema with "
         "every output column, e.g. --spark-schema 'b double, ...'"]
     assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize("uri", ["file://{}", "file:{}", "file://localhost{}"])
+def test_file_uris_are_checked_before_spark_starts_as_paths_are(tmp_path, uri):
+    """An existing output, the input as output, and a missing input given as file: URIs: exit 2 at once
+    (the master is unreachable, so Spark never started), each in one line."""
+    (tmp_path / "three.snet").write_text(THREE)
+    (tmp_path / "three.py").write_text(THREE_PY)
+    (tmp_path / "in.parquet").mkdir()
+    (tmp_path / "out.parquet").mkdir()
+    (tmp_path / "out.parquet" / "part-00000.parquet").write_text("kept")
+
+    def run(source, sink):
+        return run_cli(str(tmp_path / "three.snet"), "-i", uri.format(source), "-o", uri.format(sink),
+                       "--spark", "spark://127.0.0.1:1")
+
+    done = run(tmp_path / "in.parquet", tmp_path / "out.parquet")
+    assert done.returncode == 2 and done.stderr.splitlines() == [
+        f"error: the output {uri.format(tmp_path / 'out.parquet')} exists; remove it, or give --spark-conf "
+        "snet.mode=overwrite"], done.stderr
+    assert (tmp_path / "out.parquet" / "part-00000.parquet").read_text() == "kept"
+    done = run(tmp_path / "in.parquet", tmp_path / "in.parquet")
+    assert done.returncode == 2 and "is the input: writing it would destroy the input" in done.stderr, done.stderr
+    done = run(tmp_path / "missing.parquet", tmp_path / "new.parquet")
+    assert done.returncode == 2 and done.stderr.splitlines() == [
+        f"error: input not found: {uri.format(tmp_path / 'missing.parquet')}"], done.stderr
+    assert not (tmp_path / "new.parquet").exists()
+
+
+def test_a_glob_that_matches_nothing_exits_2_in_snets_words(spark, tmp_path, capsys):
+    """What only Spark can see (a glob that matches no file) is still
+    exit status 2 with snet's words, not a run-time failure with Spark's."""
+    (tmp_path / "three.snet").write_text(THREE)
+    (tmp_path / "three.py").write_text(THREE_PY)
+    glob = f"file://{tmp_path}/nothing-*.parquet"
+    status = snet_main(str(tmp_path / "three.snet"), "-i", glob, "-o", str(tmp_path / "out.parquet"),
+                       "--spark", MASTER, "--spark-schema", "b long")
+    err = capsys.readouterr().err.splitlines()
+    assert status == 2 and len(err) == 1 and err[0].startswith(f"error: input not found: {glob} ("), err
+    assert not (tmp_path / "out.parquet").exists()
