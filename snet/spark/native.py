@@ -17,7 +17,7 @@ records in the order of the source's files by path, rows in file order
 A network whose state cannot be partitioned (:mod:`snet.spark.distribute`)
 stops with exit status 2 and the construct's position, unless
 ``--spark-driver-fallback`` is given: then the driver reads the source
-(``toLocalIterator``), runs the network as ``snet run --spark`` always
+(``toLocalIterator``, files by path, rows in file order), runs the network as ``snet run --spark`` always
 does (its splits on Spark, the rest on the driver), and writes the outputs
 with ``createDataFrame``: every record passes through the driver.
 
@@ -296,6 +296,9 @@ def driver_run(network, session, df, sink: str, args, options, mode: str, schema
     """``--spark-driver-fallback``: the records through the driver, the network's splits on Spark as usual."""
     from snet.spark.dataframe import output_schema
 
+    ordered, order = in_file_order(df)  # the files by path, as a run over them one after the other
+    if order is not None:
+        df = ordered.orderBy(order).drop(order)
     out_schema = output_schema(network.graph, df.schema, schema, cli=True)
     names = [f.name for f in out_schema.fields]
 

@@ -391,3 +391,26 @@ def test_a_glob_that_matches_nothing_exits_2_in_snets_words(spark, tmp_path, cap
     err = capsys.readouterr().err.splitlines()
     assert status == 2 and len(err) == 1 and err[0].startswith(f"error: input not found: {glob} ("), err
     assert not (tmp_path / "out.parquet").exists()
+
+
+def test_the_driver_fallback_reads_a_directorys_files_in_path_order(spark, tmp_path):
+    """--spark-driver-fallback over a folder: the records reach the driver's engine as a run over the files
+    one after the other gives them (part-0 before the larger part-1), so a top-level synchro-cell pairs the
+    first {a} of part-0, not one of part-1 that Spark happens to read first."""
+    import snet
+
+    net = tmp_path / "pairs.snet"
+    net.write_text("net pairs connect [| {a}, {c} |];\n")
+    records = [{"a": 0, "id": 0}] + [{"c" if i % 2 else "a": i, "id": i} for i in range(1, 40)]
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "part-0.json").write_text("".join(json.dumps(r) + "\n" for r in records[:1]))
+    (source / "part-1.json").write_text("".join(json.dumps(r) + "\n" for r in records[1:]))  # the larger
+    out = tmp_path / "out"
+    assert snet_main(str(net), "-i", str(source), "-o", str(out), "--format", "json", "--spark", MASTER,
+                     "--spark-driver-fallback", "--engine", "reference", "--spark-schema",
+                     "a long, c long, id long") == 0
+    got = [json.loads(line) for path in sorted(out.glob("part-*.json")) for line in path.read_text().splitlines()]
+    local = list(snet.load(str(net)).run(records, engine="reference"))
+    assert canonical(got) == canonical(local)
+    assert [(r["a"], r["c"]) for r in got if "a" in r and "c" in r] == [(0, 1)]
