@@ -96,6 +96,31 @@ def output_schema(graph, input_schema, schema=None, drop: tuple[str, ...] = (), 
                              "output column")
     return StructType(fields)
 
+_INTEGRAL = ("tinyint", "smallint", "int", "bigint")  # Spark's simpleString of the types a tag column may have
+
+
+def check_columns(input_schema, drop: tuple[str, ...] = ()) -> None:
+    """Refuse input columns that are no record labels, and tag columns that do not hold integers.
+
+    Records read from files and given to ``Network.run`` are refused for the
+    same mistakes (:func:`snet.records.record_problem`); for a DataFrame the
+    schema tells them before anything runs.
+    """
+    from snet.records import _LABEL_RULE, is_valid_label
+
+    for f in input_schema.fields:
+        if f.name in drop:
+            continue
+        if not is_valid_label(f.name):
+            raise SNetUsageError(f"input column {f.name!r} is not a record label ({_LABEL_RULE}); select the "
+                                 "columns the network reads, or rename them")
+        if f.name.startswith("<") and f.dataType.simpleString() not in _INTEGRAL:
+            kind = "binding tag" if f.name.startswith("<#") else "tag"
+            raise SNetUsageError(f"input column {f.name} is a {kind}, which holds integers, but its type is "
+                                 f"{f.dataType.simpleString()}; cast it to an integer type (e.g. "
+                                 f"df.withColumn('{f.name}', df['`{f.name}`'].cast('long'))) or rename it")
+
+
 def prepare(network, df, partitions: int | None = None, order: str | None = None):
     """Partition ``df`` as the network needs: (the DataFrame to map, the distribution, columns not records)."""
     how: Distribution = distribution(network.graph)
@@ -135,6 +160,7 @@ def spark_apply(network, df, schema=None, *, partitions: int | None = None, orde
 
     if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
         raise SNetUsageError(f"spark_apply: partitions must be a positive int, not {partitions!r}")
+    check_columns(df.schema, (order,) if order is not None else ())
     mapped, how, drop = prepare(network, df, partitions, order)
     if order is not None:
         drop = (order,)

@@ -166,11 +166,24 @@ def write_sink(df, fmt: str, path: str, mode: str) -> None:
 
 
 def _failure(error: Exception) -> SNetRuntimeError:
-    """A failed Spark job as one line: the snet error raised in a task when there is one."""
+    """A failed Spark job as one line: the snet error raised in a task when there is one, with its position,
+    and the Python traceback of the task after it (not the JVM's frames)."""
+    from snet.source import Source, Span
+
     text = str(error)
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for at, line in enumerate(lines):
         if "snet.errors.SNet" in line and ": " in line:
-            return SNetRuntimeError(line.split(": ", 1)[1].removeprefix("error: ").strip(), None, text[:4000])
+            message = line.split(": ", 1)[1].strip()
+            start = max((i for i in range(at) if lines[i].startswith("Traceback (most recent call last)")),
+                        default=at)
+            # a box's exception: its traceback, as a run on the driver prints it; another error is its line
+            detail = "\n".join(lines[start:at + 1]) if "snet.errors.SNetBoxError" in line else ""
+            m = re.match(r"(.+):(\d+):(\d+): error: (.*)$", message)
+            if m:  # the task's error, positioned: the same line as a run on the driver prints
+                span = Span(Source(m.group(1), ""), int(m.group(2)), int(m.group(3)))
+                return SNetRuntimeError(m.group(4), span, detail)
+            return SNetRuntimeError(message.removeprefix("error: "), None, detail)
     lines = [line for line in text.strip().splitlines() if line.strip()]
     first = next((line for line in lines if "Error" in line or "Exception" in line), lines[0] if lines else "")
     return SNetRuntimeError(f"Spark job failed: {type(error).__name__}: {first.strip()[:500]}", None, text[:4000])
@@ -199,7 +212,6 @@ def run_native(network, args, options, source: str, sink: str) -> int:
         raise SNetUsageError(f"--spark-conf {', '.join(ignored)} does not apply to a Spark-native run ({source} in, "
                              f"{sink} out): the snet keys it reads are snet.mode and snet.boxes (the tasks follow "
                              "the source's partitions)")
-    check_paths(args.input, args.output, mode)
     try:
         keyed = distribution(network.graph).key is not None
         fallback = False
@@ -208,6 +220,7 @@ def run_native(network, args, options, source: str, sink: str) -> int:
             raise SNetNotDistributable(e.message.replace("run it on the driver instead", "give "
                                        "--spark-driver-fallback to run it on the driver"), e.span) from None
         fallback = True
+    check_paths(args.input, args.output, mode)
     watched = args.progress is not None or args.verbose
     if watched and "spark.ui.enabled" not in conf:  # the Spark UI, for a person watching
         conf["spark.ui.enabled"] = "true"
@@ -294,8 +307,9 @@ def _remove_if_empty(path: str) -> None:
 
 def driver_run(network, session, df, sink: str, args, options, mode: str, schema) -> int:
     """``--spark-driver-fallback``: the records through the driver, the network's splits on Spark as usual."""
-    from snet.spark.dataframe import output_schema
+    from snet.spark.dataframe import check_columns, output_schema
 
+    check_columns(df.schema)
     ordered, order = in_file_order(df)  # the files by path, as a run over them one after the other
     if order is not None:
         df = ordered.orderBy(order).drop(order)

@@ -414,3 +414,42 @@ def test_the_driver_fallback_reads_a_directorys_files_in_path_order(spark, tmp_p
     local = list(snet.load(str(net)).run(records, engine="reference"))
     assert canonical(got) == canonical(local)
     assert [(r["a"], r["c"]) for r in got if "a" in r and "c" in r] == [(0, 1)]
+
+
+@pytest.mark.parametrize("column, value, words", [
+    ("<k>", "x", "error: input column <k> is a tag, which holds integers, but its type is string; cast it"),
+    ("<k>", 1.5, "error: input column <k> is a tag, which holds integers, but its type is double; cast it"),
+    ("user id", 1, "error: input column 'user id' is not a record label (a label is NAME (field)")])
+def test_columns_a_record_file_would_refuse_stop_a_spark_native_run_with_exit_2(spark, tmp_path, capsys, column,
+                                                                                 value, words):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "three.snet").write_text(THREE)
+    (tmp_path / "three.py").write_text(THREE_PY)
+    pq.write_table(pa.Table.from_pylist([{"a": 1, column: value}]), tmp_path / "in.parquet")
+    out = tmp_path / "out.parquet"
+    status = snet_main(str(tmp_path / "three.snet"), "-i", str(tmp_path / "in.parquet"), "-o", str(out),
+                       "--spark", MASTER, "--spark-schema", "b long")
+    err = capsys.readouterr().err.splitlines()
+    assert status == 2 and len(err) == 1 and err[0].startswith(words), err
+    assert not out.exists()
+
+
+def test_a_run_time_error_in_a_task_is_the_line_a_driver_run_prints(spark, tmp_path, capfd):
+    """A record without the split's tag (a null in its column): exit 1 and the error line of a run without
+    Spark, once positioned (not 'error: net.snet:…: error: …'), without Spark's frames."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    net = tmp_path / "pairs.snet"
+    net.write_text("net pairs connect [| {a}, {c} |] ! <k>;\n")
+    pq.write_table(pa.Table.from_pylist([{"a": 1, "<k>": 1}, {"a": 2, "<k>": None}]), tmp_path / "in.parquet")
+    status = snet_main(str(net), "-i", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.parquet"),
+                       "--spark", MASTER, "--spark-schema", "a long, c long, `<k>` long")
+    err = capfd.readouterr().err
+    assert status == 1
+    assert [line for line in err.splitlines() if "error:" in line] == [
+        f"{net}:1:34: error: split cannot route record {{a}}: it lacks <k>"], err
+    assert "at org.apache" not in err and "Traceback" not in err, err
+    assert not (tmp_path / "out.parquet").exists()
