@@ -175,10 +175,14 @@ def _failure(error: Exception) -> SNetRuntimeError:
     for at, line in enumerate(lines):
         if "snet.errors.SNet" in line and ": " in line:
             message = line.split(": ", 1)[1].strip()
-            start = max((i for i in range(at) if lines[i].startswith("Traceback (most recent call last)")),
-                        default=at)
-            # a box's exception: its traceback, as a run on the driver prints it; another error is its line
-            detail = "\n".join(lines[start:at + 1]) if "snet.errors.SNetBoxError" in line else ""
+            # the error's own detail lines (a box's traceback), as a run on the driver prints them, up to
+            # where the JVM's text goes on
+            after = []
+            for more in lines[at + 1:]:
+                if more.lstrip().startswith(("at org.", "at java.", "at scala.", "Caused by:", "Driver stacktrace")):
+                    break
+                after.append(more)
+            detail = "\n".join(after).strip()
             m = re.match(r"(.+):(\d+):(\d+): error: (.*)$", message)
             if m:  # the task's error, positioned: the same line as a run on the driver prints
                 span = Span(Source(m.group(1), ""), int(m.group(2)), int(m.group(3)))

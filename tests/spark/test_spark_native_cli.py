@@ -453,3 +453,25 @@ def test_a_run_time_error_in_a_task_is_the_line_a_driver_run_prints(spark, tmp_p
         f"{net}:1:34: error: split cannot route record {{a}}: it lacks <k>"], err
     assert "at org.apache" not in err and "Traceback" not in err, err
     assert not (tmp_path / "out.parquet").exists()
+
+
+def test_a_box_exception_in_a_task_is_reported_as_a_driver_run_reports_it(spark, tmp_path, capfd):
+    """The error line and the box's own traceback, as without Spark; not the task's frames or the JVM's."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    net = tmp_path / "raising.snet"
+    net.write_text("net raising {\n  box risky((x) -> (y));\n} connect risky;\n")
+    (tmp_path / "raising.py").write_text(
+        "def risky(x):\n    if x == 5:\n        raise ValueError('five is not allowed')\n    return {'y': x}\n")
+    pq.write_table(pa.Table.from_pylist([{"x": i} for i in range(8)]), tmp_path / "in.parquet")
+    status = snet_main(str(net), "-i", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.parquet"),
+                       "--spark", MASTER, "--spark-schema", "y long")
+    err = capfd.readouterr().err
+    assert status == 1
+    lines = err.splitlines()
+    first = [line for line in lines if "error:" in line]
+    assert first == [f"{net}:3:11: error: box 'risky' raised ValueError: five is not allowed (input record {{x}})"], err
+    tail = lines[lines.index(first[0]) + 1:]
+    assert tail[0] == "Traceback (most recent call last):" and "raise ValueError('five is not allowed')" in err, err
+    assert "snet/spark/dataframe.py" not in err and "at org.apache" not in err, err
