@@ -166,8 +166,8 @@ def write_sink(df, fmt: str, path: str, mode: str) -> None:
 
 
 def _failure(error: Exception) -> SNetRuntimeError:
-    """A failed Spark job as one line: the snet error raised in a task when there is one, with its position,
-    and the Python traceback of the task after it (not the JVM's frames)."""
+    """A failed Spark job as one line: the snet error raised in a task when there is one, with its position
+    and its own detail lines (a box's traceback), not the task's or the JVM's frames."""
     from snet.source import Source, Span
 
     text = str(error)
