@@ -121,17 +121,19 @@ def check_paths(source: str, sink: str, mode: str) -> None:
         raise SNetUsageError(f"input not found: {source}")
 
 
-def _path_error(error: Exception, source: str, sink: str) -> SNetUsageError | None:
-    """Spark's analysis error for a missing input or an existing output (an ``hdfs:`` URI, a glob), as snet's."""
+def _analysis_error(error: Exception, source: str, sink: str) -> SNetUsageError | None:
+    """Spark's analysis error, raised while the job is planned, before any task runs (exit status 2): a
+    missing input or an existing output (an ``hdfs:`` URI, a glob) in snet's words, another in Spark's."""
     if "AnalysisException" not in type(error).__name__:
         return None
     text = str(error)
     if "PATH_ALREADY_EXISTS" in text:
         return SNetUsageError(f"the output {sink} exists; remove it, or give --spark-conf snet.mode=overwrite")
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
     if "PATH_NOT_FOUND" in text:
-        first = next((line for line in text.splitlines() if "PATH_NOT_FOUND" in line), text)
-        return SNetUsageError(f"input not found: {source} ({first.strip()[:300]})")
-    return None
+        first = next((line for line in text.splitlines() if "PATH_NOT_FOUND" in line), first).strip()
+        return SNetUsageError(f"input not found: {source} ({first[:300]})")
+    return SNetUsageError(f"Spark cannot plan the run ({source} in, {sink} out): {first[:500]}")
 
 
 def in_file_order(df):
@@ -260,7 +262,7 @@ def run_native(network, args, options, source: str, sink: str) -> int:
     except (SNetUsageError, SNetRuntimeError):
         raise
     except Exception as e:
-        usage = _path_error(e, args.input, args.output)
+        usage = _analysis_error(e, args.input, args.output)
         if usage is not None:
             raise usage from None
         error = _failure(e)

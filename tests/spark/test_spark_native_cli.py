@@ -475,3 +475,20 @@ def test_a_box_exception_in_a_task_is_reported_as_a_driver_run_reports_it(spark,
     tail = lines[lines.index(first[0]) + 1:]
     assert tail[0] == "Traceback (most recent call last):" and "raise ValueError('five is not allowed')" in err, err
     assert "snet/spark/dataframe.py" not in err and "at org.apache" not in err, err
+
+
+def test_a_job_spark_cannot_plan_is_exit_2_in_one_line(spark, tmp_path, capsys):
+    """An output format that cannot hold a column (an array in CSV): Spark refuses the job before any task
+    runs, so the run never started: exit 2, Spark's reason in one line, nothing written."""
+    (tmp_path / "sum.snet").write_text("net sum {\n  box s((v) -> (s));\n} connect s;\n")
+    (tmp_path / "sum.py").write_text("def s(v):\n    return {'s': sum(v)}\n")
+    (tmp_path / "in.json").write_text("".join(json.dumps({"v": list(range(i))}) + "\n" for i in range(4)))
+    out = tmp_path / "out.csv"
+    status = snet_main(str(tmp_path / "sum.snet"), "-i", str(tmp_path / "in.json"), "-o", str(out), "--spark",
+                       MASTER, "--spark-schema", "s long, v array<long>")
+    err = capsys.readouterr().err.splitlines()
+    assert status == 2 and len(err) == 1, err
+    assert err[0].startswith(f"error: Spark cannot plan the run ({tmp_path / 'in.json'} in, {out} out): "
+                             "[UNSUPPORTED_DATA_TYPE_FOR_DATASOURCE] The CSV datasource doesn't support the "
+                             "column `v`"), err
+    assert not out.exists()
