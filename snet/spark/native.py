@@ -262,7 +262,8 @@ def run_native(network, args, options, source: str, sink: str) -> int:
     except (SNetUsageError, SNetRuntimeError):
         raise
     except Exception as e:
-        usage = _analysis_error(e, args.input, args.output)
+        # (the driver fallback runs the network before it writes: a refused write there is a run-time failure)
+        usage = _analysis_error(e, args.input, args.output) if df is None or not fallback else None
         if usage is not None:
             raise usage from None
         error = _failure(e)
