@@ -48,9 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a network over a stream of records")
     run.add_argument("net_file", metavar="NET.snet")
     run.add_argument("-i", "--input", default="-", metavar="INPUT",
-                     help="input records (.jsonl/.ndjson or .xml; default: standard input)")
+                     help="input records (.jsonl/.ndjson or .xml; default: standard input); with --spark also "
+                          "a Parquet, JSON, CSV or ORC path, glob or URI read by Spark")
     run.add_argument("-o", "--output", default="-", metavar="OUTPUT",
-                     help="output records (.jsonl or .xml; default: standard output)")
+                     help="output records (.jsonl or .xml; default: standard output); with --spark and a Spark "
+                          "input also a Parquet, JSON, CSV or ORC folder written by Spark")
     formats = ("jsonl", "xml", "parquet", "json", "csv", "orc")  # the last four: Spark-native runs (docs/spark.md)
     run.add_argument("--format", choices=formats,
                      help="record format of input and output (default: from the file extension; jsonl on a pipe); "

@@ -56,8 +56,9 @@ log = logging.getLogger("snet.spark")
 SEQ = "__snet_seq"  # the input sequence column added before a shuffle
 OUT_BATCH = 4096  # output records per Arrow batch
 
-def output_schema(graph, input_schema, schema=None, drop: tuple[str, ...] = ()):
-    """The Spark schema of the outputs (see the module docstring); ``schema`` a StructType or DDL string."""
+def output_schema(graph, input_schema, schema=None, drop: tuple[str, ...] = (), cli: bool = False):
+    """The Spark schema of the outputs (see the module docstring); ``schema`` a StructType or DDL string;
+    ``cli``: errors name ``snet run``'s option, ``--spark-schema``, rather than ``schema=``."""
     from pyspark.sql.types import LongType, StructField, StructType
 
     if schema is not None:
@@ -85,11 +86,40 @@ def output_schema(graph, input_schema, schema=None, drop: tuple[str, ...] = ()):
         else:
             unknown.append(label)
     if unknown:
-        raise SNetUsageError(
-            f"spark_apply: cannot infer the type of output field{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(repr(u) for u in unknown)} (no input column of that name); pass schema=, e.g. "
-            f"schema=\"{', '.join(f'{u} double' for u in unknown)}, ...\" with every output column")
+        what = (f"cannot infer the type of output field{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(repr(u) for u in unknown)} (no input column of that name)")
+        example = ", ".join(f"{u} double" for u in unknown)
+        if cli:
+            raise SNetUsageError(f"{what}; give --spark-schema with every output column, e.g. "
+                                 f"--spark-schema '{example}, ...'")
+        raise SNetUsageError(f"spark_apply: {what}; pass schema=, e.g. schema=\"{example}, ...\" with every "
+                             "output column")
     return StructType(fields)
+
+_INTEGRAL = ("tinyint", "smallint", "int", "bigint")  # Spark's simpleString of the types a tag column may have
+
+
+def check_columns(input_schema, drop: tuple[str, ...] = ()) -> None:
+    """Refuse input columns that are no record labels, and tag columns that do not hold integers.
+
+    Records read from files and given to ``Network.run`` are refused for the
+    same mistakes (:func:`snet.records.record_problem`); for a DataFrame the
+    schema tells them before anything runs.
+    """
+    from snet.records import _LABEL_RULE, is_valid_label
+
+    for f in input_schema.fields:
+        if f.name in drop:
+            continue
+        if not is_valid_label(f.name):
+            raise SNetUsageError(f"input column {f.name!r} is not a record label ({_LABEL_RULE}); select the "
+                                 "columns the network reads, or rename them")
+        if f.name.startswith("<") and f.dataType.simpleString() not in _INTEGRAL:
+            kind = "binding tag" if f.name.startswith("<#") else "tag"
+            raise SNetUsageError(f"input column {f.name} is a {kind}, which holds integers, but its type is "
+                                 f"{f.dataType.simpleString()}; cast it to an integer type (e.g. "
+                                 f"df.withColumn('{f.name}', df['`{f.name}`'].cast('long'))) or rename it")
+
 
 def prepare(network, df, partitions: int | None = None, order: str | None = None):
     """Partition ``df`` as the network needs: (the DataFrame to map, the distribution, columns not records)."""
@@ -120,15 +150,17 @@ def prepare(network, df, partitions: int | None = None, order: str | None = None
     return df, how, drop
 
 def spark_apply(network, df, schema=None, *, partitions: int | None = None, order: str | None = None,
-                shipped_only: bool = False):
+                shipped_only: bool = False, task_warnings: bool = True):
     """See :meth:`snet.api.Network.spark_apply`; ``shipped_only``: box files from the shipped zips only
-    (``snet.boxes=shipped`` of ``snet run``)."""
+    (``snet.boxes=shipped`` of ``snet run``); ``task_warnings``: tasks log termination warnings (not under
+    ``snet run -q``)."""
     from snet.spark.runner import ship
     from snet.spark.session import is_connect_session
     from snet.spark.shipping import dump_context, make_context
 
     if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
         raise SNetUsageError(f"spark_apply: partitions must be a positive int, not {partitions!r}")
+    check_columns(df.schema, (order,) if order is not None else ())
     mapped, how, drop = prepare(network, df, partitions, order)
     if order is not None:
         drop = (order,)
@@ -137,7 +169,7 @@ def spark_apply(network, df, schema=None, *, partitions: int | None = None, orde
     context = make_context(network.graph, 0, network.boxes, shipped_only=shipped_only)
     ship(session, context, is_connect_session(session))
     function = functools.partial(map_partition, uuid.uuid4().hex, dump_context(context), drop,
-                                 out.json(), schema is not None, engine=TASK_ENGINE)
+                                 out.json(), schema is not None, engine=TASK_ENGINE, warn=task_warnings)
     return mapped.mapInArrow(function, out)
 
 # -- on the executors ----------------------------------------------------------
@@ -223,7 +255,7 @@ def _fits(pa, value, type_) -> bool:
         return False
 
 def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_json: str, project: bool,
-                  batches, engine: str = "front") -> Iterator:
+                  batches, engine: str = "front", warn: bool = True) -> Iterator:
     """The ``mapInArrow`` function: one fresh engine (:func:`_engine`) over this partition's records.
 
     A chain of boxes runs without the engine, one input batch at a time
@@ -255,7 +287,7 @@ def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_jso
         close = getattr(outputs, "close", None)
         if close is not None:
             close()
-    for warning in warnings():
+    for warning in warnings() if warn else ():
         log.warning("%s", warning)
 
 

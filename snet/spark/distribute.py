@@ -140,5 +140,6 @@ def distribution(graph: PropertyGraph) -> Distribution:
             at = split.span.location if split is not None and split.span is not None else "?"
             raise SNetNotDistributable(
                 f"this stage may change {key} before the split at {at}, whose state is partitioned by {key}: "
-                f"the input's {key} would not be the tag the split sees (see docs/spark.md)", stages[i].span)
+                f"the input's {key} would not be the tag the split sees (see docs/spark.md); run it on the driver "
+                "instead", stages[i].span)
     return Distribution(key, split)

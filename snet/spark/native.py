@@ -17,7 +17,7 @@ records in the order of the source's files by path, rows in file order
 A network whose state cannot be partitioned (:mod:`snet.spark.distribute`)
 stops with exit status 2 and the construct's position, unless
 ``--spark-driver-fallback`` is given: then the driver reads the source
-(``toLocalIterator``), runs the network as ``snet run --spark`` always
+(``toLocalIterator``, files by path, rows in file order), runs the network as ``snet run --spark`` always
 does (its splits on Spark, the rest on the driver), and writes the outputs
 with ``createDataFrame``: every record passes through the driver.
 
@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import time
 
 from snet.errors import SNetNotDistributable, SNetRuntimeError, SNetUsageError
+from snet.spark.crash import looks_like_crash
 
 log = logging.getLogger("snet.spark")
 
@@ -84,14 +86,54 @@ def native_formats(args) -> tuple[str, str] | None:
     return source, sink
 
 
+def local_path(path: str) -> str | None:
+    """The local file system path of ``path``, a plain path or a ``file:`` URI; None for another URI
+    (``hdfs:``, ``s3a:`` ...), which only Spark can look at."""
+    if path.startswith("file:"):
+        rest = path[len("file:"):]
+        if rest.startswith("//"):
+            host, _, rest = rest[2:].partition("/")
+            if host not in ("", "localhost"):
+                return None
+            rest = "/" + rest
+        return rest
+    if re.match(r"[A-Za-z][\w+.-]*:", path):
+        return None
+    return path
+
+
 def _reader(session, fmt: str, path: str):
     reader = session.read.format(fmt)
     if fmt == "csv":
         reader = reader.option("header", "true").option("inferSchema", "true")
-    if not any(ch in path for ch in "*?[") and "://" not in path and not path.startswith(("file:", "hdfs:")) \
-            and not os.path.exists(path):
-        raise SNetUsageError(f"input not found: {path}")
     return reader.load(path)
+
+
+def check_paths(source: str, sink: str, mode: str) -> None:
+    """Mistakes in -i and -o that the local file system shows, before Spark starts (exit status 2)."""
+    source_path, sink_path = local_path(source), local_path(sink)
+    if source_path is not None and sink_path is not None \
+            and os.path.abspath(source_path) == os.path.abspath(sink_path):
+        raise SNetUsageError(f"the output {sink} is the input: writing it would destroy the input")
+    if mode in ("error", "errorifexists") and sink_path is not None and os.path.exists(sink_path):
+        raise SNetUsageError(f"the output {sink} exists; remove it, or give --spark-conf snet.mode=overwrite")
+    if source_path is not None and not any(ch in source_path for ch in "*?[") and not os.path.exists(source_path):
+        raise SNetUsageError(f"input not found: {source}")
+
+
+def _analysis_error(error: Exception, source: str, sink: str) -> SNetUsageError | None:
+    """Spark's analysis error, raised while the job is planned, before any task runs (exit status 2): a
+    missing input or an existing output (an ``hdfs:`` URI, a glob) in snet's words, another in Spark's."""
+    if "AnalysisException" not in type(error).__name__:
+        return None
+    text = str(error)
+    if "PATH_ALREADY_EXISTS" in text:
+        return SNetUsageError(f"the output {sink} exists; remove it, or give --spark-conf snet.mode=overwrite")
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
+    if "PATH_NOT_FOUND" in text:
+        first = next((line for line in text.splitlines() if "PATH_NOT_FOUND" in line), first).strip()
+        return SNetUsageError(f"input not found: {source} ({first[:300]})")
+    return SNetUsageError(f"Spark cannot plan the run ({source} in, {sink} out): {first[:500]}")
 
 
 def in_file_order(df):
@@ -126,11 +168,28 @@ def write_sink(df, fmt: str, path: str, mode: str) -> None:
 
 
 def _failure(error: Exception) -> SNetRuntimeError:
-    """A failed Spark job as one line: the snet error raised in a task when there is one."""
+    """A failed Spark job as one line: the snet error raised in a task when there is one, with its position
+    and its own detail lines (a box's traceback), not the task's or the JVM's frames."""
+    from snet.source import Source, Span
+
     text = str(error)
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for at, line in enumerate(lines):
         if "snet.errors.SNet" in line and ": " in line:
-            return SNetRuntimeError(line.split(": ", 1)[1].removeprefix("error: ").strip(), None, text[:4000])
+            message = line.split(": ", 1)[1].strip()
+            # the error's own detail lines (a box's traceback), as a run on the driver prints them, up to
+            # where the JVM's text goes on
+            after = []
+            for more in lines[at + 1:]:
+                if more.lstrip().startswith(("at org.", "at java.", "at scala.", "Caused by:", "Driver stacktrace")):
+                    break
+                after.append(more)
+            detail = "\n".join(after).strip()
+            m = re.match(r"(.+):(\d+):(\d+): error: (.*)$", message)
+            if m:  # the task's error, positioned: the same line as a run on the driver prints
+                span = Span(Source(m.group(1), ""), int(m.group(2)), int(m.group(3)))
+                return SNetRuntimeError(m.group(4), span, detail)
+            return SNetRuntimeError(message.removeprefix("error: "), None, detail)
     lines = [line for line in text.strip().splitlines() if line.strip()]
     first = next((line for line in lines if "Error" in line or "Exception" in line), lines[0] if lines else "")
     return SNetRuntimeError(f"Spark job failed: {type(error).__name__}: {first.strip()[:500]}", None, text[:4000])
@@ -159,10 +218,6 @@ def run_native(network, args, options, source: str, sink: str) -> int:
         raise SNetUsageError(f"--spark-conf {', '.join(ignored)} does not apply to a Spark-native run ({source} in, "
                              f"{sink} out): the snet keys it reads are snet.mode and snet.boxes (the tasks follow "
                              "the source's partitions)")
-    if os.path.abspath(args.input) == os.path.abspath(args.output):
-        raise SNetUsageError(f"the output {args.output} is the input: writing it would destroy the input")
-    if mode in ("error", "errorifexists") and "://" not in args.output and os.path.exists(args.output):
-        raise SNetUsageError(f"the output {args.output} exists; remove it, or give --spark-conf snet.mode=overwrite")
     try:
         keyed = distribution(network.graph).key is not None
         fallback = False
@@ -171,19 +226,35 @@ def run_native(network, args, options, source: str, sink: str) -> int:
             raise SNetNotDistributable(e.message.replace("run it on the driver instead", "give "
                                        "--spark-driver-fallback to run it on the driver"), e.span) from None
         fallback = True
+    check_paths(args.input, args.output, mode)
+    watched = args.progress is not None or args.verbose
+    if watched and "spark.ui.enabled" not in conf:  # the Spark UI, for a person watching
+        conf["spark.ui.enabled"] = "true"
     session = start_session(options.spark_master, conf)
-    df = _reader(session, source, args.input)
+    if watched:
+        from snet.spark.session import ui_address
+
+        address = ui_address(session)
+        if address:
+            print(f"snet progress: Spark UI at {address}", file=sys.stderr)
+    schema = getattr(args, "spark_schema", None)
+    sink_existed = _exists(args.output)
     started = time.perf_counter()
+    df, order = None, None
     try:
+        df = _reader(session, source, args.input)
         if fallback:
             log.warning("warning: the network cannot be partitioned over Spark tasks; it runs on the driver "
                         "(--spark-driver-fallback), every record passing through it")
-            written = driver_run(network, session, df, sink, args, options, mode,
-                                 getattr(args, 'spark_schema', None))
+            written = driver_run(network, session, df, sink, args, options, mode, schema)
         else:
+            from snet.spark.dataframe import output_schema
+
             df, order = (in_file_order(df) if keyed else (df, None))
-            out = spark_apply(network, df, getattr(args, 'spark_schema', None), order=order,
-                              shipped_only=boxes_shipped)
+            if schema is None:  # an output field without a type: the error names --spark-schema
+                output_schema(network.graph, df.schema, None, (order,) if order else (), cli=True)
+            out = spark_apply(network, df, schema, order=order, shipped_only=boxes_shipped,
+                              task_warnings=not args.quiet)
             write_sink(out, sink, args.output, mode)
             written = None
     except KeyboardInterrupt:
@@ -191,7 +262,16 @@ def run_native(network, args, options, source: str, sink: str) -> int:
     except (SNetUsageError, SNetRuntimeError):
         raise
     except Exception as e:
-        raise _failure(e) from e
+        # (the driver fallback runs the network before it writes: a refused write there is a run-time failure)
+        usage = _analysis_error(e, args.input, args.output) if df is None or not fallback else None
+        if usage is not None:
+            raise usage from None
+        error = _failure(e)
+        if df is not None and not fallback and looks_like_crash(str(e)):
+            error = _diagnosed(network, df, order, boxes_shipped, str(e)) or error
+        if not sink_existed:
+            _remove_if_empty(args.output)
+        raise error from e
     seconds = time.perf_counter() - started
     if args.stats:
         where = "on the driver" if fallback else "inside Spark tasks"
@@ -201,11 +281,46 @@ def run_native(network, args, options, source: str, sink: str) -> int:
     return 0
 
 
+def _diagnosed(network, df, order, shipped_only: bool, text: str):
+    """The box and record that killed a Python worker (:mod:`snet.spark.taskcrash`), or None."""
+    from snet.spark.taskcrash import diagnose
+
+    log.warning("warning: a Python worker died; running the partitions again to find the box and the record")
+    try:
+        return diagnose(network, df, order=order, shipped_only=shipped_only, job_error=text)
+    except Exception as e:  # the diagnosis failed too: the original error stands
+        log.debug("the crash diagnosis failed: %s", e)
+        return None
+
+
+def _exists(path: str) -> bool:
+    local = local_path(path)
+    return local is None or os.path.exists(local)  # another URI: taken as there, never removed
+
+
+def _remove_if_empty(path: str) -> None:
+    """Remove the sink folder a failed write job left without part files (Spark creates it first)."""
+    folder = local_path(path)
+    if folder is None:
+        return
+    try:
+        if os.path.isdir(folder) and not any(not n.startswith((".", "_")) for n in os.listdir(folder)):
+            import shutil
+
+            shutil.rmtree(folder)
+    except OSError as e:
+        log.debug("could not remove %s: %s", folder, e)
+
+
 def driver_run(network, session, df, sink: str, args, options, mode: str, schema) -> int:
     """``--spark-driver-fallback``: the records through the driver, the network's splits on Spark as usual."""
-    from snet.spark.dataframe import output_schema
+    from snet.spark.dataframe import check_columns, output_schema
 
-    out_schema = output_schema(network.graph, df.schema, schema)
+    check_columns(df.schema)
+    ordered, order = in_file_order(df)  # the files by path, as a run over them one after the other
+    if order is not None:
+        df = ordered.orderBy(order).drop(order)
+    out_schema = output_schema(network.graph, df.schema, schema, cli=True)
     names = [f.name for f in out_schema.fields]
 
     def records():

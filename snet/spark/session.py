@@ -113,7 +113,9 @@ def get_session(master: str, conf: dict[str, str] | None = None):
 
 # Loggers whose ERROR lines repeat, as JVM stack traces, a failed task that snet reports itself in one line.
 TASK_FAILURE_LOGGERS = ("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager",
-                        "org.apache.spark.api.python.PythonRunner")
+                        "org.apache.spark.api.python.PythonRunner",
+                        # a failed task and job of a Spark-native run's write ("Aborting task", "Aborting job")
+                        "org.apache.spark.util.Utils", "org.apache.spark.sql.execution.datasources.FileFormatWriter")
 
 
 def _quiet_task_failures(session) -> None:

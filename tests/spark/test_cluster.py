@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -281,6 +282,44 @@ def test_spark_native_json_directory_in_and_out_with_state_per_tag_on_the_cluste
     assert Counter(canonical(without(got, "where"))) == Counter(canonical(without(local, "where")))
     # one pair per tag value, the other records passed on alone
     assert sum(1 for r in got if "a" in r and "c" in r) == 5 and len(got) == 55
+
+
+NATIVE_CRASH_BOXES = '''
+import os
+import helpers
+
+def h(a):
+    if a == 17:
+        os._exit(5)
+    return {"c": helpers.double(a)} if a % 2 else {"a": helpers.double(a)}
+'''
+NATIVE_CRASH_NET = "net pairs {\n  box h((a) -> (a) | (c));\n} connect (h .. [| {a}, {c} |]) ! <k>;\n"
+
+
+def test_a_box_that_ends_its_python_worker_in_a_spark_native_run_on_the_cluster_is_named(cluster, tmp_path):
+    """A keyed Spark-native run whose box calls os._exit on the executors: exit 1, the box, its arguments and the
+    record in one error line, no JVM frames, no output folder; --progress printed the Spark UI's address."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = helper_folder(tmp_path / "boxes", NATIVE_CRASH_BOXES, NATIVE_CRASH_NET)
+    records = [{"a": i, "<k>": i % 5} for i in range(40)]
+    source = tmp_path / "in.parquet"
+    source.mkdir()
+    for i, part in enumerate((records[:20], records[20:])):
+        pq.write_table(pa.Table.from_pylist(part), source / f"part-{i}.parquet")
+    out = tmp_path / "out.parquet"
+    done = subprocess.run([sys.executable, "-m", "snet", "run", "--progress", "net.snet", "-i", str(source), "-o",
+                           str(out), *spark_words(cluster.url), "--spark-schema", "a long, c long, `<k>` long"],
+                          cwd=folder, capture_output=True, text=True, timeout=600, env=driver_env())
+    assert done.returncode == 1, done.stderr[-5000:] + cluster.log_tail()
+    errors = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert errors == ["net.snet:3:12: error: box 'h' ended its Python worker (exit status 5) on input (a=17)"], \
+        done.stderr[-5000:]
+    assert 'the input record: {"a":17,"<k>":2}' in done.stderr.splitlines()
+    assert re.search(r"^snet progress: Spark UI at http://[\w.:-]+:\d+$", done.stderr, re.M), done.stderr[-5000:]
+    assert "at org.apache" not in done.stderr and "Py4J" not in done.stderr
+    assert not out.exists()
 
 
 def test_the_start_up_probe_accepts_the_master_and_refuses_its_web_ui(cluster):

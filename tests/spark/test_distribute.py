@@ -48,4 +48,5 @@ def test_state_that_cannot_be_partitioned_is_named_with_its_position(source, col
         how(source)
     assert str(caught.value).startswith(f"n.snet:1:{column}: error: ")
     assert words in str(caught.value)
+    assert str(caught.value).endswith("; run it on the driver instead")  # snet run says how: the fallback option
     assert caught.value.exit_status == 2

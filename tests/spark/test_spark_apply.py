@@ -212,6 +212,27 @@ def test_user_mistakes_are_named(spark):
     assert rows_as_records(made.spark_apply(df, "z string")) == [{"z": "1"}, {"z": "2"}]
 
 
+
+def test_columns_that_are_no_labels_and_tags_that_are_no_integers_are_refused_before_anything_runs(spark):
+    """As a record file or Network.run refuses such records, spark_apply refuses such columns, at the call."""
+    import snet
+
+    net = snet.load(SYNC_KEYED)
+    for ddl, rows, words in [
+            ("`<k>` string, a long", [("x", 1)], r"input column <k> is a tag, which holds integers, but its type "
+                                                 r"is string; cast it"),
+            ("`<k>` double, a long", [(1.0, 1)], r"input column <k> is a tag, which holds integers, but its type "
+                                                 r"is double"),
+            ("`<#b>` boolean, `<k>` long, a long", [(True, 1, 1)], r"input column <#b> is a binding tag, which "
+                                                                   r"holds integers, but its type is boolean"),
+            ("`user id` long, `<k>` long, a long", [(1, 1, 1)], r"input column 'user id' is not a record label")]:
+        with pytest.raises(snet.SNetUsageError, match=words):
+            net.spark_apply(spark.createDataFrame(rows, ddl))
+    # the order= column is not passed to the network, so it may be named anyhow
+    df = spark.createDataFrame([(1, 0, 2)], "`input order` long, `<k>` long, a long")
+    out = net.spark_apply(df, "a long, b long, `<k>` long", order="input order")
+    assert rows_as_records(out) == []  # one {a} waits in its cell
+
 CONNECT = '''
 import json, sys
 sys.path.insert(0, {root!r})

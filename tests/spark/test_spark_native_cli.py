@@ -278,3 +278,217 @@ def test_a_keyed_network_sees_a_directorys_files_in_path_order(spark, tmp_path):
     local = list(snet.load(str(net)).run(records, engine="reference"))
     assert canonical(got) == canonical(local)
     assert sorted((r["a"], r["c"]) for r in got if "a" in r and "c" in r) == [(0, 3), (2, 5), (4, 1)]
+
+
+CRASHING = """
+net crashing {
+  box h ((x) -> (a) | (c));
+  net join connect [| {a}, {c} |] * {a, c};
+} connect (h .. join) ! <k>;
+"""
+CRASHING_PY = """
+import os
+
+def h(x):
+    if x == 41:
+        os._exit(3)
+    return {"a": x} if x % 2 == 0 else {"c": x}
+"""
+
+
+def test_a_box_that_ends_its_python_worker_in_a_spark_native_run_is_named(spark, tmp_path, capfd):
+    """A box that calls os._exit inside a keyed Spark-native run: exit 1, one error naming the box, its
+    arguments and the input record (not a page of JVM frames), and no half-made sink left behind."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "crashing.snet").write_text(CRASHING)
+    (tmp_path / "crashing.py").write_text(CRASHING_PY)
+    records = [{"x": i, "<k>": i % 3, "id": i} for i in range(60)]
+    pq.write_table(pa.Table.from_pylist(records), tmp_path / "in.parquet")
+    out = tmp_path / "out.parquet"
+    status = snet_main(str(tmp_path / "crashing.snet"), "-i", str(tmp_path / "in.parquet"), "-o", str(out),
+                       "--spark", MASTER, "--spark-schema", "a long, c long, `<k>` long, id long")
+    err = capfd.readouterr().err
+    assert status == 1, err
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert errors == [f"{tmp_path / 'crashing.snet'}:5:12: error: box 'h' ended its Python worker (exit status 3) "
+                      "on input (x=41)"], err
+    assert 'the input record: {"x":41,"<k>":2,"id":41}' in err.splitlines(), err
+    assert "at org.apache" not in err and "Py4J" not in err and "Aborting task" not in err, err
+    assert not out.exists()
+
+
+def test_progress_prints_the_spark_ui_address_of_a_spark_native_run_and_quiet_silences_its_tasks(
+        spark_installed, tmp_path):
+    """--progress turns the Spark UI on and prints where it is; -q leaves out the tasks' termination warnings
+    (cells left unfinished), as it does for a run on the driver."""
+    (tmp_path / "pairs.snet").write_text("net pairs connect [| {a}, {c} |] ! <k>;\n")
+    (tmp_path / "in.json").write_text("".join(json.dumps({"a": i, "<k>": i}) + "\n" for i in range(3)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT)] + ([os.environ["PYTHONPATH"]]
+                                                                     if os.environ.get("PYTHONPATH") else []))}
+    done = subprocess.run([sys.executable, "-m", "snet", "run", "-q", "--progress", "pairs.snet", "-i", "in.json",
+                           "-o", "out.json", "--spark", "local[1]", "--spark-schema", "a long, c long, `<k>` long"],
+                          cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^snet progress: Spark UI at http://[\w.:-]+:\d+$", done.stderr, re.M), done.stderr
+    assert "synchro-cell discarded" not in done.stderr, done.stderr
+    assert not [line for line in done.stderr.splitlines() if "warning:" in line], done.stderr
+    got = [json.loads(line) for path in sorted((tmp_path / "out.json").glob("part-*.json"))
+           for line in path.read_text().splitlines()]
+    assert canonical(got) == canonical([])  # every cell is left with one record of two
+
+
+def test_an_output_field_without_a_type_names_the_spark_schema_option(spark, tmp_path, capsys):
+    (tmp_path / "three.snet").write_text(THREE)
+    (tmp_path / "three.py").write_text(THREE_PY)
+    (tmp_path / "in.json").write_text('{"a": 1}\n')
+    status = snet_main(str(tmp_path / "three.snet"), "-i", str(tmp_path / "in.json"), "-o",
+                       str(tmp_path / "out.json"), "--spark", MASTER)
+    assert status == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: cannot infer the type of output field 'b' (no input column of that name); give --spark-schema with "
+        "every output column, e.g. --spark-schema 'b double, ...'"]
+    assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize("uri", ["file://{}", "file:{}", "file://localhost{}"])
+def test_file_uris_are_checked_before_spark_starts_as_paths_are(tmp_path, uri):
+    """An existing output, the input as output, and a missing input given as file: URIs: exit 2 at once
+    (the master is unreachable, so Spark never started), each in one line."""
+    (tmp_path / "three.snet").write_text(THREE)
+    (tmp_path / "three.py").write_text(THREE_PY)
+    (tmp_path / "in.parquet").mkdir()
+    (tmp_path / "out.parquet").mkdir()
+    (tmp_path / "out.parquet" / "part-00000.parquet").write_text("kept")
+
+    def run(source, sink):
+        return run_cli(str(tmp_path / "three.snet"), "-i", uri.format(source), "-o", uri.format(sink),
+                       "--spark", "spark://127.0.0.1:1")
+
+    done = run(tmp_path / "in.parquet", tmp_path / "out.parquet")
+    assert done.returncode == 2 and done.stderr.splitlines() == [
+        f"error: the output {uri.format(tmp_path / 'out.parquet')} exists; remove it, or give --spark-conf "
+        "snet.mode=overwrite"], done.stderr
+    assert (tmp_path / "out.parquet" / "part-00000.parquet").read_text() == "kept"
+    done = run(tmp_path / "in.parquet", tmp_path / "in.parquet")
+    assert done.returncode == 2 and "is the input: writing it would destroy the input" in done.stderr, done.stderr
+    done = run(tmp_path / "missing.parquet", tmp_path / "new.parquet")
+    assert done.returncode == 2 and done.stderr.splitlines() == [
+        f"error: input not found: {uri.format(tmp_path / 'missing.parquet')}"], done.stderr
+    assert not (tmp_path / "new.parquet").exists()
+
+
+def test_a_glob_that_matches_nothing_exits_2_in_snets_words(spark, tmp_path, capsys):
+    """What only Spark can see (a glob that matches no file) is still
+    exit status 2 with snet's words, not a run-time failure with Spark's."""
+    (tmp_path / "three.snet").write_text(THREE)
+    (tmp_path / "three.py").write_text(THREE_PY)
+    glob = f"file://{tmp_path}/nothing-*.parquet"
+    status = snet_main(str(tmp_path / "three.snet"), "-i", glob, "-o", str(tmp_path / "out.parquet"),
+                       "--spark", MASTER, "--spark-schema", "b long")
+    err = capsys.readouterr().err.splitlines()
+    assert status == 2 and len(err) == 1 and err[0].startswith(f"error: input not found: {glob} ("), err
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_the_driver_fallback_reads_a_directorys_files_in_path_order(spark, tmp_path):
+    """--spark-driver-fallback over a folder: the records reach the driver's engine as a run over the files
+    one after the other gives them (part-0 before the larger part-1), so a top-level synchro-cell pairs the
+    first {a} of part-0, not one of part-1 that Spark happens to read first."""
+    import snet
+
+    net = tmp_path / "pairs.snet"
+    net.write_text("net pairs connect [| {a}, {c} |];\n")
+    records = [{"a": 0, "id": 0}] + [{"c" if i % 2 else "a": i, "id": i} for i in range(1, 40)]
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "part-0.json").write_text("".join(json.dumps(r) + "\n" for r in records[:1]))
+    (source / "part-1.json").write_text("".join(json.dumps(r) + "\n" for r in records[1:]))  # the larger
+    out = tmp_path / "out"
+    assert snet_main(str(net), "-i", str(source), "-o", str(out), "--format", "json", "--spark", MASTER,
+                     "--spark-driver-fallback", "--engine", "reference", "--spark-schema",
+                     "a long, c long, id long") == 0
+    got = [json.loads(line) for path in sorted(out.glob("part-*.json")) for line in path.read_text().splitlines()]
+    local = list(snet.load(str(net)).run(records, engine="reference"))
+    assert canonical(got) == canonical(local)
+    assert [(r["a"], r["c"]) for r in got if "a" in r and "c" in r] == [(0, 1)]
+
+
+@pytest.mark.parametrize("column, value, words", [
+    ("<k>", "x", "error: input column <k> is a tag, which holds integers, but its type is string; cast it"),
+    ("<k>", 1.5, "error: input column <k> is a tag, which holds integers, but its type is double; cast it"),
+    ("user id", 1, "error: input column 'user id' is not a record label (a label is NAME (field)")])
+def test_columns_a_record_file_would_refuse_stop_a_spark_native_run_with_exit_2(spark, tmp_path, capsys, column,
+                                                                                 value, words):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "three.snet").write_text(THREE)
+    (tmp_path / "three.py").write_text(THREE_PY)
+    pq.write_table(pa.Table.from_pylist([{"a": 1, column: value}]), tmp_path / "in.parquet")
+    out = tmp_path / "out.parquet"
+    status = snet_main(str(tmp_path / "three.snet"), "-i", str(tmp_path / "in.parquet"), "-o", str(out),
+                       "--spark", MASTER, "--spark-schema", "b long")
+    err = capsys.readouterr().err.splitlines()
+    assert status == 2 and len(err) == 1 and err[0].startswith(words), err
+    assert not out.exists()
+
+
+def test_a_run_time_error_in_a_task_is_the_line_a_driver_run_prints(spark, tmp_path, capfd):
+    """A record without the split's tag (a null in its column): exit 1 and the error line of a run without
+    Spark, once positioned (not 'error: net.snet:…: error: …'), without Spark's frames."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    net = tmp_path / "pairs.snet"
+    net.write_text("net pairs connect [| {a}, {c} |] ! <k>;\n")
+    pq.write_table(pa.Table.from_pylist([{"a": 1, "<k>": 1}, {"a": 2, "<k>": None}]), tmp_path / "in.parquet")
+    status = snet_main(str(net), "-i", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.parquet"),
+                       "--spark", MASTER, "--spark-schema", "a long, c long, `<k>` long")
+    err = capfd.readouterr().err
+    assert status == 1
+    assert [line for line in err.splitlines() if "error:" in line] == [
+        f"{net}:1:34: error: split cannot route record {{a}}: it lacks <k>"], err
+    assert "at org.apache" not in err and "Traceback" not in err, err
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_a_box_exception_in_a_task_is_reported_as_a_driver_run_reports_it(spark, tmp_path, capfd):
+    """The error line and the box's own traceback, as without Spark; not the task's frames or the JVM's."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    net = tmp_path / "raising.snet"
+    net.write_text("net raising {\n  box risky((x) -> (y));\n} connect risky;\n")
+    (tmp_path / "raising.py").write_text(
+        "def risky(x):\n    if x == 5:\n        raise ValueError('five is not allowed')\n    return {'y': x}\n")
+    pq.write_table(pa.Table.from_pylist([{"x": i} for i in range(8)]), tmp_path / "in.parquet")
+    status = snet_main(str(net), "-i", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.parquet"),
+                       "--spark", MASTER, "--spark-schema", "y long")
+    err = capfd.readouterr().err
+    assert status == 1
+    lines = err.splitlines()
+    first = [line for line in lines if "error:" in line]
+    assert first == [f"{net}:3:11: error: box 'risky' raised ValueError: five is not allowed (input record {{x}})"], err
+    tail = lines[lines.index(first[0]) + 1:]
+    assert tail[0] == "Traceback (most recent call last):" and "raise ValueError('five is not allowed')" in err, err
+    assert "snet/spark/dataframe.py" not in err and "at org.apache" not in err, err
+
+
+def test_a_job_spark_cannot_plan_is_exit_2_in_one_line(spark, tmp_path, capsys):
+    """An output format that cannot hold a column (an array in CSV): Spark refuses the job before any task
+    runs, so the run never started: exit 2, Spark's reason in one line, nothing written."""
+    (tmp_path / "sum.snet").write_text("net sum {\n  box s((v) -> (s));\n} connect s;\n")
+    (tmp_path / "sum.py").write_text("def s(v):\n    return {'s': sum(v)}\n")
+    (tmp_path / "in.json").write_text("".join(json.dumps({"v": list(range(i))}) + "\n" for i in range(4)))
+    out = tmp_path / "out.csv"
+    status = snet_main(str(tmp_path / "sum.snet"), "-i", str(tmp_path / "in.json"), "-o", str(out), "--spark",
+                       MASTER, "--spark-schema", "s long, v array<long>")
+    err = capsys.readouterr().err.splitlines()
+    assert status == 2 and len(err) == 1, err
+    assert err[0].startswith(f"error: Spark cannot plan the run ({tmp_path / 'in.json'} in, {out} out): "
+                             "[UNSUPPORTED_DATA_TYPE_FOR_DATASOURCE] The CSV datasource doesn't support the "
+                             "column `v`"), err
+    assert not out.exists()
