@@ -138,7 +138,8 @@ def test_cli_box_processes_and_ctrl_c(tmp_path, boxes_file):
     (tmp_path / "p.py").write_text(BOXES)
     (tmp_path / "in.jsonl").write_text('{"n": 0}\n{"n": 600}\n')
     proc = subprocess.Popen([sys.executable, "-m", "snet", "run", "p.snet", "-i", "in.jsonl", "--box-processes",
-                             "nap=1", "-o", "out.jsonl"], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+                             "nap=1", "-o", "out.jsonl"], cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         out = tmp_path / "out.jsonl"

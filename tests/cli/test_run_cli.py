@@ -128,6 +128,24 @@ def test_progress_lines(netdir):
     assert result.returncode == 2 and "--progress takes a positive number" in result.stderr
 
 
+def default_sigint() -> None:
+    """In the child before it starts: SIGINT as a terminal delivers it.  A shell that runs the tests in
+    the background without job control ignores SIGINT, and a child would inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def interrupt(proc: subprocess.Popen, after: float) -> str:
+    """Ctrl-C for ``proc`` after ``after`` seconds; its standard error.  Killed if it is still running
+    30 s later (the test then fails on its exit status), so that no run is left behind."""
+    time.sleep(after)
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.communicate(timeout=30)[1]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.communicate()[1]
+
+
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT delivery to a child process")
 @pytest.mark.parametrize("engine", ["reference", "front"])
 def test_ctrl_c_stops_cleanly_with_outputs_written(netdir, engine):
@@ -135,10 +153,9 @@ def test_ctrl_c_stops_cleanly_with_outputs_written(netdir, engine):
     (netdir / "slow.py").write_text("import time\n\ndef slow(a):\n    time.sleep(0.02)\n    return {'a': a}\n")
     (netdir / "many.jsonl").write_text("".join(json.dumps({"a": i}) + "\n" for i in range(100000)))
     proc = subprocess.Popen(SNET + ["run", "slow.snet", "-i", "many.jsonl", "-o", "out.jsonl", "--engine",
-                                    engine], cwd=netdir, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+                                    engine], cwd=netdir, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
+    err = interrupt(proc, 2.0)
     assert proc.returncode == 1
     assert "interrupted" in err
     out = read_jsonl((netdir / "out.jsonl").read_text())
@@ -168,10 +185,8 @@ def test_after_ctrl_c_the_stats_count_the_records_written(netdir, engine):
     (netdir / "many.jsonl").write_text("".join(json.dumps({"a": i}) + "\n" for i in range(200000)))
     proc = subprocess.Popen(SNET + ["run", "fast.snet", "-i", "many.jsonl", "-o", "out.jsonl", "--engine", engine,
                                     "-w", "2", "--stats", "--stats-json", "s.json"],
-                            cwd=netdir, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.5)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+                            cwd=netdir, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    err = interrupt(proc, 2.5)
     assert proc.returncode == 1, err
     written = len(read_jsonl((netdir / "out.jsonl").read_text()))
     assert 0 < written < 200000

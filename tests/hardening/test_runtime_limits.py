@@ -92,7 +92,9 @@ def test_one_ctrl_c_stops_the_cli_while_a_box_sleeps(tmp_path):
     out = tmp_path / "out.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "snet", "run", str(tmp_path / "n.snet"), "-i",
                              str(tmp_path / "in.jsonl"), "-o", str(out), "-w", "2"],
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            # as a terminal delivers it, even where the tests run with SIGINT ignored
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not (out.exists() and out.read_text().strip()):
