@@ -711,8 +711,9 @@ cdef FeedbackReturn new_feedback(Network rt, int n, Ctx ctx):
     cdef FeedbackReturn fb = FeedbackReturn.__new__(FeedbackReturn)
     fb.setup(rt, n, ctx)
     fb.matcher = rt.nodes[n].back
-    fb.first_back = rt.nodes[n].back.raw_first
     fb.back_labels = rt.nodes[n].back.labels
+    if fb.back_labels is None:  # a guard: the generated test (built only then)
+        fb.first_back = rt.nodes[n].back.raw_first
     fb.ctx_op = new_ctx(fb, ctx.inst, ctx)
     return fb
 
@@ -738,8 +739,9 @@ cdef Entity make_star(Network rt, int n, Ctx ctx):
     sh.node = n
     sh.ctx = ctx
     sh.matcher = rt.nodes[n].exits
-    sh.first_exit = rt.nodes[n].exits.raw_first
     sh.exit_labels = rt.nodes[n].exits.labels
+    if sh.exit_labels is None:
+        sh.first_exit = rt.nodes[n].exits.raw_first
     sh.det = rt.det[n]
     sh.loops = rt.nodes[n].loops
     if sh.loops:

@@ -509,8 +509,9 @@ cdef Entity make_sync(Network net, int n, Ctx ctx):
     s.setup(net, n, ctx)
     shape = net.nodes[n].shape
     s.cell = new_cell_state(shape)
-    s.all_slots = shape.matcher.raw_all
     s.slot_labels = shape.matcher.labels
+    if s.slot_labels is None:
+        s.all_slots = shape.matcher.raw_all
     s.later = shape.later
     return s
 
@@ -520,10 +521,12 @@ cdef Entity make_sync_star(Network net, int n, Ctx ctx):
     node = net.nodes[n]
     z.setup(net, n, ctx)
     z.exits = node.exits
-    z.first_exit = node.exits.raw_first
     z.exit_labels = node.exits.labels
-    z.all_slots = node.shape.matcher.raw_all
+    if z.exit_labels is None:
+        z.first_exit = node.exits.raw_first
     z.slot_labels = node.shape.matcher.labels
+    if z.slot_labels is None:
+        z.all_slots = node.shape.matcher.raw_all
     z.later = node.shape.later
     z.shape = node.shape
     z.sync_node = node.cell

@@ -67,33 +67,50 @@ class PatternMatcher:
 
     __slots__ = ("first", "_each", "what", "span", "patterns", "raw_first", "raw_all", "labels")
 
+    #: the functions built on first use (one compile for all of them)
+    _BUILT = frozenset(("first", "_each", "raw_first", "raw_all"))
+
     def __init__(self, patterns: Sequence[Pattern], what: str, span: Span | None):
         self.patterns = tuple(patterns)
         self.what = what
         self.span = span
+        # Patterns without guards: each pattern's labels, which compiled callers test themselves
+        # (no Python call per record, and no function built); None when some pattern has a guard.
+        self.labels = None if any(p.guard is not None for p in self.patterns) else \
+            tuple(tuple(sorted(p.labels)) for p in self.patterns)
+
+    def __getattr__(self, name: str):
+        # Only reached for a slot not set yet: the generated functions, built when first asked for.
+        if name not in PatternMatcher._BUILT:
+            raise AttributeError(name)
+        self._build()
+        return object.__getattribute__(self, name)
+
+    def _build(self) -> None:
         spans: list[Span | None] = []
-        lines = ["def _first(r):"]
         tests = []
-        for i, p in enumerate(self.patterns):
+        for p in self.patterns:
             test = " and ".join(f"{label!r} in r" for label in sorted(p.labels)) or "True"
             if p.guard is not None:
                 test = f"({test}) and {to_python_test(p.guard, spans)}"
             tests.append(test)
-            lines.append(f"    if {test}:\n        return {i}")
+        lines = ["def _first(r):"]
+        lines += [f"    if {t}:\n        return {i}" for i, t in enumerate(tests)]
         lines.append("    return -1")
-        first = _build("_first", "\n".join(lines), spans)
-        self._each = [_build("_t", f"def _t(r):\n    return bool({t})", spans) for t in tests]
-        every = ["def _all(r):", "    out = []"]
-        every += [f"    if {t}:\n        out.append({i})" for i, t in enumerate(tests)]
-        every.append("    return out")
+        lines += ["def _all(r):", "    out = []"]
+        lines += [f"    if {t}:\n        out.append({i})" for i, t in enumerate(tests)]
+        lines.append("    return out")
+        for i, t in enumerate(tests):
+            lines.append(f"def _t{i}(r):\n    return bool({t})")
+        scope = generated_globals(spans)
+        exec(compile("\n".join(lines), "<snet patterns>", "exec"), scope)  # code generated from the graph only
+        first = scope["_first"]
+        what, span = self.what, self.span
+        self._each = [scope[f"_t{i}"] for i in range(len(tests))]
         # For callers in the FRONT runtime that turn KeyError and DivisionByZero into `error(...)`
         # themselves (one Python frame less per test): the first pattern matched, and all of them.
         self.raw_first = first
-        self.raw_all = _build("_all", "\n".join(every), spans)
-        # Patterns without guards: each pattern's labels, which compiled callers test themselves
-        # (no Python call per record); None when some pattern has a guard.
-        self.labels = None if any(p.guard is not None for p in self.patterns) else \
-            tuple(tuple(sorted(p.labels)) for p in self.patterns)
+        self.raw_all = scope["_all"]
 
         def checked_first(record: Record, _first=first) -> int:
             try:
