@@ -13,13 +13,12 @@ cimport cython
 from collections import deque
 
 from snet.errors import SNetRuntimeError
-from snet.tagexpr import DivisionByZero
 
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_now, snet_try_lock, snet_unlock,
                                  snet_flag_load, snet_flag_store)
 from snet_front.core cimport (Entity, Writer, Network, Group, GStack, Tagged, Ctx, Instance, WakeUp, register_factory,
                               make_item, record_of, stack_of, spin_lock, spawn, push, bypass, new_ctx, request_of,
-                              new_depth_inbox, labels_first)
+                              new_depth_inbox, first_pattern)
 from snet_front.kinds cimport (K_NET, K_SERIAL, K_PAR, K_STAR, K_SPLIT, K_FEEDBACK, K_EXECSPLIT, K_INITBOX)
 
 
@@ -133,13 +132,7 @@ cdef class StarEntity(Entity):
         if leader:
             st = push(sh.coll.new_group(), st)
             item = make_item(rec, st)
-        if sh.exit_labels is not None:
-            exits = labels_first(rec, sh.exit_labels)
-        else:
-            try:
-                exits = sh.first_exit(rec)
-            except (KeyError, DivisionByZero) as e:
-                raise sh.matcher.error(e, rec) from None
+        exits = first_pattern(rec, sh.exit_labels, sh.first_exit, sh.matcher)
         if exits >= 0:
             w.write(sh.exit_target(), item, True)
             return 0
@@ -483,13 +476,7 @@ cdef class FeedbackReturn(Entity):
 
     cdef int invoke(self, Writer w, object item) except -1:
         rec = record_of(item)
-        if self.back_labels is not None:
-            back = labels_first(rec, self.back_labels)
-        else:
-            try:
-                back = self.first_back(rec)
-            except (KeyError, DivisionByZero) as e:
-                raise self.matcher.error(e, rec) from None
+        back = first_pattern(rec, self.back_labels, self.first_back, self.matcher)
         if back >= 0:
             w.write(self.entry(), item, True)
         else:

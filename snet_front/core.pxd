@@ -112,34 +112,22 @@ cdef inline object inbox_popleft(object inbox):
     return inbox.popleft()
 
 
+cdef inline bint has_labels(object rec, tuple labels) except -1:
+    """True when ``rec`` has every one of ``labels`` (a guard-free pattern matches)."""
+    for label in labels:
+        if label not in rec:
+            return False
+    return True
+
+
 cdef inline int labels_first(object rec, tuple patterns) except -2:
-    """The first pattern (label tuples, no guards) all of whose labels ``rec`` has, or -1: a
-    PatternMatcher's ``raw_first`` without the Python call."""
+    """The first pattern (label tuples, no guards) ``rec`` matches, or -1: a PatternMatcher's ``raw_first``
+    without the Python call."""
     cdef Py_ssize_t i
-    cdef tuple labels
     for i in range(len(patterns)):
-        labels = <tuple>patterns[i]
-        for label in labels:
-            if label not in rec:
-                break
-        else:
+        if has_labels(rec, <tuple>patterns[i]):
             return <int>i
     return -1
-
-
-cdef inline list labels_all(object rec, tuple patterns):
-    """Every pattern (label tuples, no guards) all of whose labels ``rec`` has: ``raw_all`` without the call."""
-    cdef Py_ssize_t i
-    cdef tuple labels
-    cdef list out = []
-    for i in range(len(patterns)):
-        labels = <tuple>patterns[i]
-        for label in labels:
-            if label not in rec:
-                break
-        else:
-            out.append(i)
-    return out
 
 
 cdef class Sink(Entity):
@@ -257,6 +245,8 @@ cdef class Network:
 
 cdef void register_factory(int kind, EntityFactory factory)
 cdef Entity bypass(Entity d)
+cdef int first_pattern(object rec, tuple labels, object first, object matcher) except -2
+cdef object slots_matching(object rec, tuple labels, object all_slots)
 cdef Ctx new_ctx(Entity frame, Instance inst, Ctx tail)
 cdef object current_writer()
 cdef void set_current_writer(object w)

@@ -114,6 +114,7 @@ from heapq import heappush, heappop
 
 from snet.core.semantics import log_parked, log_throttle_overridden
 from snet.errors import SNetRuntimeError
+from snet.tagexpr import DivisionByZero
 
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_try_lock, snet_unlock, snet_is_locked,
                                  snet_atomic_max, snet_counters_new, snet_counters_retain, snet_counters_release,
@@ -182,6 +183,35 @@ cdef EntityFactory _factories[NKINDS]
 cdef void register_factory(int kind, EntityFactory factory):
     """Called by the entity modules when they are imported: ``factory`` builds entities of ``kind``."""
     _factories[kind] = factory
+
+
+cdef int first_pattern(object rec, tuple labels, object first, object matcher) except -2:
+    """The first pattern ``rec`` matches, or -1 (a star's exits, a feedback loop's returns): tested here from
+    ``labels`` when no pattern has a guard, else by the generated ``first``, whose KeyError or division by
+    zero ``matcher`` turns into the positioned error."""
+    if labels is not None:
+        return labels_first(rec, labels)
+    try:
+        return first(rec)
+    except (KeyError, DivisionByZero) as e:
+        raise matcher.error(e, rec) from None
+
+
+cdef object slots_matching(object rec, tuple labels, object all_slots):
+    """Every cell pattern ``rec`` matches (a list), or None where a guard cannot be evaluated: the cell
+    then tests its empty slots one by one, and raises only for those (docs/runtime.md)."""
+    cdef Py_ssize_t i
+    cdef list out
+    if labels is not None:
+        out = []
+        for i in range(len(labels)):
+            if has_labels(rec, <tuple>labels[i]):
+                out.append(i)
+        return out
+    try:
+        return all_slots(rec)
+    except (KeyError, DivisionByZero):
+        return None
 
 
 cdef Entity bypass(Entity d):

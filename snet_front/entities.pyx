@@ -19,7 +19,7 @@ from snet.requests import set_current_request
 
 from snet_front.atomics cimport snet_atomic_add, snet_atomic_load, snet_now, snet_unlock, snet_flag_store
 from snet_front.core cimport (Entity, Writer, Network, GStack, Ctx, Instance, register_factory, make_item, record_of,
-                              stack_of, spin_lock, request_of, labels_first, labels_all)
+                              stack_of, spin_lock, request_of, first_pattern, slots_matching)
 from snet_front.kinds cimport K_BOX, K_FILTER, K_SYNC, K_SYNCSTAR
 
 
@@ -305,13 +305,7 @@ cdef class SyncEntity(Entity):
         cdef Instance inst
         hits = None
         if not was_fired:
-            if self.slot_labels is not None:
-                hits = labels_all(rec, self.slot_labels)
-            else:
-                try:
-                    hits = self.all_slots(rec)
-                except (KeyError, DivisionByZero):
-                    hits = None  # the cell tests its empty slots' patterns only, and raises if one fails
+            hits = slots_matching(rec, self.slot_labels, self.all_slots)
         res = self.cell.take(rec, hits, self.later)
         if res is None:
             # A parked record stops counting for its input (language.md §7).
@@ -369,23 +363,12 @@ cdef class SyncStarEntity(Entity):
             # costs ten times a short list); `new_cell` turns a long one into a deque.
             self.waiting = [[] for _ in range(self.shape.count)]
         while True:
-            if self.exit_labels is not None:
-                exits = labels_first(rec, self.exit_labels)
-            else:
-                try:
-                    exits = self.first_exit(rec)
-                except (KeyError, DivisionByZero) as e:
-                    raise self.exits.error(e, rec) from None
+            exits = first_pattern(rec, self.exit_labels, self.first_exit, self.exits)
             if exits >= 0:
                 w.write(self.resolve_out(), make_item(rec, st), True)
                 return 0
-            if self.slot_labels is not None:
-                hits = labels_all(rec, self.slot_labels)
-            else:
-                try:
-                    hits = self.all_slots(rec)
-                except (KeyError, DivisionByZero):
-                    hits = None  # a guard cannot be evaluated: walk, so that it fails where the definition's walk does
+            # None where a guard cannot be evaluated: walk, so that it fails where the definition's walk does
+            hits = slots_matching(rec, self.slot_labels, self.all_slots)
             if hits is not None and not hits:  # it would pass every later replica unchanged: it stays here for ever
                 self.rt.park(self.node, rec)
                 return 0

@@ -196,20 +196,18 @@ def _how(status: int) -> str:
     return f"exit status {os.WEXITSTATUS(status)}" if os.WIFEXITED(status) else f"wait status {status}"
 
 
-def _child(host: ReplicaHost, groups: list, first: int, fd: int) -> None:
-    """The forked child: run ``groups[first:]``, reporting as it goes; never returns."""
+def child_main(fd: int, body) -> None:
+    """The frame of a forked child: ``body(channel)`` with its channel registered, then ``os._exit``.
+
+    A Python error in ``body`` is not what kills a worker: it is sent as ``("fail", traceback)``
+    and the child exits with status 70.  Never returns.
+    """
     status = 0
     try:
         channel = _Channel(fd)
         _CHANNEL.append(channel)
-        host.observer = lambda event, *rest: channel.send(event, *rest)
-        host.engine.box_calls = {}
-        for index in range(first, len(groups)):
-            channel.send("start", index)
-            result = host.run_group(groups[index])
-            channel.send("done", index, result, host.engine.box_calls)
-            host.engine.box_calls = {}
-    except BaseException:  # not a run-time error of the network (those are results): the worker reports it
+        body(channel)
+    except BaseException:
         try:
             _Channel(fd).send("fail", traceback.format_exc())
         except BaseException:
@@ -217,6 +215,21 @@ def _child(host: ReplicaHost, groups: list, first: int, fd: int) -> None:
         status = 70
     finally:
         os._exit(status)
+
+
+def _child(host: ReplicaHost, groups: list, first: int, fd: int) -> None:
+    """The forked child: run ``groups[first:]``, reporting as it goes; never returns."""
+
+    def body(channel: _Channel) -> None:
+        host.observer = lambda event, *rest: channel.send(event, *rest)
+        host.engine.box_calls = {}
+        for index in range(first, len(groups)):
+            channel.send("start", index)
+            result = host.run_group(groups[index])  # a run-time error of the network is a result
+            channel.send("done", index, result, host.engine.box_calls)
+            host.engine.box_calls = {}
+
+    child_main(fd, body)
 
 
 def run_isolated(host: ReplicaHost, task: TaskInput, job_error: str = "") -> TaskOutput:

@@ -35,7 +35,6 @@ import functools
 import logging
 import os
 import pickle
-import traceback
 
 log = logging.getLogger("snet.spark")
 
@@ -85,15 +84,13 @@ def crash_error(graph, row, job_error: str):
 # -- on the executors ----------------------------------------------------------
 
 def _child(plan, records: list, fd: int) -> None:
-    """The forked child: the records through the reference engine, saying which one runs; never returns."""
+    """The forked child: the records through the reference engine, saying which one runs; never returns.
+
+    A Python error here is not what killed the worker: no crash is found in this partition."""
     from snet.reference import ReferenceEngine
-    from snet.spark.crash import _CHANNEL, _Channel
+    from snet.spark.crash import child_main
 
-    status = 0
-    try:
-        channel = _Channel(fd)
-        _CHANNEL.append(channel)
-
+    def body(channel) -> None:
         def fed():
             for index, record in enumerate(records):
                 channel.send("item", index)
@@ -102,14 +99,8 @@ def _child(plan, records: list, fd: int) -> None:
         for _ in ReferenceEngine(plan).run(fed()):
             pass
         channel.send("done")
-    except BaseException:  # a Python error is not what killed the worker: no crash found here
-        try:
-            _Channel(fd).send("fail", traceback.format_exc())
-        except BaseException:
-            pass
-        status = 70
-    finally:
-        os._exit(status)
+
+    child_main(fd, body)
 
 
 def diagnose_partition(context: bytes, drop: tuple[str, ...], batches):
