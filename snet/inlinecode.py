@@ -145,8 +145,7 @@ def _common_indent(lines: list[str]) -> str:
     """The leading blanks that every one of ``lines`` starts with."""
     if not lines:
         return ""
-    prefix = os.path.commonprefix([line[:len(line) - len(line.lstrip())] for line in lines])
-    return prefix
+    return os.path.commonprefix([line[:len(line) - len(line.lstrip())] for line in lines])
 
 
 def _string_continuations(raw: list[str]) -> set[int]:

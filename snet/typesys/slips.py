@@ -82,11 +82,10 @@ class _Uses:
 
     def __init__(self, res: Resolution, checker: TypeChecker) -> None:
         self.chains: list = []  # (serial, scope)
-        self.named: set = set()  # labels that net signatures and type definitions name
         self.used: set = set()
         self.boxes: dict = {}  # id -> box declaration (hashing a declaration would hash its whole tree)
         self.emitters: list = []  # (label, span, "filter" or the box declaration)
-        named = self.named
+        named = self.used  # with the labels that net signatures and type definitions name
         for d, _scope in res.definitions():
             if isinstance(d, ast.NetDef):
                 if d.signature is not None:
@@ -99,7 +98,6 @@ class _Uses:
             elif isinstance(d, ast.TypeDef):
                 for v in checker.type_def(d):
                     named |= v
-        self.used |= named
 
     def _walk(self, expr, scope) -> None:
         used, boxes, chains = self.used, self.boxes, self.chains
