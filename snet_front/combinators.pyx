@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, auto_pickle=False
 """Collectors and the entities of combinators: parallel, star, split, executor split, feedback.
 
 Also the firing of initialisers when an instance is created

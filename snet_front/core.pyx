@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, auto_pickle=False
 """The FRONT runtime's core: records in flight, contexts, entities, the network state.
 
 The FRONT runtime is a lazy entity graph run by a fixed set of workers.  It

@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, auto_pickle=False
 """Entities of boxes, filters, synchro-cells and the synchro-cell star.
 
 Each class has a factory, registered with :mod:`snet_front.core` when this

@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, auto_pickle=False
 """The FRONT runtime's Python surface: one `Runtime` per run.
 
 Built by :mod:`snet.backends.front` from a plan (:mod:`snet.plan`); the

@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, auto_pickle=False
 """Workers: licences, the worker loop, input admission, stealing.
 
 Every entity has one inbox; writing a record gives the *writer* one read
