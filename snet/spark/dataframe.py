@@ -154,12 +154,25 @@ def spark_apply(network, df, schema=None, *, partitions: int | None = None, orde
     """See :meth:`snet.api.Network.spark_apply`; ``shipped_only``: box files from the shipped zips only
     (``snet.boxes=shipped`` of ``snet run``); ``task_warnings``: tasks log termination warnings (not under
     ``snet run -q``)."""
+    if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
+        raise SNetUsageError(f"spark_apply: partitions must be a positive int, not {partitions!r}")
+
+    def task(context: bytes, drop: tuple[str, ...], out_json: str, project: bool):
+        return functools.partial(map_partition, uuid.uuid4().hex, context, drop, out_json, project,
+                                 engine=TASK_ENGINE, warn=task_warnings)
+
+    return map_network(network, df, task, schema, partitions=partitions, order=order, shipped_only=shipped_only)
+
+
+def map_network(network, df, task, schema=None, *, partitions: int | None = None, order: str | None = None,
+                shipped_only: bool = False):
+    """``df`` partitioned as the network needs, mapped by the ``mapInArrow`` function ``task(context, drop,
+    schema_json, project)`` gives (the run's :func:`map_partition`, or :func:`snet.spark.salvage.salvage_partition`
+    after a failed run)."""
     from snet.spark.runner import ship
     from snet.spark.session import is_connect_session
     from snet.spark.shipping import dump_context, make_context
 
-    if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
-        raise SNetUsageError(f"spark_apply: partitions must be a positive int, not {partitions!r}")
     check_columns(df.schema, (order,) if order is not None else ())
     mapped, how, drop = prepare(network, df, partitions, order)
     if order is not None:
@@ -168,9 +181,7 @@ def spark_apply(network, df, schema=None, *, partitions: int | None = None, orde
     session = df.sparkSession
     context = make_context(network.graph, 0, network.boxes, shipped_only=shipped_only)
     ship(session, context, is_connect_session(session))
-    function = functools.partial(map_partition, uuid.uuid4().hex, dump_context(context), drop,
-                                 out.json(), schema is not None, engine=TASK_ENGINE, warn=task_warnings)
-    return mapped.mapInArrow(function, out)
+    return mapped.mapInArrow(task(dump_context(context), drop, out.json(), schema is not None), out)
 
 # -- on the executors ----------------------------------------------------------
 

@@ -267,10 +267,16 @@ def run_native(network, args, options, source: str, sink: str) -> int:
         if usage is not None:
             raise usage from None
         error = _failure(e)
-        if df is not None and not fallback and looks_like_crash(str(e)):
+        crashed = looks_like_crash(str(e))
+        if df is not None and not fallback and crashed:
             error = _diagnosed(network, df, order, boxes_shipped, str(e)) or error
         if not sink_existed:
             _remove_if_empty(args.output)
+        if df is not None and not fallback and (crashed or _from_network(str(e), error)):
+            note = _salvaged(network, df, order, boxes_shipped, schema, sink, args.output, mode)
+            error.detail = f"{error.detail.rstrip()}\n{note}" if error.detail else note
+            if not sink_existed:
+                _remove_if_empty(args.output)
         raise error from e
     seconds = time.perf_counter() - started
     if args.stats:
@@ -291,6 +297,33 @@ def _diagnosed(network, df, order, shipped_only: bool, text: str):
     except Exception as e:  # the diagnosis failed too: the original error stands
         log.debug("the crash diagnosis failed: %s", e)
         return None
+
+
+def _from_network(text: str, error: SNetRuntimeError) -> bool:
+    """Whether a failed job's error was raised by the network in a task (a box, a filter, a split ...),
+    not by the writing of its outputs to rows (``spark_apply: ...``) or by Spark itself."""
+    return "snet.errors.SNet" in text and not error.message.startswith("spark_apply:")
+
+
+def _salvaged(network, df, order, shipped_only: bool, schema, fmt: str, path: str, mode: str) -> str:
+    """Write the outputs made before the failure (:mod:`snet.spark.salvage`); the line that says what was
+    written."""
+    from snet.spark.salvage import salvage
+
+    log.warning("warning: the run failed; running the partitions again to write the outputs made before the "
+                "failure")
+    try:
+        count = salvage(network, df, order=order, shipped_only=shipped_only, schema=schema, fmt=fmt, path=path,
+                        mode=mode)
+    except Exception as e:  # the failure stands; say that nothing was written
+        first = next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)
+        log.debug("the salvage run failed: %s", e)
+        return f"nothing was written to {path} (the run to write the outputs made before the failure failed: " \
+               f"{first[:300]})"
+    if count is None:
+        return f"the outputs made before the failure were written to {path}"
+    records, verb = ("output record", "was") if count == 1 else ("output records", "were")
+    return f"{count} {records} made before the failure {verb} written to {path}"
 
 
 def _exists(path: str) -> bool:

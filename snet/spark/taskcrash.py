@@ -25,8 +25,10 @@ first such row as the run's error (exit status 1):
     net.snet:2:7: error: box 'f' ended its Python worker (exit status 3) on input (x=777)
 
 When no child dies (the worker was killed from outside), the original
-failure is reported.  Nothing is written to the sink either way: Spark
-commits a write job's files only when every task has succeeded.
+failure is reported.  Either way the failed job wrote nothing (Spark
+commits a write job's files only when every task has succeeded); the
+outputs made before the failure are written afterwards by the salvage job
+of :mod:`snet.spark.salvage`.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def crash_error(graph, row, job_error: str):
     detail = (f"the input record: {row['record']}\n"
               f"the Spark job had failed: {job_error}\n"
               "(the partition ran again with its records in a child process of the Python worker, "
-              "to find the box and the record; nothing was written to the output)")
+              "to find the box and the record)")
     if row["box"]:
         span = next((n.span for n in graph.nodes if isinstance(n, BoxNode) and n.name == row["box"]), None)
         return SNetBoxError(f"box '{row['box']}' ended its Python worker ({row['how']}) on input "

@@ -298,9 +298,12 @@ NATIVE_CRASH_NET = "net pairs {\n  box h((a) -> (a) | (c));\n} connect (h .. [| 
 
 def test_a_box_that_ends_its_python_worker_in_a_spark_native_run_on_the_cluster_is_named(cluster, tmp_path):
     """A keyed Spark-native run whose box calls os._exit on the executors: exit 1, the box, its arguments and the
-    record in one error line, no JVM frames, no output folder; --progress printed the Spark UI's address."""
+    record in one error line, no JVM frames; the outputs made before the crash written (those of every record
+    before it, none of the crashing record's); --progress printed the Spark UI's address."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    import snet
 
     folder = helper_folder(tmp_path / "boxes", NATIVE_CRASH_BOXES, NATIVE_CRASH_NET)
     records = [{"a": i, "<k>": i % 5} for i in range(40)]
@@ -319,7 +322,15 @@ def test_a_box_that_ends_its_python_worker_in_a_spark_native_run_on_the_cluster_
     assert 'the input record: {"a":17,"<k>":2}' in done.stderr.splitlines()
     assert re.search(r"^snet progress: Spark UI at http://[\w.:-]+:\d+$", done.stderr, re.M), done.stderr[-5000:]
     assert "at org.apache" not in done.stderr and "Py4J" not in done.stderr
-    assert not out.exists()
+    got = pq.read_table(out).to_pylist()
+    assert done.stderr.splitlines()[-1] == f"{len(got)} output records made before the failure were written to {out}"
+    net = snet.load(str(folder / "net.snet"), boxes={"h": lambda a: {"c": 2 * a} if a % 2 else {"a": 2 * a}})
+    key = lambda r: json.dumps(r, sort_keys=True)  # noqa: E731
+    rows = Counter(key({k: v for k, v in r.items() if v is not None}) for r in got)
+    before = Counter(key(r) for r in net.run(records[:17], engine="reference"))
+    everything = Counter(key(r) for r in net.run(records, engine="reference"))
+    assert before - rows == Counter() and rows - everything == Counter(), (rows, before)
+    assert not [r for r in got if r.get("c") == 34]  # nothing of the record that crashed
 
 
 def test_the_start_up_probe_accepts_the_master_and_refuses_its_web_ui(cluster):

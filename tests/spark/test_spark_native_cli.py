@@ -298,9 +298,12 @@ def h(x):
 
 def test_a_box_that_ends_its_python_worker_in_a_spark_native_run_is_named(spark, tmp_path, capfd):
     """A box that calls os._exit inside a keyed Spark-native run: exit 1, one error naming the box, its
-    arguments and the input record (not a page of JVM frames), and no half-made sink left behind."""
+    arguments and the input record (not a page of JVM frames), and the outputs made before the crash
+    written: every output of the records before it, none of the records from it on in its partition."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    import snet
 
     (tmp_path / "crashing.snet").write_text(CRASHING)
     (tmp_path / "crashing.py").write_text(CRASHING_PY)
@@ -316,7 +319,44 @@ def test_a_box_that_ends_its_python_worker_in_a_spark_native_run_is_named(spark,
                       "on input (x=41)"], err
     assert 'the input record: {"x":41,"<k>":2,"id":41}' in err.splitlines(), err
     assert "at org.apache" not in err and "Py4J" not in err and "Aborting task" not in err, err
-    assert not out.exists()
+    got = pq.read_table(out).to_pylist()
+    assert err.splitlines()[-1] == f"{len(got)} output records made before the failure were written to {out}", err
+    net = snet.load(str(tmp_path / "crashing.snet"), boxes={"h": lambda x: {"a": x} if x % 2 == 0 else {"c": x}})
+    before = canonical(net.run(records[:41], engine="reference"))
+    everything = canonical(net.run(records, engine="reference"))
+    assert before - canonical(got) == Counter(), "an output of a record before the crash is missing"
+    assert canonical(got) - everything == Counter(), "an output that the run would not make"
+    assert not [r for r in got if 41 in (r["a"], r["c"])]
+
+
+def test_a_box_error_in_a_spark_native_run_keeps_the_outputs_made_before_it(spark, tmp_path, capfd):
+    """A box that raises on one record of a one-partition source: exit 1 with the box's error, and the sink
+    holds exactly the outputs of the records before it, in order (a stateless network keeps the partition's
+    order); a failure that is no box's (a value that does not fit its column) writes nothing."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "net.snet").write_text("net work {\n  box f ((x) -> (y));\n} connect f;\n")
+    (tmp_path / "net.py").write_text("def f(x):\n    if x == 41:\n        raise ValueError('no 41')\n"
+                                     "    return {'y': 'big' if x == 99 else x * 10}\n")
+    pq.write_table(pa.Table.from_pylist([{"x": i} for i in range(60)]), tmp_path / "in.parquet")
+    out = tmp_path / "out.parquet"
+    status = snet_main(str(tmp_path / "net.snet"), "-i", str(tmp_path / "in.parquet"), "-o", str(out),
+                       "--spark", MASTER, "--spark-schema", "y long")
+    err = capfd.readouterr().err
+    assert status == 1, err
+    errors = [line for line in err.splitlines() if "error:" in line]
+    where = tmp_path / "net.snet"
+    assert errors == [f"{where}:3:11: error: box 'f' raised ValueError: no 41 (input record {{x}})"], err
+    assert err.splitlines()[-1] == f"41 output records made before the failure were written to {out}", err
+    assert [r["y"] for r in pq.read_table(out).to_pylist()] == [x * 10 for x in range(41)]
+
+    pq.write_table(pa.Table.from_pylist([{"x": i} for i in range(95, 100)]), tmp_path / "big.parquet")
+    status = snet_main(str(tmp_path / "net.snet"), "-i", str(tmp_path / "big.parquet"), "-o",
+                       str(tmp_path / "big_out.parquet"), "--spark", MASTER, "--spark-schema", "y long")
+    err = capfd.readouterr().err
+    assert status == 1 and "does not fit its column type" in err and "were written" not in err, err
+    assert not (tmp_path / "big_out.parquet").exists()
 
 
 def test_progress_prints_the_spark_ui_address_of_a_spark_native_run_and_quiet_silences_its_tasks(
@@ -438,7 +478,8 @@ def test_columns_a_record_file_would_refuse_stop_a_spark_native_run_with_exit_2(
 
 def test_a_run_time_error_in_a_task_is_the_line_a_driver_run_prints(spark, tmp_path, capfd):
     """A record without the split's tag (a null in its column): exit 1 and the error line of a run without
-    Spark, once positioned (not 'error: net.snet:…: error: …'), without Spark's frames."""
+    Spark, once positioned (not 'error: net.snet:…: error: …'), without Spark's frames; the sink holds what
+    was made before the failure (here nothing: the one cell with a record never fired)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -452,7 +493,8 @@ def test_a_run_time_error_in_a_task_is_the_line_a_driver_run_prints(spark, tmp_p
     assert [line for line in err.splitlines() if "error:" in line] == [
         f"{net}:1:34: error: split cannot route record {{a}}: it lacks <k>"], err
     assert "at org.apache" not in err and "Traceback" not in err, err
-    assert not (tmp_path / "out.parquet").exists()
+    assert err.splitlines()[-1] == f"0 output records made before the failure were written to {tmp_path / 'out.parquet'}"
+    assert pq.read_table(tmp_path / "out.parquet").num_rows == 0
 
 
 def test_a_box_exception_in_a_task_is_reported_as_a_driver_run_reports_it(spark, tmp_path, capfd):

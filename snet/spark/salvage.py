@@ -1,0 +1,110 @@
+"""A Spark-native run that failed: write the outputs made before the failure.
+
+A Spark-native ``snet run`` (:mod:`snet.spark.native`) writes its sink with
+one Spark write job, and Spark commits a write job's files only when every
+task has succeeded.  So a box that raises on one record, or a record that
+kills its Python worker, would leave the sink without the outputs that the
+other records, and the records before it in its partition, had made.
+
+After such a failure the driver runs the network once more as a *salvage*
+write job (:func:`salvage`): the same source, partitioned and ordered as
+for the run, mapped by :func:`salvage_partition`.  Each task runs its
+partition's records through the network in a child process forked from the
+Python worker, with the reference engine (one input record at a time, depth
+first: the records are taken in the run's order, and every output of a
+record is out before the next record is taken), and the child sends each
+output over a pipe as it is made.  When the child fails (a box raises) or
+dies (``os._exit``, a signal), the task stops taking records and yields the
+outputs it received, so the task itself succeeds and the job commits: the
+sink holds every output made before the failure, in every partition, and
+nothing from the failing record on in the partition where it failed.  The
+run still ends with the failure's error and exit status 1; the error's last
+line says how many records were written.
+
+A box's Python error is the same on the salvage run as on the run (boxes
+are functions of their arguments: a retried Spark task runs them again
+too).  A failure that does not come from the network (an output value that
+does not fit its column, an executor lost) is not salvaged: running again
+would fail the same way or not say anything new.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import pickle
+
+log = logging.getLogger("snet.spark")
+
+
+def salvage(network, df, *, order: str | None, shipped_only: bool, schema, fmt: str, path: str,
+            mode: str) -> int | None:
+    """Run the salvage write job (see the module docstring); the count of records written, when the session
+    can count them (None on Spark Connect, which has no accumulators)."""
+    from snet.spark.dataframe import map_network
+    from snet.spark.native import write_sink
+    from snet.spark.session import is_connect_session
+
+    session = df.sparkSession
+    counter = None if is_connect_session(session) else session.sparkContext.accumulator(0)
+
+    def task(context: bytes, drop: tuple[str, ...], out_json: str, project: bool):
+        return functools.partial(salvage_partition, context, drop, out_json, project, counter)
+
+    write_sink(map_network(network, df, task, schema, order=order, shipped_only=shipped_only), fmt, path, mode)
+    return counter.value if counter is not None else None
+
+
+# -- on the executors ----------------------------------------------------------
+
+def _child(plan, records: list, fd: int) -> None:
+    """The forked child: the records through the reference engine, each output sent as it is made; never
+    returns (a Python error is sent as ``("fail", traceback)``: :func:`snet.spark.crash.child_main`)."""
+    from snet.reference import ReferenceEngine
+    from snet.spark.crash import child_main
+
+    def body(channel) -> None:
+        for out in ReferenceEngine(plan).run(iter(records)):
+            channel.send("out", out)
+        channel.send("done")
+
+    child_main(fd, body)
+
+
+def salvage_partition(context: bytes, drop: tuple[str, ...], schema_json: str, project: bool, counter, batches):
+    """The salvage job's ``mapInArrow`` function: the outputs this partition makes before a failure."""
+    from snet.plan import lower
+    from snet.spark.crash import _read_messages
+    from snet.spark.dataframe import OUT_BATCH, _rows, _Writer
+
+    records = [record for batch in batches for record in _rows(batch, drop)]
+    ctx = pickle.loads(context)
+    plan = lower(ctx.graph, ctx.bind())
+    writer = _Writer(schema_json, project)
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
+        os.close(read_fd)
+        _child(plan, records, write_fd)
+    os.close(write_fd)
+    pending: list[dict] = []
+    written = 0
+    try:
+        for message in _read_messages(read_fd):
+            if message[0] == "out":
+                pending.append(message[1])
+                if len(pending) >= OUT_BATCH:
+                    yield writer.batch(pending)
+                    written += len(pending)
+                    pending = []
+            elif message[0] == "fail":
+                log.debug("the salvage run of a partition stopped: %s", message[1])
+    finally:
+        os.close(read_fd)  # a child still sending (the job stopped early) ends on the closed pipe
+        os.waitpid(pid, 0)
+    if pending:
+        yield writer.batch(pending)
+        written += len(pending)
+    if counter is not None:
+        counter.add(written)
