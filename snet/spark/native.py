@@ -219,7 +219,8 @@ def run_native(network, args, options, source: str, sink: str) -> int:
                              f"{sink} out): the snet keys it reads are snet.mode and snet.boxes (the tasks follow "
                              "the source's partitions)")
     try:
-        keyed = distribution(network.graph).key is not None
+        how = distribution(network.graph)
+        keyed = how.key is not None
         fallback = False
     except SNetNotDistributable as e:
         if not getattr(args, "spark_driver_fallback", False):
@@ -250,6 +251,10 @@ def run_native(network, args, options, source: str, sink: str) -> int:
         else:
             from snet.spark.dataframe import output_schema
 
+            if keyed and how.key not in df.columns:  # (spark_apply says it of "the DataFrame")
+                raise SNetUsageError(f"the split at {how.where} keeps state per {how.key}, so the input is "
+                                     f"partitioned by its column {how.key}, which {args.input} lacks (columns: "
+                                     f"{', '.join(df.columns)})")
             df, order = (in_file_order(df) if keyed else (df, None))
             if schema is None:  # an output field without a type: the error names --spark-schema
                 output_schema(network.graph, df.schema, None, (order,) if order else (), cli=True)

@@ -433,6 +433,23 @@ def test_a_glob_that_matches_nothing_exits_2_in_snets_words(spark, tmp_path, cap
     assert not (tmp_path / "out.parquet").exists()
 
 
+def test_a_keyed_run_over_a_source_without_the_tag_column_names_the_source(spark, tmp_path, capsys):
+    """The split's tag is no column of the source: exit 2 with the split's position, the column and the
+    source's own columns (not the API's words or snet's file-order column), the sink untouched."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "keyed.snet").write_text("net keyed connect [| {a}, {c} |] ! <k>;\n")
+    pq.write_table(pa.Table.from_pylist([{"a": 1, "id": 1}]), tmp_path / "in.parquet")
+    status = snet_main(str(tmp_path / "keyed.snet"), "-i", str(tmp_path / "in.parquet"), "-o",
+                       str(tmp_path / "out.parquet"), "--spark", MASTER, "--spark-schema", "a long, c long")
+    assert status == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: the split at {tmp_path / 'keyed.snet'}:1:34 keeps state per <k>, so the input is partitioned by "
+        f"its column <k>, which {tmp_path / 'in.parquet'} lacks (columns: a, id)"]
+    assert not (tmp_path / "out.parquet").exists()
+
+
 def test_the_driver_fallback_reads_a_directorys_files_in_path_order(spark, tmp_path):
     """--spark-driver-fallback over a folder: the records reach the driver's engine as a run over the files
     one after the other gives them (part-0 before the larger part-1), so a top-level synchro-cell pairs the
