@@ -242,6 +242,7 @@ def run_native(network, args, options, source: str, sink: str) -> int:
     sink_existed = _exists(args.output)
     started = time.perf_counter()
     df, order = None, None
+    jobs = _Jobs(session)
     try:
         df = _reader(session, source, args.input)
         if fallback:
@@ -263,26 +264,37 @@ def run_native(network, args, options, source: str, sink: str) -> int:
             write_sink(out, sink, args.output, mode)
             written = None
     except KeyboardInterrupt:
+        _stop(jobs, args.output, sink_existed)
+        jobs.close()
         raise
     except (SNetUsageError, SNetRuntimeError):
+        jobs.close()
         raise
     except Exception as e:
+        if _interrupted(e):  # Ctrl-C in a py4j call, which py4j turned into an error of its own
+            _stop(jobs, args.output, sink_existed)
+            jobs.close()
+            raise KeyboardInterrupt from None
         # (the driver fallback runs the network before it writes: a refused write there is a run-time failure)
         usage = _analysis_error(e, args.input, args.output) if df is None or not fallback else None
         if usage is not None:
+            jobs.close()
             raise usage from None
-        error = _failure(e)
-        crashed = looks_like_crash(str(e))
-        if df is not None and not fallback and crashed:
-            error = _diagnosed(network, df, order, boxes_shipped, str(e)) or error
-        if not sink_existed:
-            _remove_if_empty(args.output)
-        if df is not None and not fallback and (crashed or _from_network(str(e), error)):
-            note = _salvaged(network, df, order, boxes_shipped, schema, sink, args.output, mode)
-            error.detail = f"{error.detail.rstrip()}\n{note}" if error.detail else note
-            if not sink_existed:
-                _remove_if_empty(args.output)
-        raise error from e
+        failed = e
+    else:
+        failed = None
+    if failed is not None:
+        # Outside the except clause: the Spark job's error must not be the context of what the crash diagnosis
+        # or the salvage job raises, as py4j formats that context when Ctrl-C interrupts its call, and getting
+        # the text of a Spark error is a py4j call itself, which waits for the interrupted one: a hang.
+        try:
+            _failed(network, failed, df, order, fallback, boxes_shipped, schema, sink, args, mode, sink_existed)
+        except KeyboardInterrupt:  # during the crash diagnosis or the salvage job
+            _stop(jobs, args.output, sink_existed)
+            raise
+        finally:
+            jobs.close()
+    jobs.close()  # (again after a failure: no matter)
     seconds = time.perf_counter() - started
     if args.stats:
         where = "on the driver" if fallback else "inside Spark tasks"
@@ -290,6 +302,25 @@ def run_native(network, args, options, source: str, sink: str) -> int:
         print(f"snet: {source} {args.input} -> {sink} {args.output}, the network {where}: {count}{seconds:.2f} s",
               file=sys.stderr)
     return 0
+
+
+def _failed(network, e: Exception, df, order, fallback: bool, boxes_shipped: bool, schema, sink: str, args,
+            mode: str, sink_existed: bool):
+    """Raise the failed run's error, after the crash diagnosis of a dead Python worker and the salvage job that
+    writes the outputs made before a failure of the network."""
+    text = str(e)
+    error = _failure(e)
+    crashed = looks_like_crash(text)
+    if df is not None and not fallback and crashed:
+        error = _diagnosed(network, df, order, boxes_shipped, text) or error
+    if not sink_existed:
+        _remove_if_empty(args.output)
+    if df is not None and not fallback and (crashed or _from_network(text, error)):
+        note = _salvaged(network, df, order, boxes_shipped, schema, sink, args.output, mode)
+        error.detail = f"{error.detail.rstrip()}\n{note}" if error.detail else note
+        if not sink_existed:
+            _remove_if_empty(args.output)
+    raise error from e
 
 
 def _diagnosed(network, df, order, shipped_only: bool, text: str):
@@ -300,6 +331,8 @@ def _diagnosed(network, df, order, shipped_only: bool, text: str):
     try:
         return diagnose(network, df, order=order, shipped_only=shipped_only, job_error=text)
     except Exception as e:  # the diagnosis failed too: the original error stands
+        if _interrupted(e):
+            raise KeyboardInterrupt from None
         log.debug("the crash diagnosis failed: %s", e)
         return None
 
@@ -312,7 +345,7 @@ def _from_network(text: str, error: SNetRuntimeError) -> bool:
 
 def _salvaged(network, df, order, shipped_only: bool, schema, fmt: str, path: str, mode: str) -> str:
     """Write the outputs made before the failure (:mod:`snet.spark.salvage`); the line that says what was
-    written."""
+    written; a KeyboardInterrupt, however py4j passed it on, when Ctrl-C stopped it."""
     from snet.spark.salvage import salvage
 
     log.warning("warning: the run failed; running the partitions again to write the outputs made before the "
@@ -321,6 +354,8 @@ def _salvaged(network, df, order, shipped_only: bool, schema, fmt: str, path: st
         count = salvage(network, df, order=order, shipped_only=shipped_only, schema=schema, fmt=fmt, path=path,
                         mode=mode)
     except Exception as e:  # the failure stands; say that nothing was written
+        if _interrupted(e):
+            raise KeyboardInterrupt from None
         first = next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)
         log.debug("the salvage run failed: %s", e)
         return f"nothing was written to {path} (the run to write the outputs made before the failure failed: " \
@@ -329,6 +364,66 @@ def _salvaged(network, df, order, shipped_only: bool, schema, fmt: str, path: st
         return f"the outputs made before the failure were written to {path}"
     records, verb = ("output record", "was") if count == 1 else ("output records", "were")
     return f"{count} {records} made before the failure {verb} written to {path}"
+
+
+class _Jobs:
+    """The Spark jobs of this run, tagged so that Ctrl-C cancels them and no other user's jobs of a shared
+    context (the tag is the calling thread's, as Spark's job tags are)."""
+
+    def __init__(self, session):
+        import uuid
+
+        from snet.spark.session import is_connect_session
+
+        self.session, self.tag = session, f"snet-run-{uuid.uuid4().hex}"
+        self.connect = is_connect_session(session)
+        try:
+            if self.connect:
+                session.addTag(self.tag)
+            else:
+                session.sparkContext.addJobTag(self.tag)
+                session.sparkContext.setInterruptOnCancel(True)
+        except Exception as e:  # an older Spark: Ctrl-C then leaves the jobs to end with the process
+            log.debug("could not tag the run's Spark jobs: %s", e)
+
+    def cancel(self) -> None:
+        try:
+            if self.connect:
+                self.session.interruptTag(self.tag)
+            else:
+                self.session.sparkContext.cancelJobsWithTag(self.tag)
+        except Exception as e:  # best effort: the process is stopping anyway
+            log.debug("could not cancel the run's Spark jobs: %s", e)
+
+    def close(self) -> None:
+        try:
+            if self.connect:
+                self.session.removeTag(self.tag)
+            else:
+                self.session.sparkContext.removeJobTag(self.tag)
+                self.session.sparkContext.setInterruptOnCancel(False)
+        except Exception as e:
+            log.debug("could not untag the run's Spark jobs: %s", e)
+
+
+def _stop(jobs: _Jobs, output: str, sink_existed: bool) -> None:
+    """Ctrl-C: cancel the run's Spark jobs; remove the output folder a cancelled write job left (when it did
+    not exist before and holds no part files)."""
+    jobs.cancel()
+    if not sink_existed:
+        _remove_if_empty(output)
+
+
+def _interrupted(error: BaseException) -> bool:
+    """Whether ``error`` was raised while handling a KeyboardInterrupt (py4j turns Ctrl-C during a call into
+    an error of its own, "Gateway must be connected to send cancel cmd", say)."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _exists(path: str) -> bool:

@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -551,3 +552,50 @@ def test_a_job_spark_cannot_plan_is_exit_2_in_one_line(spark, tmp_path, capsys):
                              "[UNSUPPORTED_DATA_TYPE_FOR_DATASOURCE] The CSV datasource doesn't support the "
                              "column `v`"), err
     assert not out.exists()
+
+
+def test_ctrl_c_during_the_salvage_run_stops_it_as_an_interruption(spark_installed, tmp_path):
+    """SIGINT while the salvage write job runs: the job is cancelled and the run ends as an interrupted run
+    does ('error: interrupted', exit status 1), promptly; no line says what was or was not written, and the
+    sink that did not exist before holds no part files."""
+    import signal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    mark = tmp_path / "salvaging"
+    (tmp_path / "net.snet").write_text("net work {\n  box f ((x) -> (y));\n} connect f;\n")
+    (tmp_path / "net.py").write_text(
+        "import os, time\n"
+        "def f(x):\n"
+        f"    while os.path.exists({str(mark)!r}):\n"
+        "        time.sleep(0.05)\n"
+        "    if x == 5:\n"
+        "        raise ValueError('no 5')\n"
+        "    return {'y': x}\n")
+    pq.write_table(pa.Table.from_pylist([{"x": i} for i in range(10)]), tmp_path / "in.parquet")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "snet", "run", "net.snet", "-i", "in.parquet", "-o",
+                                "out.parquet", "--spark", "local[2]", "--spark-schema", "y long"],
+                               cwd=tmp_path, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        lines = []
+        for line in process.stderr:
+            lines.append(line)
+            if "running the partitions again" in line:
+                mark.touch()  # the salvage run's box calls wait while it is there
+                break
+        assert mark.exists(), "".join(lines)
+        time.sleep(4)
+        process.send_signal(signal.SIGINT)
+        rest = process.communicate(timeout=60)[1]
+    finally:
+        mark.unlink(missing_ok=True)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    err = "".join(lines) + rest
+    assert process.returncode == 1, err
+    assert err.strip().splitlines()[-1] == "error: interrupted", err
+    assert "written" not in err, err
+    assert not list((tmp_path / "out.parquet").glob("part-*")), err
