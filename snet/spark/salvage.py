@@ -12,8 +12,10 @@ for the run, mapped by :func:`salvage_partition`.  Each task runs its
 partition's records through the network in a child process forked from the
 Python worker, with the reference engine (one input record at a time, depth
 first: the records are taken in the run's order, and every output of a
-record is out before the next record is taken), and the child sends each
-output over a pipe as it is made.  When the child fails (a box raises) or
+record is out before the next record is taken).  The task gives the child
+its records a batch at a time as it reads them, and the child sends each
+output over a pipe as it is made, so a task holds about one batch of each,
+whatever the size of its partition.  When the child fails (a box raises) or
 dies (``os._exit``, a signal), the task stops taking records and yields the
 outputs it received, so the task itself succeeds and the job commits: the
 sink holds every output made before the failure, in every partition, and
@@ -34,6 +36,7 @@ import functools
 import logging
 import os
 import pickle
+import signal
 
 log = logging.getLogger("snet.spark")
 
@@ -58,40 +61,90 @@ def salvage(network, df, *, order: str | None, shipped_only: bool, schema, fmt: 
 
 # -- on the executors ----------------------------------------------------------
 
-def _child(plan, records: list, fd: int) -> None:
-    """The forked child: the records through the reference engine, each output sent as it is made; never
-    returns (a Python error is sent as ``("fail", traceback)``: :func:`snet.spark.crash.child_main`)."""
+def _child(plan, in_fd: int, fd: int) -> None:
+    """The forked child: the records read from ``in_fd`` through the reference engine, each output sent as it
+    is made; never returns (a Python error is sent as ``("fail", traceback)``:
+    :func:`snet.spark.crash.child_main`)."""
     from snet.reference import ReferenceEngine
-    from snet.spark.crash import child_main
+    from snet.spark.crash import _read_messages, child_main
+
+    def records():
+        for rows in _read_messages(in_fd):
+            yield from rows
 
     def body(channel) -> None:
-        for out in ReferenceEngine(plan).run(iter(records)):
+        for out in ReferenceEngine(plan).run(records()):
             channel.send("out", out)
         channel.send("done")
 
     child_main(fd, body)
 
 
+def _frames(batches, drop: tuple[str, ...]):
+    """The partition's records, a pickled list of rows per Arrow batch, each framed as the child reads it."""
+    from snet.spark.crash import _HEADER
+    from snet.spark.dataframe import _rows
+
+    for batch in batches:
+        data = pickle.dumps(_rows(batch, drop), protocol=pickle.HIGHEST_PROTOCOL)
+        yield _HEADER.pack(len(data)) + data
+
+
 def salvage_partition(context: bytes, drop: tuple[str, ...], schema_json: str, project: bool, counter, batches):
-    """The salvage job's ``mapInArrow`` function: the outputs this partition makes before a failure."""
+    """The salvage job's ``mapInArrow`` function: the outputs this partition makes before a failure.
+
+    The records go to the child as they are read, a batch at a time, and its
+    outputs come back as they are made (one loop waits on both pipes), so
+    a task holds about one input batch and one output batch, whatever the
+    size of its partition.  After the child has ended, the rest of the
+    partition is read and dropped, as a task's input must be.
+    """
+    import select
+
     from snet.plan import lower
     from snet.spark.crash import _read_messages
-    from snet.spark.dataframe import OUT_BATCH, _rows, _Writer
+    from snet.spark.dataframe import OUT_BATCH, _Writer
 
-    records = [record for batch in batches for record in _rows(batch, drop)]
     ctx = pickle.loads(context)
     plan = lower(ctx.graph, ctx.bind())
     writer = _Writer(schema_json, project)
+    in_read, in_write = os.pipe()
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
+        os.close(in_write)
         os.close(read_fd)
-        _child(plan, records, write_fd)
+        _child(plan, in_read, write_fd)
+    os.close(in_read)
     os.close(write_fd)
+    os.set_blocking(in_write, False)
+    frames = _frames(batches, drop)
     pending: list[dict] = []
     written = 0
+    unsent = b""
+    inputs_open, ended = True, False
     try:
-        for message in _read_messages(read_fd):
+        messages = _read_messages(read_fd)
+        while True:
+            if inputs_open and not unsent:
+                unsent = next(frames, b"")
+                if not unsent:
+                    os.close(in_write)
+                    inputs_open = False
+            readable, writable, _ = select.select([read_fd], [in_write] if inputs_open else [], [])
+            if writable:
+                try:
+                    unsent = unsent[os.write(in_write, unsent):]
+                except BlockingIOError:
+                    pass
+                except OSError:  # the child has ended: it reads no more
+                    os.close(in_write)
+                    inputs_open, unsent = False, b""
+            if not readable:
+                continue
+            message = next(messages, None)  # (the pipe is readable: this reads at least once)
+            if message is None:  # the child has ended
+                break
             if message[0] == "out":
                 pending.append(message[1])
                 if len(pending) >= OUT_BATCH:
@@ -100,9 +153,16 @@ def salvage_partition(context: bytes, drop: tuple[str, ...], schema_json: str, p
                     pending = []
             elif message[0] == "fail":
                 log.debug("the salvage run of a partition stopped: %s", message[1])
+        ended = True
     finally:
-        os.close(read_fd)  # a child still sending (the job stopped early) ends on the closed pipe
+        if inputs_open:
+            os.close(in_write)
+        os.close(read_fd)
+        if not ended:  # the job stopped this task early: the child may be in a box call for a while yet
+            os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+    for _ in batches:  # the rest of the partition, unread by the child that ended
+        pass
     if pending:
         yield writer.batch(pending)
         written += len(pending)

@@ -599,3 +599,34 @@ def test_ctrl_c_during_the_salvage_run_stops_it_as_an_interruption(spark_install
     assert err.strip().splitlines()[-1] == "error: interrupted", err
     assert "written" not in err, err
     assert not list((tmp_path / "out.parquet").glob("part-*")), err
+
+
+def test_the_salvage_of_a_partition_streams_its_records_through_the_child(spark_installed, tmp_path):
+    """The salvage job's task (snet.spark.salvage.salvage_partition) gives its records to the child as it
+    reads them, not after reading the whole partition into memory: its first output batch is out while
+    most of a large partition is still unread; and its outputs are those of the records before the failure."""
+    import pyarrow as pa
+
+    import snet
+    from snet.spark.dataframe import OUT_BATCH
+    from snet.spark.salvage import salvage_partition
+    from snet.spark.shipping import dump_context, make_context
+
+    (tmp_path / "net.snet").write_text("net work {\n  box f ((x) -> (y));\n} connect f;\n")
+    net = snet.load(str(tmp_path / "net.snet"), boxes={"f": lambda x: {"y": x * 10} if x != 99_990 else 1 / 0})
+    context = dump_context(make_context(net.graph, 0, net.boxes))
+    read = []
+
+    def batches():
+        for start in range(0, 100_000, 1000):
+            read.append(start)
+            yield pa.RecordBatch.from_pylist([{"x": x} for x in range(start, start + 1000)])
+
+    schema = '{"type":"struct","fields":[{"name":"y","type":"long","nullable":true,"metadata":{}}]}'
+    outputs = salvage_partition(context, (), schema, True, None, batches())
+    first = next(outputs)
+    assert len(read) < 50, f"{len(read)} of 100 input batches were read before the first output batch"
+    rest = [first, *outputs]
+    assert first.num_rows == OUT_BATCH
+    assert [y for batch in rest for y in batch.column("y").to_pylist()] == [x * 10 for x in range(99_990)]
+    assert len(read) == 100
