@@ -356,10 +356,10 @@ def _salvaged(network, df, order, shipped_only: bool, schema, fmt: str, path: st
     except Exception as e:  # the failure stands; say that nothing was written
         if _interrupted(e):
             raise KeyboardInterrupt from None
-        first = next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)
         log.debug("the salvage run failed: %s", e)
+        why = _failure(e)  # the snet error raised in a task, when there is one, else Spark's first error line
         return f"nothing was written to {path} (the run to write the outputs made before the failure failed: " \
-               f"{first[:300]})"
+               f"{why.message[:500]})"
     if count is None:
         return f"the outputs made before the failure were written to {path}"
     records, verb = ("output record", "was") if count == 1 else ("output records", "were")

@@ -630,3 +630,28 @@ def test_the_salvage_of_a_partition_streams_its_records_through_the_child(spark_
     assert first.num_rows == OUT_BATCH
     assert [y for batch in rest for y in batch.column("y").to_pylist()] == [x * 10 for x in range(99_990)]
     assert len(read) == 100
+
+
+def test_a_salvage_job_that_fails_says_why_in_snets_words(spark, tmp_path, capfd):
+    """A box error on one record, and an output before it that does not fit its column: the run reports the
+    box error, and the salvage job, which fails on that output, says so with the value and the column, not
+    with the first line of Spark's text; nothing is written and no output folder is left behind."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "net.snet").write_text("net work {\n  box f ((x) -> (y));\n} connect f;\n")
+    (tmp_path / "net.py").write_text("def f(x):\n    if x == 41:\n        raise ValueError('no 41')\n"
+                                     "    return {'y': 'big' if x == 10 else x * 10}\n")
+    pq.write_table(pa.Table.from_pylist([{"x": i} for i in range(60)]), tmp_path / "in.parquet")
+    out = tmp_path / "out.parquet"
+    status = snet_main(str(tmp_path / "net.snet"), "-i", str(tmp_path / "in.parquet"), "-o", str(out),
+                       "--spark", MASTER, "--spark-schema", "y long")
+    err = capfd.readouterr().err
+    assert status == 1, err
+    assert [line for line in err.splitlines() if "error:" in line] == [
+        f"{tmp_path / 'net.snet'}:3:11: error: box 'f' raised ValueError: no 41 (input record {{x}})"], err
+    last = err.splitlines()[-1]
+    assert last.startswith(f"nothing was written to {out} (the run to write the outputs made before the failure "
+                           "failed: spark_apply: output label y holds 'big' (str), which does not fit its column "
+                           "type int64"), err
+    assert not out.exists()
