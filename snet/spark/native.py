@@ -292,16 +292,24 @@ def run_native(network, args, options, source: str, sink: str) -> int:
         except KeyboardInterrupt:  # during the crash diagnosis or the salvage job
             _stop(jobs, args.output, sink_existed)
             raise
+        except SNetRuntimeError:
+            if args.stats:  # as a failed run on the driver prints its statistics, before the error
+                _print_stats(source, sink, args, fallback, "failed, ", time.perf_counter() - started)
+            raise
         finally:
             jobs.close()
     jobs.close()  # (again after a failure: no matter)
     seconds = time.perf_counter() - started
     if args.stats:
-        where = "on the driver" if fallback else "inside Spark tasks"
-        count = f"{written} records written, " if written is not None else ""
-        print(f"snet: {source} {args.input} -> {sink} {args.output}, the network {where}: {count}{seconds:.2f} s",
-              file=sys.stderr)
+        _print_stats(source, sink, args, fallback, f"{written} records written, " if written is not None else "",
+                     seconds)
     return 0
+
+
+def _print_stats(source: str, sink: str, args, fallback: bool, what: str, seconds: float) -> None:
+    where = "on the driver" if fallback else "inside Spark tasks"
+    print(f"snet: {source} {args.input} -> {sink} {args.output}, the network {where}: {what}{seconds:.2f} s",
+          file=sys.stderr)
 
 
 def _failed(network, e: Exception, df, order, fallback: bool, boxes_shipped: bool, schema, sink: str, args,

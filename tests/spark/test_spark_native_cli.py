@@ -655,3 +655,26 @@ def test_a_salvage_job_that_fails_says_why_in_snets_words(spark, tmp_path, capfd
                            "failed: spark_apply: output label y holds 'big' (str), which does not fit its column "
                            "type int64"), err
     assert not out.exists()
+
+
+def test_stats_of_a_failed_spark_native_run_are_printed_before_its_error(spark, tmp_path, capfd):
+    """--stats prints its line for a failed Spark-native run too, as for a failed run on the driver: before
+    the error, saying that it failed; the error's last line still says what the salvage job wrote."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "net.snet").write_text("net work {\n  box f ((x) -> (y));\n} connect f;\n")
+    (tmp_path / "net.py").write_text("def f(x):\n    if x == 3:\n        raise ValueError('no 3')\n"
+                                     "    return {'y': x}\n")
+    pq.write_table(pa.Table.from_pylist([{"x": i} for i in range(6)]), tmp_path / "in.parquet")
+    out = tmp_path / "out.parquet"
+    status = snet_main(str(tmp_path / "net.snet"), "-i", str(tmp_path / "in.parquet"), "-o", str(out),
+                       "--spark", MASTER, "--spark-schema", "y long", "--stats")
+    lines = capfd.readouterr().err.splitlines()
+    assert status == 1, lines
+    stats = [at for at, line in enumerate(lines) if line.startswith("snet: parquet ")]
+    errors = [at for at, line in enumerate(lines) if "error:" in line]
+    assert len(stats) == 1 and len(errors) == 1 and stats[0] < errors[0], lines
+    assert re.fullmatch(rf"snet: parquet {re.escape(str(tmp_path / 'in.parquet'))} -> parquet {re.escape(str(out))}, "
+                        r"the network inside Spark tasks: failed, \d+\.\d\d s", lines[stats[0]]), lines
+    assert lines[-1] == f"3 output records made before the failure were written to {out}", lines
