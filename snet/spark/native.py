@@ -370,6 +370,10 @@ def _salvaged(network, df, order, shipped_only: bool, schema, fmt: str, path: st
                f"{why.message[:500]})"
     if count is None:
         return f"the outputs made before the failure were written to {path}"
+    return _written(count, path)
+
+
+def _written(count: int, path: str) -> str:
     records, verb = ("output record", "was") if count == 1 else ("output records", "were")
     return f"{count} {records} made before the failure {verb} written to {path}"
 
@@ -468,13 +472,25 @@ def driver_run(network, session, df, sink: str, args, options, mode: str, schema
         for row in df.toLocalIterator():
             yield {k: v for k, v in row.asDict().items() if v is not None}
 
-    execution = network.execute(records(), options)
+    execution = iter(network.execute(records(), options))
     rows = []
-    for record in execution:
+    failure = None
+    while True:
+        try:
+            record = next(execution)
+        except StopIteration:
+            break
+        except SNetRuntimeError as e:  # the network failed: the outputs it made before are written, as a
+            failure = e                # run over record files writes them
+            break
         extra = record.keys() - set(names)
         if extra and schema is None:
             raise SNetRuntimeError(f"an output record has label(s) {', '.join(sorted(extra))} that the inferred "
                                    f"output schema lacks; give --spark-schema with the columns wanted")
         rows.append(tuple(record.get(n) for n in names))
     write_sink(session.createDataFrame(rows, out_schema), sink, args.output, mode)
+    if failure is not None:
+        note = _written(len(rows), args.output)
+        failure.detail = f"{failure.detail.rstrip()}\n{note}" if failure.detail else note
+        raise failure
     return len(rows)

@@ -678,3 +678,33 @@ def test_stats_of_a_failed_spark_native_run_are_printed_before_its_error(spark, 
     assert re.fullmatch(rf"snet: parquet {re.escape(str(tmp_path / 'in.parquet'))} -> parquet {re.escape(str(out))}, "
                         r"the network inside Spark tasks: failed, \d+\.\d\d s", lines[stats[0]]), lines
     assert lines[-1] == f"3 output records made before the failure were written to {out}", lines
+
+
+def test_the_driver_fallback_writes_the_outputs_made_before_a_failure(spark, tmp_path, capfd):
+    """--spark-driver-fallback: a box error ends the run with exit 1 and its error, and the outputs the network
+    made before it are written to the sink, as a run over record files writes them, with the same last line
+    as the salvage of a run inside Spark tasks."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import snet
+
+    (tmp_path / "net.snet").write_text("net fb {\n  box f ((x) -> (y));\n} connect f .. [| {y}, {z} |];\n")
+    (tmp_path / "net.py").write_text("def f(x):\n    if x == 41:\n        raise ValueError('no 41')\n"
+                                     "    return {'y': x * 10}\n")
+    records = [{"x": i} for i in range(60)]
+    pq.write_table(pa.Table.from_pylist(records), tmp_path / "in.parquet")
+    out = tmp_path / "out.parquet"
+    status = snet_main(str(tmp_path / "net.snet"), "-i", str(tmp_path / "in.parquet"), "-o", str(out),
+                       "--spark", MASTER, "--spark-schema", "y long, z long", "--spark-driver-fallback")
+    err = capfd.readouterr().err
+    assert status == 1, err
+    assert [line for line in err.splitlines() if "error:" in line] == [
+        f"{tmp_path / 'net.snet'}:3:11: error: box 'f' raised ValueError: no 41 (input record {{x}})"], err
+    before = []
+    with pytest.raises(snet.SNetRuntimeError):
+        for record in snet.load(str(tmp_path / "net.snet")).run(records, engine="reference"):
+            before.append(record)
+    got = pq.read_table(out).to_pylist()
+    assert before and [{k: v for k, v in r.items() if v is not None} for r in got] == before
+    assert err.splitlines()[-1] == f"{len(before)} output records made before the failure were written to {out}", err
