@@ -359,8 +359,8 @@ def _salvaged(network, df, order, shipped_only: bool, schema, fmt: str, path: st
     log.warning("warning: the run failed; running the partitions again to write the outputs made before the "
                 "failure")
     try:
-        count = salvage(network, df, order=order, shipped_only=shipped_only, schema=schema, fmt=fmt, path=path,
-                        mode=mode)
+        count = salvage(network, df, lambda out: write_sink(out, fmt, path, mode), order=order,
+                        shipped_only=shipped_only, schema=schema)
     except Exception as e:  # the failure stands; say that nothing was written
         if _interrupted(e):
             raise KeyboardInterrupt from None

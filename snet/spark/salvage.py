@@ -41,12 +41,11 @@ import signal
 log = logging.getLogger("snet.spark")
 
 
-def salvage(network, df, *, order: str | None, shipped_only: bool, schema, fmt: str, path: str,
-            mode: str) -> int | None:
-    """Run the salvage write job (see the module docstring); the count of records written, when the session
-    can count them (None on Spark Connect, which has no accumulators)."""
+def salvage(network, df, write, *, order: str | None, shipped_only: bool, schema) -> int | None:
+    """Run the salvage write job (see the module docstring): ``write(DataFrame)`` writes the outputs (the sink's
+    own writer, :func:`snet.spark.native.write_sink`); the count of records written, when the session can count
+    them (None on Spark Connect, which has no accumulators)."""
     from snet.spark.dataframe import map_network
-    from snet.spark.native import write_sink
     from snet.spark.session import is_connect_session
 
     session = df.sparkSession
@@ -55,7 +54,7 @@ def salvage(network, df, *, order: str | None, shipped_only: bool, schema, fmt: 
     def task(context: bytes, drop: tuple[str, ...], out_json: str, project: bool):
         return functools.partial(salvage_partition, context, drop, out_json, project, counter)
 
-    write_sink(map_network(network, df, task, schema, order=order, shipped_only=shipped_only), fmt, path, mode)
+    write(map_network(network, df, task, schema, order=order, shipped_only=shipped_only))
     return counter.value if counter is not None else None
 
 
