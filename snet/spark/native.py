@@ -398,12 +398,19 @@ class _Jobs:
         except Exception as e:  # an older Spark: Ctrl-C then leaves the jobs to end with the process
             log.debug("could not tag the run's Spark jobs: %s", e)
 
-    def cancel(self) -> None:
+    def cancel(self, wait: float = 5.0) -> None:
+        """Cancel the run's jobs, and wait up to ``wait`` seconds for the tasks to end (Spark kills their Python
+        workers in about two): a context stopped under running tasks logs their errors after snet's line."""
         try:
             if self.connect:
                 self.session.interruptTag(self.tag)
-            else:
-                self.session.sparkContext.cancelJobsWithTag(self.tag)
+                return
+            sc = self.session.sparkContext
+            sc.cancelJobsWithTag(self.tag)
+            tracker = sc.statusTracker()
+            until = time.monotonic() + wait
+            while time.monotonic() < until and any(e.numRunningTasks for e in tracker.getExecutorInfos()):
+                time.sleep(0.1)
         except Exception as e:  # best effort: the process is stopping anyway
             log.debug("could not cancel the run's Spark jobs: %s", e)
 
