@@ -56,6 +56,26 @@ def snet_main(*words: str) -> int:
     return main(["run", *words])
 
 
+ONE_BOX = "net work {\n  box f ((x) -> (y));\n} connect f;\n"
+
+
+def run_one_box(tmp_path, fails: int, records: int = 60, big: int | None = None, *more: str):
+    """``snet run`` of the one-box network ``work`` over ``records`` records {x} of one Parquet file (one
+    partition), its box raising ValueError at ``x == fails`` and giving the string 'big' for y at ``x == big``;
+    (exit status, the output path)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "net.snet").write_text(ONE_BOX)
+    (tmp_path / "net.py").write_text(f"def f(x):\n    if x == {fails}:\n        raise ValueError('no {fails}')\n"
+                                     f"    return {{'y': 'big' if x == {big} else x * 10}}\n")
+    pq.write_table(pa.Table.from_pylist([{"x": i} for i in range(records)]), tmp_path / "in.parquet")
+    out = tmp_path / "out.parquet"
+    status = snet_main(str(tmp_path / "net.snet"), "-i", str(tmp_path / "in.parquet"), "-o", str(out),
+                       "--spark", MASTER, "--spark-schema", "y long", *more)
+    return status, out
+
+
 def test_parquet_in_parquet_out(spark, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -337,13 +357,7 @@ def test_a_box_error_in_a_spark_native_run_keeps_the_outputs_made_before_it(spar
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    (tmp_path / "net.snet").write_text("net work {\n  box f ((x) -> (y));\n} connect f;\n")
-    (tmp_path / "net.py").write_text("def f(x):\n    if x == 41:\n        raise ValueError('no 41')\n"
-                                     "    return {'y': 'big' if x == 99 else x * 10}\n")
-    pq.write_table(pa.Table.from_pylist([{"x": i} for i in range(60)]), tmp_path / "in.parquet")
-    out = tmp_path / "out.parquet"
-    status = snet_main(str(tmp_path / "net.snet"), "-i", str(tmp_path / "in.parquet"), "-o", str(out),
-                       "--spark", MASTER, "--spark-schema", "y long")
+    status, out = run_one_box(tmp_path, fails=41, big=99)
     err = capfd.readouterr().err
     assert status == 1, err
     errors = [line for line in err.splitlines() if "error:" in line]
@@ -564,7 +578,7 @@ def test_ctrl_c_during_the_salvage_run_stops_it_as_an_interruption(spark_install
     import pyarrow.parquet as pq
 
     mark = tmp_path / "salvaging"
-    (tmp_path / "net.snet").write_text("net work {\n  box f ((x) -> (y));\n} connect f;\n")
+    (tmp_path / "net.snet").write_text(ONE_BOX)
     (tmp_path / "net.py").write_text(
         "import os, time\n"
         "def f(x):\n"
@@ -612,7 +626,7 @@ def test_the_salvage_of_a_partition_streams_its_records_through_the_child(spark_
     from snet.spark.salvage import salvage_partition
     from snet.spark.shipping import dump_context, make_context
 
-    (tmp_path / "net.snet").write_text("net work {\n  box f ((x) -> (y));\n} connect f;\n")
+    (tmp_path / "net.snet").write_text(ONE_BOX)
     net = snet.load(str(tmp_path / "net.snet"), boxes={"f": lambda x: {"y": x * 10} if x != 99_990 else 1 / 0})
     context = dump_context(make_context(net.graph, 0, net.boxes))
     read = []
@@ -636,16 +650,7 @@ def test_a_salvage_job_that_fails_says_why_in_snets_words(spark, tmp_path, capfd
     """A box error on one record, and an output before it that does not fit its column: the run reports the
     box error, and the salvage job, which fails on that output, says so with the value and the column, not
     with the first line of Spark's text; nothing is written and no output folder is left behind."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    (tmp_path / "net.snet").write_text("net work {\n  box f ((x) -> (y));\n} connect f;\n")
-    (tmp_path / "net.py").write_text("def f(x):\n    if x == 41:\n        raise ValueError('no 41')\n"
-                                     "    return {'y': 'big' if x == 10 else x * 10}\n")
-    pq.write_table(pa.Table.from_pylist([{"x": i} for i in range(60)]), tmp_path / "in.parquet")
-    out = tmp_path / "out.parquet"
-    status = snet_main(str(tmp_path / "net.snet"), "-i", str(tmp_path / "in.parquet"), "-o", str(out),
-                       "--spark", MASTER, "--spark-schema", "y long")
+    status, out = run_one_box(tmp_path, fails=41, big=10)
     err = capfd.readouterr().err
     assert status == 1, err
     assert [line for line in err.splitlines() if "error:" in line] == [
@@ -660,16 +665,7 @@ def test_a_salvage_job_that_fails_says_why_in_snets_words(spark, tmp_path, capfd
 def test_stats_of_a_failed_spark_native_run_are_printed_before_its_error(spark, tmp_path, capfd):
     """--stats prints its line for a failed Spark-native run too, as for a failed run on the driver: before
     the error, saying that it failed; the error's last line still says what the salvage job wrote."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    (tmp_path / "net.snet").write_text("net work {\n  box f ((x) -> (y));\n} connect f;\n")
-    (tmp_path / "net.py").write_text("def f(x):\n    if x == 3:\n        raise ValueError('no 3')\n"
-                                     "    return {'y': x}\n")
-    pq.write_table(pa.Table.from_pylist([{"x": i} for i in range(6)]), tmp_path / "in.parquet")
-    out = tmp_path / "out.parquet"
-    status = snet_main(str(tmp_path / "net.snet"), "-i", str(tmp_path / "in.parquet"), "-o", str(out),
-                       "--spark", MASTER, "--spark-schema", "y long", "--stats")
+    status, out = run_one_box(tmp_path, 3, 6, None, "--stats")
     lines = capfd.readouterr().err.splitlines()
     assert status == 1, lines
     stats = [at for at, line in enumerate(lines) if line.startswith("snet: parquet ")]
