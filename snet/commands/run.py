@@ -157,7 +157,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     formats = native_formats(args)  # a Spark source and sink: the whole run inside Spark (docs/spark.md)
     if formats is not None:
-        return run_native(network, args, options, *formats)
+        return run_native(network, args, options, *formats, stats_json=_open_stats_json(args.stats_json))
 
     in_format = detect_format(args.input, args.input_format or args.format)
     out_format = detect_format(args.output, args.output_format or args.format)

@@ -150,16 +150,17 @@ def prepare(network, df, partitions: int | None = None, order: str | None = None
     return df, how, drop
 
 def spark_apply(network, df, schema=None, *, partitions: int | None = None, order: str | None = None,
-                shipped_only: bool = False, task_warnings: bool = True):
+                shipped_only: bool = False, task_warnings: bool = True, counter=None):
     """See :meth:`snet.api.Network.spark_apply`; ``shipped_only``: box files from the shipped zips only
     (``snet.boxes=shipped`` of ``snet run``); ``task_warnings``: tasks log termination warnings (not under
-    ``snet run -q``)."""
+    ``snet run -q``); ``counter``: an accumulator the tasks add their output rows to (``snet run --stats``)."""
     if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
         raise SNetUsageError(f"spark_apply: partitions must be a positive int, not {partitions!r}")
 
     def task(context: bytes, drop: tuple[str, ...], out_json: str, project: bool):
-        return functools.partial(map_partition, uuid.uuid4().hex, context, drop, out_json, project,
-                                 engine=TASK_ENGINE, warn=task_warnings)
+        function = functools.partial(map_partition, uuid.uuid4().hex, context, drop, out_json, project,
+                                     engine=TASK_ENGINE, warn=task_warnings)
+        return function if counter is None else functools.partial(counted, function, counter)
 
     return map_network(network, df, task, schema, partitions=partitions, order=order, shipped_only=shipped_only)
 
@@ -300,6 +301,16 @@ def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_jso
             close()
     for warning in warnings() if warn else ():
         log.warning("%s", warning)
+
+
+def counted(function, counter, batches):
+    """``function``'s output batches, their rows added to the accumulator ``counter`` once all are out (a failed
+    task's updates are dropped by Spark, a retried one's counted once)."""
+    rows = 0
+    for batch in function(batches):
+        rows += batch.num_rows
+        yield batch
+    counter.add(rows)
 
 
 TASK_ENGINE = "front"  # the tasks' engine, read by spark_apply; "reference" for the benchmark's baseline

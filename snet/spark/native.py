@@ -195,10 +195,12 @@ def _failure(error: Exception) -> SNetRuntimeError:
     return SNetRuntimeError(f"Spark job failed: {type(error).__name__}: {first.strip()[:500]}", None, text[:4000])
 
 
-def run_native(network, args, options, source: str, sink: str) -> int:
-    """The Spark-native run (see the module docstring); returns the exit status."""
+def run_native(network, args, options, source: str, sink: str, stats_json=None) -> int:
+    """The Spark-native run (see the module docstring); returns the exit status.  ``stats_json``: the open
+    ``--stats-json`` file, written at the end (:func:`_report`)."""
     from snet.spark.dataframe import spark_apply
     from snet.spark.distribute import distribution
+    from snet.spark.session import is_connect_session
     from snet.spark.shipping import shipped_only
     from snet.spark.splits import start_session
 
@@ -243,6 +245,7 @@ def run_native(network, args, options, source: str, sink: str) -> int:
     started = time.perf_counter()
     df, order = None, None
     jobs = _Jobs(session)
+    outcome: dict = {}  # what a failed run wrote: "written", the records the salvage job wrote
     try:
         df = _reader(session, source, args.input)
         if fallback:
@@ -259,10 +262,11 @@ def run_native(network, args, options, source: str, sink: str) -> int:
             df, order = (in_file_order(df) if keyed else (df, None))
             if schema is None:  # an output field without a type: the error names --spark-schema
                 output_schema(network.graph, df.schema, None, (order,) if order else (), cli=True)
+            counter = None if is_connect_session(session) else session.sparkContext.accumulator(0)
             out = spark_apply(network, df, schema, order=order, shipped_only=boxes_shipped,
-                              task_warnings=not args.quiet)
+                              task_warnings=not args.quiet, counter=counter)
             write_sink(out, sink, args.output, mode)
-            written = None
+            written = counter.value if counter is not None else None
     except KeyboardInterrupt:
         _stop(jobs, args.output, sink_existed)
         jobs.close()
@@ -288,34 +292,46 @@ def run_native(network, args, options, source: str, sink: str) -> int:
         # or the salvage job raises, as py4j formats that context when Ctrl-C interrupts its call, and getting
         # the text of a Spark error is a py4j call itself, which waits for the interrupted one: a hang.
         try:
-            _failed(network, failed, df, order, fallback, boxes_shipped, schema, sink, args, mode, sink_existed)
+            _failed(network, failed, df, order, fallback, boxes_shipped, schema, sink, args, mode, sink_existed,
+                    outcome)
         except KeyboardInterrupt:  # during the crash diagnosis or the salvage job
             _stop(jobs, args.output, sink_existed)
             raise
-        except SNetRuntimeError:
-            if args.stats:  # as a failed run on the driver prints its statistics, before the error
-                _print_stats(source, sink, args, fallback, "failed, ", time.perf_counter() - started)
+        except SNetRuntimeError as error:
+            # as a failed run on the driver prints its statistics, before the error
+            written = getattr(error, "records_written", outcome.get("written"))
+            _report(source, sink, args, fallback, written, True, time.perf_counter() - started, stats_json)
             raise
         finally:
             jobs.close()
     jobs.close()  # (again after a failure: no matter)
-    seconds = time.perf_counter() - started
-    if args.stats:
-        _print_stats(source, sink, args, fallback, f"{written} records written, " if written is not None else "",
-                     seconds)
+    _report(source, sink, args, fallback, written, False, time.perf_counter() - started, stats_json)
     return 0
 
 
-def _print_stats(source: str, sink: str, args, fallback: bool, what: str, seconds: float) -> None:
+def _report(source: str, sink: str, args, fallback: bool, written: int | None, failed: bool, seconds: float,
+            stats_json) -> None:
+    """``--stats`` (one line) and ``--stats-json`` (the same figures, as JSON) of a Spark-native run."""
     where = "on the driver" if fallback else "inside Spark tasks"
-    print(f"snet: {source} {args.input} -> {sink} {args.output}, the network {where}: {what}{seconds:.2f} s",
-          file=sys.stderr)
+    if args.stats:
+        what = ("failed, " if failed else "") + (f"{written} records written, " if written is not None else "")
+        print(f"snet: {source} {args.input} -> {sink} {args.output}, the network {where}: {what}{seconds:.2f} s",
+              file=sys.stderr)
+    if stats_json is not None:
+        import json
+
+        with stats_json:
+            json.dump({"run": "spark-native", "network": where, "source": {"format": source, "path": args.input},
+                       "sink": {"format": sink, "path": args.output}, "failed": failed, "records_out": written,
+                       "seconds": seconds}, stats_json, indent=2, sort_keys=True)
+            stats_json.write("\n")
 
 
 def _failed(network, e: Exception, df, order, fallback: bool, boxes_shipped: bool, schema, sink: str, args,
-            mode: str, sink_existed: bool):
+            mode: str, sink_existed: bool, outcome: dict):
     """Raise the failed run's error, after the crash diagnosis of a dead Python worker and the salvage job that
     writes the outputs made before a failure of the network."""
+    outcome["written"] = 0  # until a salvage job writes some
     text = str(e)
     error = _failure(e)
     crashed = looks_like_crash(text)
@@ -324,7 +340,7 @@ def _failed(network, e: Exception, df, order, fallback: bool, boxes_shipped: boo
     if not sink_existed:
         _remove_if_empty(args.output)
     if df is not None and not fallback and (crashed or _from_network(text, error)):
-        note = _salvaged(network, df, order, boxes_shipped, schema, sink, args.output, mode)
+        note = _salvaged(network, df, order, boxes_shipped, schema, sink, args.output, mode, outcome)
         error.detail = f"{error.detail.rstrip()}\n{note}" if error.detail else note
         if not sink_existed:
             _remove_if_empty(args.output)
@@ -351,7 +367,8 @@ def _from_network(text: str, error: SNetRuntimeError) -> bool:
     return "snet.errors.SNet" in text and not error.message.startswith("spark_apply:")
 
 
-def _salvaged(network, df, order, shipped_only: bool, schema, fmt: str, path: str, mode: str) -> str:
+def _salvaged(network, df, order, shipped_only: bool, schema, fmt: str, path: str, mode: str,
+              outcome: dict) -> str:
     """Write the outputs made before the failure (:mod:`snet.spark.salvage`); the line that says what was
     written; a KeyboardInterrupt, however py4j passed it on, when Ctrl-C stopped it."""
     from snet.spark.salvage import salvage
@@ -361,6 +378,7 @@ def _salvaged(network, df, order, shipped_only: bool, schema, fmt: str, path: st
     try:
         count = salvage(network, df, lambda out: write_sink(out, fmt, path, mode), order=order,
                         shipped_only=shipped_only, schema=schema)
+        outcome["written"] = count  # (None on Spark Connect: not counted)
     except Exception as e:  # the failure stands; say that nothing was written
         if _interrupted(e):
             raise KeyboardInterrupt from None
@@ -498,6 +516,7 @@ def driver_run(network, session, df, sink: str, args, options, mode: str, schema
     write_sink(session.createDataFrame(rows, out_schema), sink, args.output, mode)
     if failure is not None:
         note = _written(len(rows), args.output)
+        failure.records_written = len(rows)
         failure.detail = f"{failure.detail.rstrip()}\n{note}" if failure.detail else note
         raise failure
     return len(rows)

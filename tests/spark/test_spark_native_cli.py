@@ -664,16 +664,35 @@ def test_a_salvage_job_that_fails_says_why_in_snets_words(spark, tmp_path, capfd
 
 def test_stats_of_a_failed_spark_native_run_are_printed_before_its_error(spark, tmp_path, capfd):
     """--stats prints its line for a failed Spark-native run too, as for a failed run on the driver: before
-    the error, saying that it failed; the error's last line still says what the salvage job wrote."""
-    status, out = run_one_box(tmp_path, 3, 6, None, "--stats")
+    the error, saying that it failed and what the salvage job wrote, which the error's last line says too;
+    --stats-json writes the same figures."""
+    status, out = run_one_box(tmp_path, 3, 6, None, "--stats", "--stats-json", str(tmp_path / "stats.json"))
     lines = capfd.readouterr().err.splitlines()
     assert status == 1, lines
     stats = [at for at, line in enumerate(lines) if line.startswith("snet: parquet ")]
     errors = [at for at, line in enumerate(lines) if "error:" in line]
     assert len(stats) == 1 and len(errors) == 1 and stats[0] < errors[0], lines
     assert re.fullmatch(rf"snet: parquet {re.escape(str(tmp_path / 'in.parquet'))} -> parquet {re.escape(str(out))}, "
-                        r"the network inside Spark tasks: failed, \d+\.\d\d s", lines[stats[0]]), lines
+                        r"the network inside Spark tasks: failed, 3 records written, \d+\.\d\d s",
+                        lines[stats[0]]), lines
     assert lines[-1] == f"3 output records made before the failure were written to {out}", lines
+    figures = json.loads((tmp_path / "stats.json").read_text())
+    assert {k: figures[k] for k in ("run", "network", "failed", "records_out")} == {
+        "run": "spark-native", "network": "inside Spark tasks", "failed": True, "records_out": 3}, figures
+
+
+def test_stats_of_a_spark_native_run_count_the_records_written(spark, tmp_path, capfd):
+    """--stats and --stats-json of a Spark-native run that succeeds: the records written, counted in the
+    tasks (a JSON file named and never written would be a silent loss)."""
+    status, out = run_one_box(tmp_path, -1, 25, None, "--stats", "--stats-json", str(tmp_path / "stats.json"))
+    lines = capfd.readouterr().err.splitlines()
+    assert status == 0, lines
+    assert [line for line in lines if line.startswith("snet: parquet ")][0].endswith(
+        "the network inside Spark tasks: 25 records written, " + lines[-1].rsplit(", ", 1)[-1]), lines
+    figures = json.loads((tmp_path / "stats.json").read_text())
+    assert figures["records_out"] == 25 and figures["failed"] is False and figures["seconds"] > 0, figures
+    assert figures["source"] == {"format": "parquet", "path": str(tmp_path / "in.parquet")}, figures
+    assert figures["sink"] == {"format": "parquet", "path": str(out)}, figures
 
 
 def test_the_driver_fallback_writes_the_outputs_made_before_a_failure(spark, tmp_path, capfd):
