@@ -230,6 +230,8 @@ def run_native(network, args, options, source: str, sink: str, stats_json=None) 
                                        "--spark-driver-fallback to run it on the driver"), e.span) from None
         fallback = True
     check_paths(args.input, args.output, mode)
+    if not fallback:
+        _warn_engine_options(args)
     watched = args.progress is not None or args.verbose
     if watched and "spark.ui.enabled" not in conf:  # the Spark UI, for a person watching
         conf["spark.ui.enabled"] = "true"
@@ -307,6 +309,21 @@ def run_native(network, args, options, source: str, sink: str, stats_json=None) 
     jobs.close()  # (again after a failure: no matter)
     _report(source, sink, args, fallback, written, False, time.perf_counter() - started, stats_json)
     return 0
+
+
+# The options of the driver's engine, which the tasks of a Spark-native run do not take.
+ENGINE_OPTIONS = (("engine", "--engine"), ("workers", "-w/--workers"), ("throttle", "--throttle"),
+                  ("box_concurrency", "--box-concurrency"), ("box_processes", "--box-processes"),
+                  ("no_steal", "--no-steal"), ("seed", "--seed"))
+
+
+def _warn_engine_options(args) -> None:
+    """Say that the engine options given do not apply: each task runs the network on its own engine."""
+    given = [flag for name, flag in ENGINE_OPTIONS if getattr(args, name, None) not in (None, [], False)]
+    if given:
+        log.warning("warning: %s %s no effect on a Spark-native run: each Spark task runs the network on an "
+                    "engine of its own (FRONT with one worker; the tasks are the parallelism); they apply with --spark-driver-fallback and "
+                    "to runs over record files", ", ".join(given), "has" if len(given) == 1 else "have")
 
 
 def _report(source: str, sink: str, args, fallback: bool, written: int | None, failed: bool, seconds: float,

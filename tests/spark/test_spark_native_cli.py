@@ -681,6 +681,20 @@ def test_stats_of_a_failed_spark_native_run_are_printed_before_its_error(spark, 
         "run": "spark-native", "network": "inside Spark tasks", "failed": True, "records_out": 3}, figures
 
 
+def test_engine_options_that_a_spark_native_run_does_not_take_are_named_in_a_warning(spark, tmp_path, capfd):
+    """--engine, -w and --box-processes do not reach the tasks of a Spark-native run: one warning names them
+    (not silently ignored), and the run goes on with exit 0 and every output."""
+    import pyarrow.parquet as pq
+
+    status, out = run_one_box(tmp_path, -1, 5, None, "--engine", "reference", "-w", "4", "--box-processes", "2")
+    warnings = [line for line in capfd.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert status == 0 and warnings == [
+        "warning: --engine, -w/--workers, --box-processes have no effect on a Spark-native run: each Spark task "
+        "runs the network on an engine of its own (FRONT with one worker; the tasks are the parallelism); they "
+        "apply with --spark-driver-fallback and to runs over record files"], warnings
+    assert [r["y"] for r in pq.read_table(out).to_pylist()] == [x * 10 for x in range(5)]
+
+
 def test_stats_of_a_spark_native_run_count_the_records_written(spark, tmp_path, capfd):
     """--stats and --stats-json of a Spark-native run that succeeds: the records written, counted in the
     tasks (a JSON file named and never written would be a silent loss)."""
