@@ -306,7 +306,7 @@ def run_native(network, args, options, source: str, sink: str, stats_json=None) 
             raise
         finally:
             jobs.close()
-    jobs.close()  # (again after a failure: no matter)
+    jobs.close()
     _report(source, sink, args, fallback, written, False, time.perf_counter() - started, stats_json)
     return 0
 
