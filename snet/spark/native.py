@@ -319,11 +319,16 @@ ENGINE_OPTIONS = (("engine", "--engine"), ("workers", "-w/--workers"), ("throttl
 
 def _warn_engine_options(args) -> None:
     """Say that the engine options given do not apply: each task runs the network on its own engine."""
-    given = [flag for name, flag in ENGINE_OPTIONS if getattr(args, name, None) not in (None, [], False)]
+    given = [flag for name, flag in ENGINE_OPTIONS if _given(getattr(args, name, None))]
     if given:
         log.warning("warning: %s %s no effect on a Spark-native run: each Spark task runs the network on an "
                     "engine of its own (FRONT with one worker; the tasks are the parallelism); they apply with --spark-driver-fallback and "
                     "to runs over record files", ", ".join(given), "has" if len(given) == 1 else "have")
+
+
+def _given(value) -> bool:
+    """Whether an option's parsed value was given (``--seed 0`` was, though 0 == False)."""
+    return value is not None and value is not False and value != []
 
 
 def _report(source: str, sink: str, args, fallback: bool, written: int | None, failed: bool, seconds: float,
