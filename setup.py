@@ -71,7 +71,7 @@ DISTRIBUTION = "snet-lang"
 PACKAGES = find_packages(where=HERE, include=["snet", "snet.*", "snet_front"])
 # py.typed: type checkers read the package's annotations; the grammar is read at run time.
 PACKAGE_DATA = {"snet": ["py.typed"], "snet.syntax": ["*.lark"], "snet.core": ["*.pxd"],
-                "snet_front": ["*.pxd", "*.pyi", "py.typed", "includes/*"]}
+                "snet_front": ["*.pxd", "*.pxi", "*.pyi", "py.typed", "includes/*"]}
 
 TEST = ["pytest>=8", "pytest-benchmark>=4", "hypothesis>=6", "interegular>=0.3", "numpy>=1.24", "mypy>=1.10"]
 # pyspark[connect] brings the Spark Connect client (grpcio, zstandard, ...) for sc:// masters.

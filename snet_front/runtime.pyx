@@ -6,21 +6,22 @@ only Python-facing API is ``start``, ``next_output``, ``halt``, ``close``,
 ``statistics`` and ``termination_warnings``.  Termination is global
 quiescence: the input has ended and ``pending`` (items in inboxes, in
 continuations and being invoked) is zero, which also covers feedback loops.
-See core.pyx for the design of the runtime as a whole.
+See core.pxi for the design of the runtime as a whole.
 """
 
 import threading
 from collections import deque
 
 from snet_front.atomics cimport snet_atomic_load, snet_now, snet_flag_load, snet_flag_store, snet_unlock
-from snet_front.core cimport Network, Instance, new_ctx, set_current_writer, current_writer, Sink, spin_lock
-from snet_front.combinators cimport fire
-from snet_front.workers cimport Worker
 from snet_front cimport kinds
 
-# Importing them registers their entity factories with the core.
-import snet_front.entities  # noqa: F401
-import snet_front.combinators  # noqa: F401
+# The rest of the runtime, compiled into this one module (runtime.pxd declares
+# what the parts share).  Entities and combinators register their factories
+# with the core as the module is initialised.
+include "core.pxi"
+include "entities.pxi"
+include "combinators.pxi"
+include "workers.pxi"
 
 # The numbers of snet_front/kinds.pxd, for the test that compares them with snet.plan.
 NODE_KINDS = {"NET": kinds.K_NET, "SERIAL": kinds.K_SERIAL, "IDENTITY": kinds.K_IDENT,

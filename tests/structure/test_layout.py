@@ -21,7 +21,7 @@ MAX_LINES = 800
 def sources():
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*")):
-            if path.suffix in (".py", ".pyx", ".pxd") and "__pycache__" not in path.parts:
+            if path.suffix in (".py", ".pyx", ".pxd", ".pxi") and "__pycache__" not in path.parts:
                 yield path
 
 
@@ -96,7 +96,7 @@ def test_no_module_is_too_long():
 
 def test_engines_do_not_name_spark():
     engines = [ROOT / "snet" / "reference.py", *sorted((ROOT / "snet_front").rglob("*.p*"))]
-    named = [str(p.relative_to(ROOT)) for p in engines if p.suffix in (".py", ".pyx", ".pxd")
+    named = [str(p.relative_to(ROOT)) for p in engines if p.suffix in (".py", ".pyx", ".pxd", ".pxi")
              and "spark" in p.read_text().lower()]
     assert not named, f"engines that name Spark: {named}"
 

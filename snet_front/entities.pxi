@@ -1,10 +1,8 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, auto_pickle=False
-"""Entities of boxes, filters, synchro-cells and the synchro-cell star.
-
-Each class has a factory, registered with :mod:`snet_front.core` when this
-module is imported, that builds it from its node's template in the plan
-(:mod:`snet.plan`).  See core.pyx for the design of the runtime.
-"""
+# Entities of boxes, filters, synchro-cells and the synchro-cell star.
+#
+# Each class has a factory, registered with the core when the module is
+# initialised, that builds it from its node's template in the plan
+# (:mod:`snet.plan`).  See core.pxi for the design of the runtime.
 
 cimport cython
 from asyncio import run_coroutine_threadsafe
@@ -18,8 +16,6 @@ from snet.tagexpr import DivisionByZero
 from snet.requests import set_current_request
 
 from snet_front.atomics cimport snet_atomic_add, snet_atomic_load, snet_now, snet_unlock, snet_flag_store
-from snet_front.core cimport (Entity, Writer, Network, GStack, Ctx, Instance, register_factory, make_item, record_of,
-                              stack_of, spin_lock, request_of, first_pattern, slots_matching)
 from snet_front.kinds cimport K_BOX, K_FILTER, K_SYNC, K_SYNCSTAR
 
 

@@ -1,13 +1,11 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, auto_pickle=False
-"""Collectors and the entities of combinators: parallel, star, split, executor split, feedback.
-
-Also the firing of initialisers when an instance is created
-(:func:`fire`), and the running of the split executor's batches
-(:func:`executor_due`, :func:`flush_executor`).  Each entity class has a
-factory, registered with :mod:`snet_front.core` when this module is
-imported, that builds it from its node's template in the plan.  See
-core.pyx for the design of the runtime.
-"""
+# Collectors and the entities of combinators: parallel, star, split, executor split, feedback.
+#
+# Also the firing of initialisers when an instance is created
+# (:func:`fire`), and the running of the split executor's batches
+# (:func:`executor_due`, :func:`flush_executor`).  Each entity class has a
+# factory, registered with the core when the module is initialised, that
+# builds it from its node's template in the plan.  See
+# core.pxi for the design of the runtime.
 
 cimport cython
 from collections import deque
@@ -16,9 +14,6 @@ from snet.errors import SNetRuntimeError
 
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_now, snet_try_lock, snet_unlock,
                                  snet_flag_load, snet_flag_store)
-from snet_front.core cimport (Entity, Writer, Network, Group, GStack, Tagged, Ctx, Instance, WakeUp, register_factory,
-                              make_item, record_of, stack_of, spin_lock, spawn, push, bypass, new_ctx, request_of,
-                              new_depth_inbox, first_pattern)
 from snet_front.kinds cimport (K_NET, K_SERIAL, K_PAR, K_STAR, K_SPLIT, K_FEEDBACK, K_EXECSPLIT, K_INITBOX)
 
 
@@ -428,7 +423,7 @@ cdef class ExecutorSplitEntity(Entity):
         cdef object rec = record_of(item)
         cdef GStack st = stack_of(item)
         cdef Network rt = self.rt
-        cdef bint full
+        cdef bint full = False  # set in the with block; the C compiler cannot tell
         if not len(self.keys.values(rec)):
             if st is not None:
                 w.drop(st)
@@ -493,7 +488,7 @@ cdef class FeedbackReturn(Entity):
 @cython.final
 @cython.trashcan(True)
 cdef class Collector(Entity):
-    """Merges a combinator's branches back in group order (see core.pyx, "Determinism")."""
+    """Merges a combinator's branches back in group order (see core.pxi, "Determinism")."""
     cdef object groups  # deque of Group in entry order
     cdef list stray
     cdef bint barrier_only

@@ -1,12 +1,10 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, auto_pickle=False
-"""Workers: licences, the worker loop, input admission, stealing.
-
-Every entity has one inbox; writing a record gives the *writer* one read
-licence for the destination, kept in the writer's list ordered
-output-first.  A worker uses its own licences head first, then admits one
-input record, then steals half the licences of the first schedulable
-stream of a victim, then naps.  See core.pyx for the whole design.
-"""
+# Workers: licences, the worker loop, input admission, stealing.
+#
+# Every entity has one inbox; writing a record gives the *writer* one read
+# licence for the destination, kept in the writer's list ordered
+# output-first.  A worker uses its own licences head first, then admits one
+# input record, then steals half the licences of the first schedulable
+# stream of a victim, then naps.  See core.pxi for the whole design.
 
 cimport cython
 from posix.unistd cimport usleep
@@ -14,9 +12,6 @@ from cpython.mem cimport PyMem_Malloc, PyMem_Free
 
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_try_lock, snet_unlock, snet_is_locked,
                                  snet_now, snet_flag_load, snet_flag_store)
-from snet_front.core cimport (Entity, Writer, Network, Group, GStack, Tagged, WakeUp, bypass, saturated, spin_lock,
-                              set_current_writer, make_item, push, request_of, inbox_append, inbox_popleft)
-from snet_front.combinators cimport executor_due, flush_executor
 
 from snet.core.semantics import cannot_terminate
 from snet.requests import NO_INPUT_YET, Request, set_current_request

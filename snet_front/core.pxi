@@ -1,108 +1,107 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, auto_pickle=False
-"""The FRONT runtime's core: records in flight, contexts, entities, the network state.
-
-The FRONT runtime is a lazy entity graph run by a fixed set of workers.  It
-is split into modules that only import downwards:
-
-* ``core`` (this module): records in flight (`Tagged`, group stacks),
-  contexts, the `Entity` base with the out resolution every entity shares,
-  `Writer` (what an entity needs of the worker that invokes it) and
-  `Network`, the per-run state: the plan's tables, lazy entity creation
-  through one factory per node kind, the output channel and failure;
-* ``entities``: the entities of boxes, filters, synchro-cells and the
-  synchro-cell star;
-* ``combinators``: collectors, and the entities of parallel, star, split,
-  executor split and feedback, with the firing of initialisers;
-* ``workers``: licences, the worker loop, input admission, stealing;
-* ``runtime``: `Runtime`, the Python-facing object: start, outputs,
-  termination, statistics.
-
-This is the scheduling core of the FRONT engine (Gijsbers & Grelck 2013,
-in the seed document §4).  What each construct *means* is not decided here:
-every entity calls the operators of its node's template in the plan
-(:mod:`snet.plan`: box callers, compiled filters, routers, pattern
-matchers, synchro-cell patterns, split keys).  This module only decides where a record goes next and which
-worker moves it.
-
-Entities
-========
-
-An *entity* is one dynamic instance of a property-graph node: a box, a
-filter, a synchro-cell, a parallel / star / split dispatcher, a feedback
-return point, a collector.  Entities are created when the first record needs
-them (a writer resolves its ``out`` the first time it writes) and share
-everything static through the node id.  Pure wiring (named nets, serial
-composition, ``[]``, an initialiser used as a stage) has no entity: entering
-it just resolves to the next real node.
-
-Each entity carries a *context* (`Ctx`), the paper's stack of future
-collectors: when a dispatcher opens its operand it pushes itself as the
-frame, and whatever entity later leaves that operand pops the frame and asks
-it where to go (`branch_exit`).  A star incarnation's frame is the next
-incarnation, a feedback's is its return point, a parallel's or split's is
-its collector (deterministic or initialiser barrier) or its shared out.
-
-Streams, licences, workers
-==========================
-
-Every entity has one inbox (a deque; each writer appends in its own order,
-so every input stream stays FIFO; incarnation 1 of a star with a stateless
-operand keeps one FIFO per replica and serves the deepest first,
-`DepthInbox`).  Writing a record gives the *writer* one
-read licence for the destination: a `Licence` (entity, count) in the
-writer's list, ordered output-first (new licences go in front of the one
-being worked on; the scan always restarts from the head).  To use a licence
-a worker try-locks the entity, takes the *oldest* record and invokes the
-entity.  The last write of an invocation continues at the destination at
-once if it is free ("walking the record", `Worker.write`).  An idle worker
-first admits one input record (one worker at a time, optionally throttled),
-then steals half the licences of the first stream with an unlocked
-destination from the head of a victim's list (round robin, one thief per
-victim).
-
-Determinism
-===========
-
-A deterministic dispatcher (``||``, ``**``, ``!!``) gives each entering
-record a new `Group` (pushed on the record's group stack) registered in
-order at its `Collector`.  A group counts its live records: outputs of an
-invocation add ``n - 1``, a record consumed without output or parked in a
-synchro-cell subtracts one, a record arriving at the owner collector
-subtracts one.  The collector forwards the head group's records at once,
-queues the others, and moves on when the head's count is zero; whoever
-brings a count to zero elsewhere sends a wake-up item to the collector.
-Nested non-deterministic parts need nothing: the ordering happens at the
-deterministic collector.  Initialisers in a parallel's branches form group
-0 of that parallel's collector (the barrier that makes their outputs leave
-first, language.md §6.4).
-
-Termination
-===========
-
-``pending`` counts items in inboxes, in continuations and being invoked
-(incremented on every write, decremented after an invocation has written
-its outputs).  The network has terminated when the input has ended and
-``pending`` is zero: global quiescence, which also covers feedback loops.
-
-The GIL
-=======
-
-Records, operators and boxes are Python objects, so on a build with the
-GIL a worker holds it while it invokes entities.  The GIL is released while
-a worker is idle (sleeping between polls), while it yields in a contended
-spin lock, and by any box that releases it itself (NumPy, I/O,
-``time.sleep``, C extensions): that is where threads run in parallel on
-CPython 3.11.  On a free-threaded build (3.13t) there is no GIL and the
-modules say so (``freethreading_compatible``, set in setup.py).  All
-synchronisation is explicit, never the GIL's atomicity: C11-style atomics
-on lock words and counters (includes/atomics.h), including the output and
-input counts that any worker bumps; release stores and acquire loads for
-the one-way flags other threads test without a lock (``input_done``,
-``stop``, ``done``, ``identity``); the single-owner rules of docs/runtime.md
-for entity fields; deques, whose single operations are atomic on both
-builds, for inboxes, outputs and group queues.  So the scheduler's
-invariants hold without the GIL.
-"""
+# The FRONT runtime's core: records in flight, contexts, entities, the network state.
+#
+# The FRONT runtime is a lazy entity graph run by a fixed set of workers.  It
+# is one extension module, ``snet_front.runtime``, written in parts that only
+# use what comes before them (runtime.pyx includes them in this order):
+#
+# * ``core`` (this part): records in flight (`Tagged`, group stacks),
+#   contexts, the `Entity` base with the out resolution every entity shares,
+#   `Writer` (what an entity needs of the worker that invokes it) and
+#   `Network`, the per-run state: the plan's tables, lazy entity creation
+#   through one factory per node kind, the output channel and failure;
+# * ``entities``: the entities of boxes, filters, synchro-cells and the
+#   synchro-cell star;
+# * ``combinators``: collectors, and the entities of parallel, star, split,
+#   executor split and feedback, with the firing of initialisers;
+# * ``workers``: licences, the worker loop, input admission, stealing;
+# * ``runtime``: `Runtime`, the Python-facing object: start, outputs,
+#   termination, statistics.
+#
+# This is the scheduling core of the FRONT engine (Gijsbers & Grelck 2013,
+# in the seed document §4).  What each construct *means* is not decided here:
+# every entity calls the operators of its node's template in the plan
+# (:mod:`snet.plan`: box callers, compiled filters, routers, pattern
+# matchers, synchro-cell patterns, split keys).  This part only decides where a record goes next and which
+# worker moves it.
+#
+# Entities
+# ========
+#
+# An *entity* is one dynamic instance of a property-graph node: a box, a
+# filter, a synchro-cell, a parallel / star / split dispatcher, a feedback
+# return point, a collector.  Entities are created when the first record needs
+# them (a writer resolves its ``out`` the first time it writes) and share
+# everything static through the node id.  Pure wiring (named nets, serial
+# composition, ``[]``, an initialiser used as a stage) has no entity: entering
+# it just resolves to the next real node.
+#
+# Each entity carries a *context* (`Ctx`), the paper's stack of future
+# collectors: when a dispatcher opens its operand it pushes itself as the
+# frame, and whatever entity later leaves that operand pops the frame and asks
+# it where to go (`branch_exit`).  A star incarnation's frame is the next
+# incarnation, a feedback's is its return point, a parallel's or split's is
+# its collector (deterministic or initialiser barrier) or its shared out.
+#
+# Streams, licences, workers
+# ==========================
+#
+# Every entity has one inbox (a deque; each writer appends in its own order,
+# so every input stream stays FIFO; incarnation 1 of a star with a stateless
+# operand keeps one FIFO per replica and serves the deepest first,
+# `DepthInbox`).  Writing a record gives the *writer* one
+# read licence for the destination: a `Licence` (entity, count) in the
+# writer's list, ordered output-first (new licences go in front of the one
+# being worked on; the scan always restarts from the head).  To use a licence
+# a worker try-locks the entity, takes the *oldest* record and invokes the
+# entity.  The last write of an invocation continues at the destination at
+# once if it is free ("walking the record", `Worker.write`).  An idle worker
+# first admits one input record (one worker at a time, optionally throttled),
+# then steals half the licences of the first stream with an unlocked
+# destination from the head of a victim's list (round robin, one thief per
+# victim).
+#
+# Determinism
+# ===========
+#
+# A deterministic dispatcher (``||``, ``**``, ``!!``) gives each entering
+# record a new `Group` (pushed on the record's group stack) registered in
+# order at its `Collector`.  A group counts its live records: outputs of an
+# invocation add ``n - 1``, a record consumed without output or parked in a
+# synchro-cell subtracts one, a record arriving at the owner collector
+# subtracts one.  The collector forwards the head group's records at once,
+# queues the others, and moves on when the head's count is zero; whoever
+# brings a count to zero elsewhere sends a wake-up item to the collector.
+# Nested non-deterministic parts need nothing: the ordering happens at the
+# deterministic collector.  Initialisers in a parallel's branches form group
+# 0 of that parallel's collector (the barrier that makes their outputs leave
+# first, language.md §6.4).
+#
+# Termination
+# ===========
+#
+# ``pending`` counts items in inboxes, in continuations and being invoked
+# (incremented on every write, decremented after an invocation has written
+# its outputs).  The network has terminated when the input has ended and
+# ``pending`` is zero: global quiescence, which also covers feedback loops.
+#
+# The GIL
+# =======
+#
+# Records, operators and boxes are Python objects, so on a build with the
+# GIL a worker holds it while it invokes entities.  The GIL is released while
+# a worker is idle (sleeping between polls), while it yields in a contended
+# spin lock, and by any box that releases it itself (NumPy, I/O,
+# ``time.sleep``, C extensions): that is where threads run in parallel on
+# CPython 3.11.  On a free-threaded build (3.13t) there is no GIL and the
+# module says so (``freethreading_compatible``, set in setup.py).  All
+# synchronisation is explicit, never the GIL's atomicity: C11-style atomics
+# on lock words and counters (includes/atomics.h), including the output and
+# input counts that any worker bumps; release stores and acquire loads for
+# the one-way flags other threads test without a lock (``input_done``,
+# ``stop``, ``done``, ``identity``); the single-owner rules of docs/runtime.md
+# for entity fields; deques, whose single operations are atomic on both
+# builds, for inboxes, outputs and group queues.  So the scheduler's
+# invariants hold without the GIL.
 
 
 cimport cython
@@ -181,7 +180,7 @@ cdef EntityFactory _factories[NKINDS]
 
 
 cdef void register_factory(int kind, EntityFactory factory):
-    """Called by the entity modules when they are imported: ``factory`` builds entities of ``kind``."""
+    """Called by entities.pxi and combinators.pxi as the module is initialised: ``factory`` builds entities of ``kind``."""
     _factories[kind] = factory
 
 
@@ -377,9 +376,9 @@ cdef inline Entity resolve(Entity e):
     return d
 
 
-@cython.trashcan(True)  # and on every subclass: other modules do not inherit the directive
+@cython.trashcan(True)  # and on every subclass, explicitly
 cdef class Entity:
-    """Base of every entity; see the module docstring.
+    """Base of every entity; see the comment at the top of core.pxi.
 
     Entities form long chains (star incarnations, a replica's stages, each
     out leading to the next), so they are released through CPython's
@@ -412,7 +411,7 @@ cdef class Entity:
         raise NotImplementedError
 
     cdef int complete(self, Writer w, object done) except -1:
-        """Finish work this entity started outside the workers (an async box's call); see entities.pyx."""
+        """Finish work this entity started outside the workers (an async box's call); see entities.pxi."""
         raise NotImplementedError
 
     cdef Entity resolve_out(self):
@@ -475,7 +474,7 @@ cdef class Sink(Entity):
 
 
 cdef class Writer:
-    """Implemented by `snet_front.workers.Worker`."""
+    """Implemented by `Worker` (workers.pxi)."""
 
     cdef int write(self, Entity dest, object item, bint last) except -1:
         raise NotImplementedError
