@@ -23,10 +23,18 @@ session is started, :func:`check_master` therefore checks, in order:
    an SSH daemon) costs the standalone client's whole registration time,
    about 75 s, before Spark gives up.
 
+Once these pass and the JVM has started, but before the SparkContext does,
+:func:`check_master_endpoint` asks the ``spark://`` address for the master's
+RPC endpoint, as the standalone client will (see "The endpoint check"
+below): a worker's port, or a driver's, speaks the same protocol as a
+master's and passes check 4, and would cost the client three 20-second
+registration attempts.
+
 Each failure is a :class:`~snet.errors.SNetUsageError` (exit status 2)
 whose first line says what is wrong: a bad scheme, an unknown host,
 connection refused, no answer, a server that is not a Spark master, Java
-missing or too old.  Nothing here imports pyspark.
+missing or too old.  Nothing here imports pyspark: the endpoint check is
+handed the JVM of the session about to start.
 
 The protocol probe
 ==================
@@ -51,6 +59,23 @@ client certificate), where the master answers as before.  The verdicts:
 * the connection closed without an answer, in plain TCP and in TLS: refused;
 * nothing at all within :data:`PROBE_TIMEOUT` seconds: refused (a master
   answers within milliseconds).
+
+The endpoint check
+==================
+
+Every Spark process serves its RPC endpoints by name on its RPC port; a
+standalone master's is ``Master``, and a client finds it through the
+endpoint verifier every Spark process runs.  Spark's messages are
+Java-serialised, so the check makes the lookup with Spark's own classes in
+the driver's JVM: a client-mode RPC environment (it listens on no port)
+with the session's configuration, so that ``spark.authenticate`` and RPC
+encryption apply as they will to the session; one lookup of ``Master`` at
+each address, within :data:`LOOKUP_TIMEOUT` seconds; then the environment is
+shut down.  It costs about 0.7 s.  The verdict is refused only when every
+address answers that it has no such endpoint; an address with a master (a
+standby one counts), or a lookup that fails any other way (a timeout, an
+authentication error, classes of another Spark version), lets the session
+start and Spark say what it says.
 """
 
 from __future__ import annotations
@@ -70,6 +95,7 @@ from snet.errors import SNetUsageError
 TIMEOUT = 2.0  # seconds for a name lookup, and again for a connection
 JAVA_MIN = 17
 PROBE_TIMEOUT = 5.0  # seconds for the answer to the protocol probe (a master answers in milliseconds)
+LOOKUP_TIMEOUT = 10.0  # seconds for the endpoint check's lookup of the master's endpoint
 
 _LOCAL = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?$|local-cluster\[\d+,\s*\d+,\s*\d+\]$")
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^:/\[\]\s,]+)(?::(\d+))?$")
@@ -310,3 +336,53 @@ def check_master(master: str, timeout: float = TIMEOUT) -> None:
         check_java()
     if pairs:
         check_reachable(master, pairs, timeout, probe=master.strip().startswith("spark://"))
+
+
+def _java_causes(error: BaseException) -> list[str]:
+    """The class names of a py4j error's Java exception and its causes (empty for other errors)."""
+    names, cause = [], getattr(error, "java_exception", None)
+    while cause is not None and len(names) < 20:
+        names.append(str(cause.getClass().getName()))
+        cause = cause.getCause()
+    return names
+
+
+def check_master_endpoint(jvm, master: str, timeout: float = LOOKUP_TIMEOUT) -> None:
+    """Raise SNetUsageError when no address of the ``spark://`` URL ``master`` has a master's endpoint.
+
+    ``jvm`` is the py4j view of the JVM about to run the session (see "The
+    endpoint check" in the module docstring).
+    """
+    pairs = addresses(master)
+    if not master.strip().startswith("spark://") or not pairs:
+        return
+    try:
+        spark = jvm.org.apache.spark
+        conf = spark.SparkConf().set("spark.rpc.lookupTimeout", f"{timeout:g}s")
+        config = jvm.java.lang.Class.forName("org.apache.spark.internal.config.package$")
+        security = spark.SecurityManager(conf, jvm.scala.Option.empty(),
+                                         config.getField("MODULE$").get(None).AUTH_SECRET_FILE())
+        env = spark.rpc.RpcEnv.create("snetPreflight", "127.0.0.1", 0, conf, security, True)
+    except Exception:  # classes of another Spark version, say: the session's start will tell
+        return
+    missing = []
+    try:
+        for host, port in pairs:
+            try:
+                env.setupEndpointRef(spark.rpc.RpcAddress(host, port), "Master")
+                return
+            except Exception as e:
+                if not any(name.endswith("RpcEndpointNotFoundException") for name in _java_causes(e)):
+                    return  # not a clear "no master here": let Spark try
+                missing.append(f"{host}:{port}")
+    finally:
+        try:
+            env.shutdown()
+        except Exception:
+            pass
+    where = " and ".join(missing)
+    one = len(missing) == 1
+    raise SNetUsageError(f"{master} is not a Spark master: {where} answer{'s' if one else ''} in Spark's RPC "
+                         f"protocol but {'has' if one else 'have'} no master endpoint (a worker's or a driver's "
+                         "port?); a master's RPC port is the one its log names in 'Starting Spark master at "
+                         "spark://HOST:PORT', 7077 by default")

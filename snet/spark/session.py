@@ -86,16 +86,19 @@ def get_session(master: str, conf: dict[str, str] | None = None):
         builder = SparkSession.builder.appName("snet")
         if is_connect(master):
             builder = builder.remote(master)
+            options = dict(conf)
         else:
             builder = builder.master(master)
-            for key, value in DEFAULT_CONF.items():
-                if key not in conf:
-                    builder = builder.config(key, value)
-        for key, value in conf.items():
+            options = {**{k: v for k, v in DEFAULT_CONF.items() if k not in conf}, **conf}
+        for key, value in options.items():
             builder = builder.config(key, value)
         handler = _sigint_handler()
         try:
+            if master.strip().startswith("spark://"):
+                _check_endpoint(master, options)
             session = builder.getOrCreate()
+        except SNetUsageError:
+            raise
         except Exception as e:
             log.debug("Spark did not start: %s", e)
             cause = startup_cause(e)
@@ -109,6 +112,24 @@ def get_session(master: str, conf: dict[str, str] | None = None):
             session.sparkContext.setLogLevel("ERROR")
             _quiet_task_failures(session)
         return session
+
+
+def _check_endpoint(master: str, options: dict[str, str]) -> None:
+    """Start the JVM as the session will, and check that ``master`` has a master's endpoint.
+
+    The JVM gets the session's settings now (it is started once per process,
+    and a setting such as ``spark.driver.memory`` only counts at its start);
+    the session's start then uses it.
+    """
+    from pyspark import SparkConf, SparkContext
+
+    from snet.spark.preflight import check_master_endpoint
+
+    conf = SparkConf().setMaster(master).setAppName("snet")
+    for key, value in options.items():
+        conf.set(key, value)
+    SparkContext._ensure_initialized(conf=conf)
+    check_master_endpoint(SparkContext._jvm, master)
 
 
 # Loggers whose ERROR lines repeat, as JVM stack traces, a failed task that snet reports itself in one line.

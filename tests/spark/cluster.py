@@ -159,6 +159,10 @@ class Cluster:
         with urllib.request.urlopen(f"http://{HOST}:{self.ui_port}/json/", timeout=2) as r:
             return json.loads(r.read())
 
+    def worker_addresses(self) -> list[tuple[str, int]]:
+        """The RPC addresses (host, port) of the alive workers, as the master knows them."""
+        return [(w["host"], int(w["port"])) for w in self.status().get("workers", []) if w.get("state") == "ALIVE"]
+
     def alive_workers(self) -> int:
         try:
             return int(self.status().get("aliveworkers", 0))

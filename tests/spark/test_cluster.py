@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -198,6 +199,29 @@ def test_a_worker_killed_by_a_box_on_the_cluster_is_named_and_earlier_outputs_wr
     assert 'the split\'s input record: {"a":7,"<k>":1}' in result.stderr
     written = [json.loads(line) for line in (folder / "out.jsonl").read_text().splitlines()]
     assert sorted(r["a"] for r in written) == [2 * i for i in range(7)]
+
+
+def test_a_workers_port_given_for_the_master_fails_in_seconds_and_leaves_the_output_alone(cluster, tmp_path):
+    """A worker speaks the master's RPC protocol; without the endpoint check this took the client's 66 s."""
+    host, port = cluster.worker_addresses()[0]
+    folder = helper_folder(tmp_path / "boxes", HELPERS_BOXES, HELPERS_NET)
+    (folder / "in.jsonl").write_text(json.dumps({"a": 1, "<k>": 0}) + "\n")
+    (folder / "out.jsonl").write_text("the output of an earlier run\n")
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "snet", "run", "net.snet", "-i", "in.jsonl", "-o", "out.jsonl", "--spark",
+         f"spark://{host}:{port}", "--spark-conf", "spark.driver.host=127.0.0.1", "--spark-conf",
+         "spark.driver.bindAddress=127.0.0.1"],
+        cwd=folder, capture_output=True, text=True, timeout=300, env=driver_env())
+    seconds = time.monotonic() - started
+    assert result.returncode == 2, result.stderr[-5000:]
+    error = (f"error: spark://{host}:{port} is not a Spark master: {host}:{port} answers in Spark's RPC protocol but "
+             "has no master endpoint (a worker's or a driver's port?); a master's RPC port is the one its log names "
+             "in 'Starting Spark master at spark://HOST:PORT', 7077 by default")
+    assert result.stderr.splitlines()[-1] == error, result.stderr[-5000:]
+    assert "\tat " not in result.stderr, result.stderr[-5000:]  # no JVM stack trace
+    assert seconds < 30, seconds  # a guard against the client's three 20 s registration attempts, not a benchmark
+    assert (folder / "out.jsonl").read_text() == "the output of an earlier run\n"
 
 
 def test_snet_spark_submit_in_client_mode_on_the_cluster(cluster, tmp_path):

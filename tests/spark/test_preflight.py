@@ -1,7 +1,9 @@
 """Infrastructure mistakes fail in seconds, with the cause in one line, exit 2, the output file untouched.
 
 The command-line tests run ``python -m snet run --spark MASTER`` in a
-subprocess, as a user would; none of them gets as far as starting a JVM.
+subprocess, as a user would; none of them gets as far as starting a
+SparkContext, and only the one given a Spark driver's port for the master
+starts snet's JVM (for the endpoint check).
 """
 
 from __future__ import annotations
@@ -319,3 +321,37 @@ def test_a_network_with_no_split_for_spark_runs_locally_and_says_so(folder):
         f"filters and synchro-cells local): the run does not use Spark, and spark://127.0.0.1:{port} is not "
         "contacted"]
     assert (folder / "out.jsonl").read_text() == '{"b":1}\n'  # the pattern's labels are consumed
+
+
+DRIVER = """
+import sys
+from pyspark import SparkConf, SparkContext
+conf = (SparkConf().setMaster("local[1]").setAppName("a driver").set("spark.driver.port", sys.argv[1])
+        .set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
+        .set("spark.ui.enabled", "false"))
+sc = SparkContext(conf=conf)
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_drivers_port_given_for_the_master_fails_in_seconds_and_leaves_the_output_alone(spark_installed, folder):
+    """A Spark driver's RPC port speaks the master's protocol and passes the probe; the endpoint check,
+    made in snet's JVM before the session starts, finds no master there (without it: the client's 66 s)."""
+    port = free_port()
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(port)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert driver.stdout.readline().strip() == "ready", "the driver did not start"
+        result, seconds = run_cli(folder, f"spark://127.0.0.1:{port}")
+    finally:
+        driver.stdin.close()
+        driver.wait(timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        f"error: spark://127.0.0.1:{port} is not a Spark master: 127.0.0.1:{port} answers in Spark's RPC protocol "
+        "but has no master endpoint (a worker's or a driver's port?); a master's RPC port is the one its log names "
+        "in 'Starting Spark master at spark://HOST:PORT', 7077 by default"), result.stderr
+    assert "\tat " not in result.stderr, result.stderr  # no JVM stack trace
+    assert seconds < 30  # a guard against the client's three 20 s registration attempts, not a timing benchmark
+    assert (folder / "out.jsonl").read_text() == "the output of an earlier run\n"
