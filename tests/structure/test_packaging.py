@@ -2,7 +2,8 @@
 
 setup.py is imported as a module here (its ``setup()`` call runs only as a
 script), so the test sees the very package list and data patterns the build
-uses.
+uses.  The source distribution is built, from a copy of the tree without
+earlier build output, to check that it carries what its install compiles.
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ from __future__ import annotations
 import ast
 import fnmatch
 import importlib.util
+import shutil
+import subprocess
+import sys
+import tarfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,3 +66,26 @@ def test_the_default_test_extra_needs_no_spark_and_all_has_everything():
     assert not names(setup.TEST) & {"pyspark", "pandas", "pyarrow", "cloudpickle"}
     assert {"pytest", "hypothesis", "mypy"} <= names(setup.TEST)
     assert ast.unparse(setup_keywords()["extras_require"]).count("sorted(set(TEST + SPARK + EXAMPLES))") == 1
+
+
+# What ``pip install snet-lang-X.tar.gz`` compiles FRONT and the box caller from.
+COMPILED_SOURCES = ("snet_front/*.pyx", "snet_front/*.pxi", "snet_front/*.pxd", "snet_front/includes/*.h",
+                    "snet/core/*.pxd")
+
+
+def test_the_source_distribution_carries_every_source_of_the_compiled_modules(tmp_path):
+    """Without MANIFEST.in the archive held the generated .c files, which setup.py does not read, and no .pyx:
+    an install from it had no FRONT.  Built from a copy, since an earlier build's file list would be reused."""
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(
+        ".git", "*.egg-info", "build", "dist", "__pycache__", "*.so", "*.c", ".pytest_cache", ".hypothesis",
+        ".benchmarks", "spark-warehouse", "metastore_db"))
+    done = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path / "dist")], cwd=tree,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (archive,) = (tmp_path / "dist").glob("*.tar.gz")
+    with tarfile.open(archive) as tar:
+        inside = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+    needed = {p.relative_to(ROOT).as_posix() for pattern in COMPILED_SOURCES for p in ROOT.glob(pattern)}
+    assert {"snet_front/runtime.pyx", "snet_front/core.pxi", "snet/core/boxes.pxd"} <= needed  # patterns match
+    assert sorted(needed - inside) == []
