@@ -196,14 +196,38 @@ def _how(status: int) -> str:
     return f"exit status {os.WEXITSTATUS(status)}" if os.WIFEXITED(status) else f"wait status {status}"
 
 
-def child_main(fd: int, body) -> None:
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel kill this forked child when the thread that forked it ends (Linux; elsewhere nothing).
+
+    Without it, a child whose Python worker was killed outright (Spark stopping a task, an executor lost) went
+    on until its next write to the pipe failed, which a long box call could put off for as long as it ran.
+    ``parent`` is the forking process: if it ended before the request took effect, the child ends now.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):  # no prctl here
+        return
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def child_main(fd: int, body, parent: int) -> None:
     """The frame of a forked child: ``body(channel)`` with its channel registered, then ``os._exit``.
 
     A Python error in ``body`` is not what kills a worker: it is sent as ``("fail", traceback)``
-    and the child exits with status 70.  Never returns.
+    and the child exits with status 70.  ``parent``, the pid of the process that forked (taken before
+    the fork), has the child die with it (:func:`_die_with_parent`).  Never returns.
     """
     status = 0
     try:
+        _die_with_parent(parent)
         channel = _Channel(fd)
         _CHANNEL.append(channel)
         body(channel)
@@ -217,7 +241,7 @@ def child_main(fd: int, body) -> None:
         os._exit(status)
 
 
-def _child(host: ReplicaHost, groups: list, first: int, fd: int) -> None:
+def _child(host: ReplicaHost, groups: list, first: int, fd: int, parent: int) -> None:
     """The forked child: run ``groups[first:]``, reporting as it goes; never returns."""
 
     def body(channel: _Channel) -> None:
@@ -229,7 +253,7 @@ def _child(host: ReplicaHost, groups: list, first: int, fd: int) -> None:
             channel.send("done", index, result, host.engine.box_calls)
             host.engine.box_calls = {}
 
-    child_main(fd, body)
+    child_main(fd, body, parent)
 
 
 def run_isolated(host: ReplicaHost, task: TaskInput, job_error: str = "") -> TaskOutput:
@@ -249,10 +273,11 @@ def run_isolated(host: ReplicaHost, task: TaskInput, job_error: str = "") -> Tas
     index = 0
     while index < len(groups):
         read_fd, write_fd = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
             os.close(read_fd)
-            _child(host, groups, index, write_fd)
+            _child(host, groups, index, write_fd, parent)
         os.close(write_fd)
         current, key, box, outputs, failures = index, None, None, [], []
         failed = None

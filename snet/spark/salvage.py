@@ -60,7 +60,7 @@ def salvage(network, df, write, *, order: str | None, shipped_only: bool, schema
 
 # -- on the executors ----------------------------------------------------------
 
-def _child(plan, in_fd: int, fd: int) -> None:
+def _child(plan, in_fd: int, fd: int, parent: int) -> None:
     """The forked child: the records read from ``in_fd`` through the reference engine, each output sent as it
     is made; never returns (a Python error is sent as ``("fail", traceback)``:
     :func:`snet.spark.crash.child_main`)."""
@@ -76,7 +76,7 @@ def _child(plan, in_fd: int, fd: int) -> None:
             channel.send("out", out)
         channel.send("done")
 
-    child_main(fd, body)
+    child_main(fd, body, parent)
 
 
 def _frames(batches, drop: tuple[str, ...]):
@@ -109,11 +109,12 @@ def salvage_partition(context: bytes, drop: tuple[str, ...], schema_json: str, p
     writer = _Writer(schema_json, project)
     in_read, in_write = os.pipe()
     read_fd, write_fd = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
         os.close(in_write)
         os.close(read_fd)
-        _child(plan, in_read, write_fd)
+        _child(plan, in_read, write_fd, parent)
     os.close(in_read)
     os.close(write_fd)
     os.set_blocking(in_write, False)

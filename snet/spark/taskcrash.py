@@ -85,7 +85,7 @@ def crash_error(graph, row, job_error: str):
 
 # -- on the executors ----------------------------------------------------------
 
-def _child(plan, records: list, fd: int) -> None:
+def _child(plan, records: list, fd: int, parent: int) -> None:
     """The forked child: the records through the reference engine, saying which one runs; never returns.
 
     A Python error here is not what killed the worker: no crash is found in this partition."""
@@ -102,7 +102,7 @@ def _child(plan, records: list, fd: int) -> None:
             pass
         channel.send("done")
 
-    child_main(fd, body)
+    child_main(fd, body, parent)
 
 
 def diagnose_partition(context: bytes, drop: tuple[str, ...], batches):
@@ -121,10 +121,11 @@ def diagnose_partition(context: bytes, drop: tuple[str, ...], batches):
     table = {name: _announcing(name, labels.get(name, ()), f) for name, f in ctx.bind().items()}
     plan = lower(ctx.graph, table)
     read_fd, write_fd = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
         os.close(read_fd)
-        _child(plan, records, write_fd)
+        _child(plan, records, write_fd, parent)
     os.close(write_fd)
     index, box, finished = None, None, False
     try:

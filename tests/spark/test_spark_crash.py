@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import sys
 from collections import Counter
 
 import pytest
@@ -117,6 +119,55 @@ def test_crash_texts_are_told_from_python_errors():
     assert looks_like_crash("org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)")
     assert looks_like_crash("ExecutorLostFailure (executor 1 exited caused by one of the running tasks)")
     assert not looks_like_crash("pyspark.errors.exceptions.base.PySparkRuntimeError: ModuleNotFoundError: x")
+
+
+ORPHAN = """
+import os, sys, time
+from snet.spark.crash import child_main
+read_fd, write_fd = os.pipe()
+parent = os.getpid()
+pid = os.fork()
+if pid == 0:
+    os.close(read_fd)
+    child_main(write_fd, lambda channel: time.sleep(120), parent)  # a long box call
+print(pid, flush=True)
+time.sleep(120)
+"""
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` is a process that has not ended (a zombie left to an init that does not reap: ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal is Linux's")
+def test_a_forked_child_in_a_box_call_ends_with_the_process_that_forked_it():
+    """A Python worker killed outright (Spark stopping a task, an executor lost) takes its forked child with it;
+    before, the child went on until the box call ended and its next write failed."""
+    import subprocess
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    worker = subprocess.Popen([sys.executable, "-c", ORPHAN], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        child = int(worker.stdout.readline())
+        assert _running(child)
+    finally:
+        worker.kill()
+        worker.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while _running(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ended = not _running(child)
+    if not ended:
+        os.kill(child, 9)
+    assert ended, "the child outlived the process that forked it"
 
 
 def test_the_dataframe_path_names_the_crash_too(spark_options, tmp_path):
