@@ -577,14 +577,18 @@ def test_ctrl_c_during_the_salvage_run_stops_it_as_an_interruption(spark_install
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    mark = tmp_path / "salvaging"
+    # The salvage run's box calls wait while `mark` is there: every call after the failing one, which
+    # leaves `failed` behind (made before the run starts, the mark cannot come too late for them).
+    mark, failed = tmp_path / "salvaging", tmp_path / "failed"
+    mark.touch()
     (tmp_path / "net.snet").write_text(ONE_BOX)
     (tmp_path / "net.py").write_text(
         "import os, time\n"
         "def f(x):\n"
-        f"    while os.path.exists({str(mark)!r}):\n"
+        f"    while os.path.exists({str(failed)!r}) and os.path.exists({str(mark)!r}):\n"
         "        time.sleep(0.05)\n"
         "    if x == 5:\n"
+        f"        open({str(failed)!r}, 'w').close()\n"
         "        raise ValueError('no 5')\n"
         "    return {'y': x}\n")
     pq.write_table(pa.Table.from_pylist([{"x": i} for i in range(10)]), tmp_path / "in.parquet")
@@ -597,9 +601,8 @@ def test_ctrl_c_during_the_salvage_run_stops_it_as_an_interruption(spark_install
         for line in process.stderr:
             lines.append(line)
             if "running the partitions again" in line:
-                mark.touch()  # the salvage run's box calls wait while it is there
                 break
-        assert mark.exists(), "".join(lines)
+        assert failed.exists(), "".join(lines)
         time.sleep(4)
         process.send_signal(signal.SIGINT)
         rest = process.communicate(timeout=60)[1]
