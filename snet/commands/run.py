@@ -153,6 +153,9 @@ def run_command(args: argparse.Namespace) -> int:
     network = load(NetFile(args.net_file), boxes=args.boxes, net=args.net, dialect=compiling.dialect,
                    net_path=compiling.net_path)
     log.info("info: net %s %s; boxes %s", network.name, network.signature, _box_origins(network))
+    from snet.commands.clobber import refuse_clobbering
+
+    refuse_clobbering(args, network)  # before any file is opened for writing
     from snet.spark.native import native_formats, run_native  # imports no pyspark
 
     formats = native_formats(args)  # a Spark source and sink: the whole run inside Spark (docs/spark.md)
@@ -165,11 +168,6 @@ def run_command(args: argparse.Namespace) -> int:
         raise SNetUsageError("--xml-mode binary applies to XML output only; the output format is jsonl")
     if args.input not in (None, "-") and (not os.path.exists(args.input) or os.path.isdir(args.input)):
         raise SNetUsageError(f"input file not found: {args.input}")
-    if _same_file(args.input, args.output):
-        raise SNetUsageError(f"the output file {args.output} is the input file: writing it would destroy the input")
-    if args.errors is not None and (_same_file(args.input, args.errors) or _same_file(args.errors, args.output)
-                                    or args.errors == args.output):
-        raise SNetUsageError(f"the error file {args.errors} is also the input or the output file")
     stats_json = _open_stats_json(args.stats_json)
     input_file = _open_input(args.input)
     records = read_records(args.input if input_file is None else input_file, in_format, name=args.input
@@ -361,16 +359,6 @@ def report_stats(stats: RunStats, written: int, summary: bool, json_file) -> Non
             json.dump({**stats.to_json(), "records_produced": produced}, json_file, indent=2, sort_keys=True,
                       default=str)
             json_file.write("\n")
-
-
-def _same_file(input_path, output_path) -> bool:
-    """True when ``-o`` names the file ``-i`` reads (opening it for writing would truncate the input)."""
-    if input_path in (None, "-") or output_path in (None, "-") or not os.path.isfile(output_path):
-        return False  # a device (/dev/null) or a pipe may be read and written at once
-    try:
-        return os.path.samefile(input_path, output_path)
-    except OSError:
-        return False
 
 
 def _write_failed(where: str, error: OSError) -> SNetRuntimeError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -29,8 +30,77 @@ def test_output_file_that_is_the_input_file_is_refused(net, tmp_path):
     data.write_text('{"x": 1}\n{"x": 2}\n')
     done = snet_run(net, "-i", data, "-o", data)
     assert done.returncode == 2
-    assert "is the input file" in done.stderr
+    assert done.stderr == f"error: -o {data} is also the input (-i)\n"
     assert data.read_text() == '{"x": 1}\n{"x": 2}\n'
+
+
+def snapshot(folder) -> dict:
+    """Every file under `folder` and its bytes: what a refused run must leave exactly as it was."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# (arguments of `snet run` in the folder of n.snet, n.py, in.jsonl, out.jsonl, lib/ext.snet; the one line it prints)
+CLASHES = [
+    (["-i", "in.jsonl", "-o", "out.jsonl", "--stats-json", "in.jsonl"],
+     "--stats-json in.jsonl is also the input (-i)"),
+    (["-i", "in.jsonl", "-o", "out.jsonl", "--stats-json", "out.jsonl"],
+     "--stats-json out.jsonl is also the output (-o)"),
+    (["-i", "in.jsonl", "-o", "new.jsonl", "--stats-json", "new.jsonl"],  # neither exists yet
+     "--stats-json new.jsonl is also the output (-o)"),
+    (["-i", "in.jsonl", "--errors", "bad.jsonl", "--stats-json", "./bad.jsonl"],
+     "--stats-json ./bad.jsonl is also the error file (--errors bad.jsonl)"),
+    (["-i", "in.jsonl", "-o", "out.jsonl", "--errors", "out.jsonl"],
+     "--errors out.jsonl is also the output (-o)"),
+    (["-i", "in.jsonl", "--errors", "in.jsonl"], "--errors in.jsonl is also the input (-i)"),
+    (["-i", "in.jsonl", "-o", "n.py"], "-o n.py is also a box module"),
+    (["-i", "in.jsonl", "-o", "n.snet"], "-o n.snet is also the network file"),
+    (["-i", "in.jsonl", "--errors", "n.snet"], "--errors n.snet is also the network file"),
+    (["-i", "in.jsonl", "--errors", "n.py"], "--errors n.py is also a box module"),
+    (["-i", "in.jsonl", "--stats-json", "n.py"], "--stats-json n.py is also a box module"),
+    (["-i", "in.jsonl", "--stats-json", "n.snet"], "--stats-json n.snet is also the network file"),
+    (["--boxes", "other.py", "-i", "in.jsonl", "-o", "other.py"], "-o other.py is also a box module (--boxes)"),
+    (["--boxes", "other", "-i", "in.jsonl", "--stats-json", "other.py"],
+     "--stats-json other.py is also a box module (--boxes)"),
+    (["--boxes", "other.py", "-i", "in.jsonl", "-o", "helper.py"],  # the module imports its box from helper.py
+     "-o helper.py is also a box module ({tmp}/helper.py)"),
+    (["-i", "in.jsonl", "-o", "hard.jsonl"], "-o hard.jsonl is also the input (-i in.jsonl)"),
+    (["-i", "in.jsonl", "--stats-json", "soft.jsonl"], "--stats-json soft.jsonl is also the input (-i in.jsonl)"),
+    (["-i", "in.jsonl", "-o", "/dev/stdout"], "-o /dev/stdout is also the input (-i in.jsonl)"),
+    (["--dialect", "rts", "--net-path", "lib", "-i", "in.jsonl", "-o", "lib/ext.snet"],
+     "-o lib/ext.snet is also a net file it binds (--net-path {tmp}/lib/ext.snet)"),
+]
+
+
+@pytest.mark.parametrize("args, message", CLASHES, ids=[" ".join(a) for a, _ in CLASHES])
+def test_no_written_file_is_one_the_run_reads_is_made_of_or_writes_twice(tmp_path, args, message):
+    (tmp_path / "n.snet").write_text("box f ((x) -> (y));\nnet ext ({x} -> {x});\nnet n connect ext .. f;\n")
+    (tmp_path / "n.py").write_text("def f(x):\n    return {'y': x}\n")
+    (tmp_path / "other.py").write_text("from helper import f\n")
+    (tmp_path / "helper.py").write_text("def f(x):\n    return {'y': -x}\n")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "ext.snet").write_text("net ext connect [];\n")
+    (tmp_path / "in.jsonl").write_text('{"x": 1}\n{"x": 2}\n')
+    (tmp_path / "out.jsonl").write_text('{"y": 0}\n')
+    os.link(tmp_path / "in.jsonl", tmp_path / "hard.jsonl")
+    (tmp_path / "soft.jsonl").symlink_to("in.jsonl")
+    if "--dialect" not in args:  # ext is then declared only in the rts dialect; here it is defined
+        (tmp_path / "n.snet").write_text("box f ((x) -> (y));\nnet ext connect [];\nnet n connect ext .. f;\n")
+    before = snapshot(tmp_path)
+    stdout = open(tmp_path / "in.jsonl", "a")  # /dev/stdout: the input, as `>> in.jsonl` gives it
+    try:
+        done = subprocess.run([sys.executable, "-m", "snet", "run", "n.snet", *args], cwd=tmp_path, stdout=stdout,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        stdout.close()
+    assert (done.returncode, done.stderr) == (2, "error: " + message.format(tmp=tmp_path) + "\n")
+    assert snapshot(tmp_path) == before  # nothing written, truncated or made
+
+
+def test_devices_may_be_named_by_several_roles(net, tmp_path):
+    (tmp_path / "in.jsonl").write_text('{"x": 1}\n')
+    done = snet_run(net, "-i", tmp_path / "in.jsonl", "-o", "/dev/null", "--errors", "/dev/null",
+                    "--stats-json", "/dev/null")
+    assert (done.returncode, done.stderr) == (0, "hello from the box 1\n")
 
 
 @pytest.mark.parametrize("engine", ["reference", "front"])
