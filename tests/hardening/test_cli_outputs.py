@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -39,40 +40,47 @@ def snapshot(folder) -> dict:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-# (arguments of `snet run` in the folder of n.snet, n.py, in.jsonl, out.jsonl, lib/ext.snet; the one line it prints)
+# (arguments of `snet run` in the folder of n.snet, n.py, in.jsonl, out.jsonl, lib/ext.snet; the one line it prints;
+#  the files its standard input and output are redirected from and to, if any)
 CLASHES = [
     (["-i", "in.jsonl", "-o", "out.jsonl", "--stats-json", "in.jsonl"],
-     "--stats-json in.jsonl is also the input (-i)"),
+     "--stats-json in.jsonl is also the input (-i)", {}),
     (["-i", "in.jsonl", "-o", "out.jsonl", "--stats-json", "out.jsonl"],
-     "--stats-json out.jsonl is also the output (-o)"),
+     "--stats-json out.jsonl is also the output (-o)", {}),
     (["-i", "in.jsonl", "-o", "new.jsonl", "--stats-json", "new.jsonl"],  # neither exists yet
-     "--stats-json new.jsonl is also the output (-o)"),
+     "--stats-json new.jsonl is also the output (-o)", {}),
     (["-i", "in.jsonl", "--errors", "bad.jsonl", "--stats-json", "./bad.jsonl"],
-     "--stats-json ./bad.jsonl is also the error file (--errors bad.jsonl)"),
+     "--stats-json ./bad.jsonl is also the error file (--errors bad.jsonl)", {}),
     (["-i", "in.jsonl", "-o", "out.jsonl", "--errors", "out.jsonl"],
-     "--errors out.jsonl is also the output (-o)"),
-    (["-i", "in.jsonl", "--errors", "in.jsonl"], "--errors in.jsonl is also the input (-i)"),
-    (["-i", "in.jsonl", "-o", "n.py"], "-o n.py is also a box module"),
-    (["-i", "in.jsonl", "-o", "n.snet"], "-o n.snet is also the network file"),
-    (["-i", "in.jsonl", "--errors", "n.snet"], "--errors n.snet is also the network file"),
-    (["-i", "in.jsonl", "--errors", "n.py"], "--errors n.py is also a box module"),
-    (["-i", "in.jsonl", "--stats-json", "n.py"], "--stats-json n.py is also a box module"),
-    (["-i", "in.jsonl", "--stats-json", "n.snet"], "--stats-json n.snet is also the network file"),
-    (["--boxes", "other.py", "-i", "in.jsonl", "-o", "other.py"], "-o other.py is also a box module (--boxes)"),
+     "--errors out.jsonl is also the output (-o)", {}),
+    (["-i", "in.jsonl", "--errors", "in.jsonl"], "--errors in.jsonl is also the input (-i)", {}),
+    (["-i", "in.jsonl", "-o", "n.py"], "-o n.py is also a box module", {}),
+    (["-i", "in.jsonl", "-o", "n.snet"], "-o n.snet is also the network file", {}),
+    (["-i", "in.jsonl", "--errors", "n.snet"], "--errors n.snet is also the network file", {}),
+    (["-i", "in.jsonl", "--errors", "n.py"], "--errors n.py is also a box module", {}),
+    (["-i", "in.jsonl", "--stats-json", "n.py"], "--stats-json n.py is also a box module", {}),
+    (["-i", "in.jsonl", "--stats-json", "n.snet"], "--stats-json n.snet is also the network file", {}),
+    (["--boxes", "other.py", "-i", "in.jsonl", "-o", "other.py"], "-o other.py is also a box module (--boxes)", {}),
     (["--boxes", "other", "-i", "in.jsonl", "--stats-json", "other.py"],
-     "--stats-json other.py is also a box module (--boxes)"),
+     "--stats-json other.py is also a box module (--boxes)", {}),
     (["--boxes", "other.py", "-i", "in.jsonl", "-o", "helper.py"],  # the module imports its box from helper.py
-     "-o helper.py is also a box module ({tmp}/helper.py)"),
-    (["-i", "in.jsonl", "-o", "hard.jsonl"], "-o hard.jsonl is also the input (-i in.jsonl)"),
-    (["-i", "in.jsonl", "--stats-json", "soft.jsonl"], "--stats-json soft.jsonl is also the input (-i in.jsonl)"),
-    (["-i", "in.jsonl", "-o", "/dev/stdout"], "-o /dev/stdout is also the input (-i in.jsonl)"),
+     "-o helper.py is also a box module ({tmp}/helper.py)", {}),
+    (["-i", "in.jsonl", "-o", "hard.jsonl"], "-o hard.jsonl is also the input (-i in.jsonl)", {}),
+    (["-i", "in.jsonl", "--stats-json", "soft.jsonl"], "--stats-json soft.jsonl is also the input (-i in.jsonl)", {}),
     (["--dialect", "rts", "--net-path", "lib", "-i", "in.jsonl", "-o", "lib/ext.snet"],
-     "-o lib/ext.snet is also a net file it binds (--net-path {tmp}/lib/ext.snet)"),
+     "-o lib/ext.snet is also a net file it binds (--net-path {tmp}/lib/ext.snet)", {}),
+    # standard input and output redirected to files (`< in.jsonl`, `>> in.jsonl`): the files they are
+    (["-o", "in.jsonl"], "-o in.jsonl is also the input (standard input)", {"stdin": "in.jsonl"}),
+    (["-i", "in.jsonl", "-o", "/dev/stdout"], "-o /dev/stdout is also the input (-i in.jsonl)", {"stdout": "in.jsonl"}),
+    (["-i", "in.jsonl"], "standard output is also the input (-i in.jsonl)", {"stdout": "in.jsonl"}),
+    (["-i", "in.jsonl", "--stats-json", "out.jsonl"], "--stats-json out.jsonl is also the output (standard output)",
+     {"stdout": "out.jsonl"}),
+    ([], "standard output is also the input (standard input)", {"stdin": "in.jsonl", "stdout": "in.jsonl"}),
 ]
 
 
-@pytest.mark.parametrize("args, message", CLASHES, ids=[" ".join(a) for a, _ in CLASHES])
-def test_no_written_file_is_one_the_run_reads_is_made_of_or_writes_twice(tmp_path, args, message):
+@pytest.mark.parametrize("args, message, streams", CLASHES, ids=[" ".join(a) + str(s) for a, _, s in CLASHES])
+def test_no_written_file_is_one_the_run_reads_is_made_of_or_writes_twice(tmp_path, args, message, streams):
     (tmp_path / "n.snet").write_text("box f ((x) -> (y));\nnet ext ({x} -> {x});\nnet n connect ext .. f;\n")
     (tmp_path / "n.py").write_text("def f(x):\n    return {'y': x}\n")
     (tmp_path / "other.py").write_text("from helper import f\n")
@@ -86,13 +94,13 @@ def test_no_written_file_is_one_the_run_reads_is_made_of_or_writes_twice(tmp_pat
     if "--dialect" not in args:  # ext is then declared only in the rts dialect; here it is defined
         (tmp_path / "n.snet").write_text("box f ((x) -> (y));\nnet ext connect [];\nnet n connect ext .. f;\n")
     before = snapshot(tmp_path)
-    stdout = open(tmp_path / "in.jsonl", "a")  # /dev/stdout: the input, as `>> in.jsonl` gives it
-    try:
-        done = subprocess.run([sys.executable, "-m", "snet", "run", "n.snet", *args], cwd=tmp_path, stdout=stdout,
-                              stderr=subprocess.PIPE, text=True, timeout=120)
-    finally:
-        stdout.close()
+    with contextlib.ExitStack() as files:
+        stdin = files.enter_context(open(tmp_path / streams["stdin"])) if "stdin" in streams else subprocess.DEVNULL
+        stdout = files.enter_context(open(tmp_path / streams["stdout"], "a")) if "stdout" in streams else None
+        done = subprocess.run([sys.executable, "-m", "snet", "run", "n.snet", *args], cwd=tmp_path, stdin=stdin,
+                              stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (2, "error: " + message.format(tmp=tmp_path) + "\n")
+    assert done.stdout in (None, "")
     assert snapshot(tmp_path) == before  # nothing written, truncated or made
 
 
@@ -151,3 +159,15 @@ def test_python_dash_m_snet_is_the_command(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "snet", "check", str(tmp_path / "n.snet")], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_distinct_files_for_every_role_are_all_written(net, tmp_path):
+    (tmp_path / "in.jsonl").write_text('{"x": 1}\n')
+    with open(tmp_path / "in.jsonl") as stdin, open(tmp_path / "stdout.jsonl", "w") as stdout:
+        done = subprocess.run([sys.executable, "-m", "snet", "run", str(net), "--errors", "err.jsonl",
+                               "--stats-json", "stats.json"], cwd=tmp_path, stdin=stdin, stdout=stdout,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "stdout.jsonl").read_text() == '{"y":1}\n'
+    assert (tmp_path / "err.jsonl").read_text() == ""
+    assert json.loads((tmp_path / "stats.json").read_text())["records_out"] == 1
