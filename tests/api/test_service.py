@@ -212,6 +212,26 @@ def test_a_request_that_does_not_arrive_in_time_gets_408(start):
     with ThreadPoolExecutor(len(half_sent)) as pool:
         answers = list(pool.map(service.exchange, half_sent))
     assert answers == [(408, {"error": "the request did not arrive within 1 s"})] * 2
+    with service.connect() as sock:  # a byte now and then: the timeout is for the whole request, not per read
+        answered = threading.Event()
+
+        def trickle():
+            for byte in b"POST /run HTTP/1.1\r\nContent-Length: 5\r\n\r\n" * 100:
+                if answered.wait(0.1):
+                    return
+                try:
+                    sock.send(bytes([byte]))
+                except OSError:
+                    return
+
+        sender = threading.Thread(target=trickle)
+        sender.start()
+        try:
+            raw = receive_all(sock)
+        finally:
+            answered.set()
+            sender.join()
+        assert answer(raw) == (408, {"error": "the request did not arrive within 1 s"})
     assert service.exchange(request(b'{"text": "still here"}'))[0] == 200
     assert service.stop() == 0
     assert "Traceback" not in service.err.text()
