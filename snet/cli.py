@@ -126,10 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="treat every warning as an error: report them as errors and exit with status 2")
     check.set_defaults(func=_check, parser=check)
 
-    graph = sub.add_parser("graph", help="draw the static property graph (.dot, .svg or .png)")
+    graph = sub.add_parser("graph", help="draw the static property graph (DOT, or a Graphviz drawing: .svg, .png, .pdf...)")
     graph.add_argument("net_file", metavar="NET.snet")
     graph.add_argument("-o", "--output", default="-", metavar="FILE",
-                       help="output file; .svg and .png need Graphviz's dot (default: DOT on standard output)")
+                       help="output file: .dot or .gv for DOT text; .svg, .png, .pdf... are drawn by Graphviz's dot "
+                            "(default: DOT on standard output)")
     graph.add_argument("--net", metavar="NAME", help="the top-level net to draw")
     _add_dialect_options(graph)
     graph.add_argument("--compact", action="store_true",

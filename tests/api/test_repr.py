@@ -64,6 +64,6 @@ def test_a_network_in_a_notebook_shows_signature_boxes_and_drawing(net):
 
 
 def test_to_dot_is_the_drawing_snet_graph_makes(net):
-    assert net.to_dot().startswith("digraph snet {\n  rankdir=TB;")
-    assert "rankdir=LR;" in net.to_dot(left_to_right=True)
+    assert net.to_dot().startswith("digraph snet {\n  rankdir=\"TB\";")
+    assert 'rankdir="LR";' in net.to_dot(left_to_right=True)
     assert "dispatcher" not in net.to_dot(compact=True)
