@@ -39,7 +39,7 @@ from typing import Any
 import attrs
 
 from snet.errors import SNetRuntimeError, SNetInterrupted, SNetOptionError, SNetUsageError
-from snet.commands.progress import start_progress
+from snet.commands.progress import record_destination, start_progress
 from snet.options import DEFAULT_ENGINE, RunOptions
 from snet.stats import RunStats
 
@@ -191,7 +191,7 @@ def run_command(args: argparse.Namespace) -> int:
             address = ui_address(session)
             if address:
                 print(f"snet progress: Spark UI at {address}", file=sys.stderr)
-    writer = open_writer(args.output, out_format, allow_pickle=args.allow_pickle,
+    writer = open_writer(record_destination(args.output, args.progress), out_format, allow_pickle=args.allow_pickle,
                          hint=lambda label: _made_by(network, label), xml_mode=getattr(args, "xml_mode", "textual"))
     where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
     if watched and options.spark_master:
