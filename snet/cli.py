@@ -219,6 +219,29 @@ def bare_progress(argv: list[str]) -> list[str]:
     return out
 
 
+DASHED_VALUES = ("--throttle",)  # options whose value may start with '-' (a negative number)
+
+
+def dashed_values(argv: list[str]) -> list[str]:
+    """`argv` with ``--throttle -1,0`` spelt ``--throttle=-1,0``.
+
+    argparse takes a word that starts with '-' and is not a plain negative
+    number for an option, so a value such as ``-1,0`` would be "expected one
+    argument"; joined to its option it reaches the option's own check, which
+    says what is wrong with it.
+    """
+    out = list(argv)
+    i = 0
+    while i < len(out) - 1:
+        word = out[i]
+        if word == "--":
+            break
+        if any(len(word) > 4 and option.startswith(word) for option in DASHED_VALUES) and out[i + 1].startswith("-"):
+            out[i:i + 2] = [f"{word}={out[i + 1]}"]
+        i += 1
+    return out
+
+
 @contextlib.contextmanager
 def _loggers_kept(*names: str):
     """Put the named loggers back as they were: a command called in process (tests, notebooks)
@@ -246,7 +269,7 @@ def _main(argv: list[str] | None) -> int:
         def command() -> int:
             return _spark_submit(words[1:], parser)
     else:
-        args, extras = parser.parse_known_args(bare_progress(words))
+        args, extras = parser.parse_known_args(dashed_values(bare_progress(words)))
         if extras:
             parser.error(unrecognized(extras, args.parser))  # exits with status 2
 
