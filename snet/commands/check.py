@@ -27,6 +27,7 @@ import sys
 from snet.errors import EXIT_STARTUP, SNetBindingError, SNetOptionError, SNetUsageError
 from snet.options import CompileOptions
 from snet.source import render
+from snet.warningsummary import summarise
 
 
 def compile_options(args: argparse.Namespace) -> CompileOptions:
@@ -62,7 +63,7 @@ def check_command(args: argparse.Namespace) -> int:
     else:
         # The graph holds the warnings already rendered; render them here only without a graph (-v).
         rendered = graph.warnings if graph is not None else [w.render() for w in analysis.warnings]
-    for warning in () if quiet and not strict else rendered:
+    for warning in () if quiet and not strict else summarise(rendered):
         print(warning, file=sys.stderr)
     failed = strict and bool(rendered)
     warnings = _bind(graph, args.boxes, path, quiet, strict) if graph is not None else []
@@ -101,7 +102,7 @@ def _bind(graph, boxes: list[str] | None, path: str, quiet: bool, strict: bool) 
     warnings: list[str] = []
 
     def show_binding_warnings() -> None:
-        for warning in () if quiet and not strict else warnings:
+        for warning in () if quiet and not strict else summarise(warnings):
             if strict:
                 warning = warning.replace(": warning: ", ": error: ", 1)
             print(warning, file=sys.stderr)

@@ -33,7 +33,9 @@ def graph_command(args: argparse.Namespace) -> int:
     from snet.commands.check import compile_options
 
     graph = compile_file(args.net_file, net=getattr(args, "net", None), options=compile_options(args))
-    for warning in graph.warnings:
+    from snet.warningsummary import summarise
+
+    for warning in summarise(graph.warnings):
         print(warning, file=sys.stderr)
     text = to_dot(graph, compact=getattr(args, "compact", False), left_to_right=getattr(args, "left_to_right", False),
                   collapse=getattr(args, "collapse", None) or ())
