@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write every statistic of the run, the engine's own counters too, to FILE as JSON")
     run.add_argument("--progress", type=float, nargs="?", const=PROGRESS_SECONDS, default=None, metavar="SECONDS",
                      help="show progress on standard error: on a terminal a live display (records in and out, "
-                          "rate, and for an input file the percentage and time left); elsewhere a line every "
+                          "rate, and for an input file the share of its bytes read); elsewhere a line every "
                           "SECONDS (default 2); Spark batches are also logged one by one")
     run.add_argument("--spark", metavar="MASTER",
                      help="run index splits on Spark (local[N], spark://, yarn, k8s://, sc://); "
