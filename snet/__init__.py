@@ -39,7 +39,11 @@ _HOMES = {
         "SNetRecordError", "SNetInterrupted", "SNetUsageError", "SNetOptionError", "SNetNotDistributable")},
 }
 
-__all__ = ["__version__", *_HOMES]
+# Written out, not computed, so that type checkers see what is exported.
+__all__ = ["__version__", "load", "Network", "Session", "AsyncSession", "Execution", "RunStats", "BoxStats",
+           "SparkStats", "RunOptions", "CompileOptions", "PropertyGraph", "SNetError", "SNetCompileError",
+           "SNetSyntaxError", "SNetBindingError", "SNetRuntimeError", "SNetBoxError", "SNetRecordError",
+           "SNetInterrupted", "SNetUsageError", "SNetOptionError", "SNetNotDistributable"]
 
 
 def __getattr__(name):

@@ -49,6 +49,7 @@ def test_the_types_the_embedding_guide_names_are_importable_from_snet():
 
 
 def test_every_name_in_all_imports_and_star_import_gives_them():
+    assert sorted(snet.__all__) == sorted({"__version__", *snet._HOMES})
     done = subprocess.run([sys.executable, "-c", "from snet import *; import snet; "
                            "print(all(name in globals() for name in snet.__all__))"],
                           capture_output=True, text=True, timeout=120)
