@@ -89,6 +89,10 @@ CLASSIFIERS = [
     "Programming Language :: Python :: 3",
     "Programming Language :: Python :: 3 :: Only",
     "Programming Language :: Python :: 3.11",
+    "Programming Language :: Python :: 3.12",
+    "Programming Language :: Python :: 3.13",
+    # The compiled modules declare freethreading_compatible; CI runs the suite on 3.13t (.ci/freethreaded).
+    "Programming Language :: Python :: Free Threading :: 2 - Beta",
     "Programming Language :: Python :: Implementation :: CPython",
     "Topic :: Software Development :: Compilers",
     "Topic :: System :: Distributed Computing",
@@ -103,6 +107,7 @@ if __name__ == "__main__":  # the build runs this file as a script; tests import
         description="S-Net, the declarative coordination language, with the FRONT work-stealing runtime",
         long_description=open(os.path.join(HERE, "README.md"), encoding="utf-8").read(),
         long_description_content_type="text/markdown",
+        author="The snet authors",
         license="MIT",
         license_files=["LICENSE"],
         classifiers=CLASSIFIERS,

@@ -19,13 +19,31 @@ _shipped_native.activate(_sys.modules[__name__])  # imported from a shipped zip:
 from snet._version import __version__  # noqa: E402
 
 if TYPE_CHECKING:  # what type checkers see; at run time these load on first use (below)
+    from snet.aio import AsyncSession
     from snet.api import Network, Session, load
-    from snet.errors import (SNetBindingError, SNetBoxError, SNetCompileError, SNetError, SNetRecordError,
-                             SNetNotDistributable, SNetRuntimeError, SNetUsageError)
+    from snet.errors import (SNetBindingError, SNetBoxError, SNetCompileError, SNetError, SNetInterrupted,
+                             SNetNotDistributable, SNetOptionError, SNetRecordError, SNetRuntimeError,
+                             SNetSyntaxError, SNetUsageError)
+    from snet.execution import Execution
+    from snet.options import CompileOptions, RunOptions
+    from snet.spg.nodes import PropertyGraph
+    from snet.stats import BoxStats, RunStats, SparkStats
 
-__all__ = ["__version__", "load", "Network", "Session", "SNetError", "SNetCompileError", "SNetBindingError",
-           "SNetRuntimeError", "SNetBoxError", "SNetRecordError", "SNetUsageError",
-           "SNetNotDistributable"]
+# Every public name, and the module it is loaded from on first use.
+_HOMES = {
+    "load": "snet.api", "Network": "snet.api", "Session": "snet.api", "AsyncSession": "snet.aio",
+    "Execution": "snet.execution", "RunStats": "snet.stats", "BoxStats": "snet.stats", "SparkStats": "snet.stats",
+    "RunOptions": "snet.options", "CompileOptions": "snet.options", "PropertyGraph": "snet.spg.nodes",
+    **{name: "snet.errors" for name in (
+        "SNetError", "SNetCompileError", "SNetSyntaxError", "SNetBindingError", "SNetRuntimeError", "SNetBoxError",
+        "SNetRecordError", "SNetInterrupted", "SNetUsageError", "SNetOptionError", "SNetNotDistributable")},
+}
+
+# Written out, not computed, so that type checkers see what is exported.
+__all__ = ["__version__", "load", "Network", "Session", "AsyncSession", "Execution", "RunStats", "BoxStats",
+           "SparkStats", "RunOptions", "CompileOptions", "PropertyGraph", "SNetError", "SNetCompileError",
+           "SNetSyntaxError", "SNetBindingError", "SNetRuntimeError", "SNetBoxError", "SNetRecordError",
+           "SNetInterrupted", "SNetUsageError", "SNetOptionError", "SNetNotDistributable"]
 
 
 def __getattr__(name):
@@ -33,10 +51,12 @@ def __getattr__(name):
     # so that `import snet` stays cheap (the CLI and engines import
     # submodules) and the `snet` command can guard its own imports against
     # Ctrl-C (snet/__main__.py).
-    if name in ("load", "Network", "Session"):
-        from snet import api
-        return getattr(api, name)
-    if name.startswith("SNet") and name in __all__:
-        from snet import errors
-        return getattr(errors, name)
-    raise AttributeError(f"module 'snet' has no attribute {name!r}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'snet' has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(home), name)
+
+
+def __dir__():
+    return sorted({*globals(), *__all__})

@@ -35,6 +35,7 @@ from snet.recordio.inputs import checked_inputs
 from snet.session import Session
 from snet.spg.nodes import PropertyGraph
 from snet.stats import RunStats
+from snet.warningsummary import summarise
 
 if TYPE_CHECKING:
     from snet.aio import AsyncSession
@@ -90,11 +91,11 @@ def load(source: str | os.PathLike, boxes: Any = None, *, net: str | None = None
         table = bind_boxes(graph, namespaces, warnings)
     except SNetBindingError:
         # The warnings often explain the error (inline code that is not run, parameters in another order).
-        for warning in (*graph.warnings, *warnings):
+        for warning in summarise((*graph.warnings, *warnings)):
             log.warning("%s", warning)
         raise
     network = Network(graph, table)
-    for warning in warnings:
+    for warning in summarise(warnings):
         log.warning("%s", warning)
     return network
 
@@ -115,7 +116,7 @@ class Network:
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable]):
         self.graph = graph
         self.boxes = boxes
-        for warning in graph.warnings:
+        for warning in summarise(graph.warnings):
             log.warning("%s", warning)
 
     @property
@@ -265,12 +266,16 @@ class _LoggedExecution(Execution):
         super().__init__()
         self.inner = inner
         self.warnings = inner.warnings
+        self._summarised = False
         self.error_policy = inner.error_policy
 
     def __next__(self) -> Record:
         try:
             return next(self.inner)
         except StopIteration:
+            if not self._summarised:  # repeated warnings of a kind: a few, then their count
+                self._summarised = True
+                self.warnings[:] = summarise(self.warnings)
             for warning in self.warnings:
                 log.warning("%s", warning)
             raise

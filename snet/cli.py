@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write every statistic of the run, the engine's own counters too, to FILE as JSON")
     run.add_argument("--progress", type=float, nargs="?", const=PROGRESS_SECONDS, default=None, metavar="SECONDS",
                      help="show progress on standard error: on a terminal a live display (records in and out, "
-                          "rate, and for an input file the percentage and time left); elsewhere a line every "
+                          "rate, and for an input file the share of its bytes read); elsewhere a line every "
                           "SECONDS (default 2); Spark batches are also logged one by one")
     run.add_argument("--spark", metavar="MASTER",
                      help="run index splits on Spark (local[N], spark://, yarn, k8s://, sc://); "
@@ -126,10 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="treat every warning as an error: report them as errors and exit with status 2")
     check.set_defaults(func=_check, parser=check)
 
-    graph = sub.add_parser("graph", help="draw the static property graph (.dot, .svg or .png)")
+    graph = sub.add_parser("graph", help="draw the static property graph (DOT, or a Graphviz drawing: .svg, .png, .pdf...)")
     graph.add_argument("net_file", metavar="NET.snet")
     graph.add_argument("-o", "--output", default="-", metavar="FILE",
-                       help="output file; .svg and .png need Graphviz's dot (default: DOT on standard output)")
+                       help="output file: .dot or .gv for DOT text; .svg, .png, .pdf... are drawn by Graphviz's dot "
+                            "(default: DOT on standard output)")
     graph.add_argument("--net", metavar="NAME", help="the top-level net to draw")
     _add_dialect_options(graph)
     graph.add_argument("--compact", action="store_true",
@@ -218,6 +219,29 @@ def bare_progress(argv: list[str]) -> list[str]:
     return out
 
 
+DASHED_VALUES = ("--throttle",)  # options whose value may start with '-' (a negative number)
+
+
+def dashed_values(argv: list[str]) -> list[str]:
+    """`argv` with ``--throttle -1,0`` spelt ``--throttle=-1,0``.
+
+    argparse takes a word that starts with '-' and is not a plain negative
+    number for an option, so a value such as ``-1,0`` would be "expected one
+    argument"; joined to its option it reaches the option's own check, which
+    says what is wrong with it.
+    """
+    out = list(argv)
+    i = 0
+    while i < len(out) - 1:
+        word = out[i]
+        if word == "--":
+            break
+        if any(len(word) > 4 and option.startswith(word) for option in DASHED_VALUES) and out[i + 1].startswith("-"):
+            out[i:i + 2] = [f"{word}={out[i + 1]}"]
+        i += 1
+    return out
+
+
 @contextlib.contextmanager
 def _loggers_kept(*names: str):
     """Put the named loggers back as they were: a command called in process (tests, notebooks)
@@ -245,7 +269,7 @@ def _main(argv: list[str] | None) -> int:
         def command() -> int:
             return _spark_submit(words[1:], parser)
     else:
-        args, extras = parser.parse_known_args(bare_progress(words))
+        args, extras = parser.parse_known_args(dashed_values(bare_progress(words)))
         if extras:
             parser.error(unrecognized(extras, args.parser))  # exits with status 2
 

@@ -199,7 +199,7 @@ class RunStats:
     def summary(self) -> str:
         """What ``snet run --stats`` prints: the run in words a user knows (``to_json`` has every counter)."""
         lines = ["snet run statistics:",
-                 f"  {_duration(self.seconds)} on the {self.engine} engine"
+                 f"  {format_duration(self.seconds)} on the {self.engine} engine"
                  + (f" with {self.workers} worker{'s' if self.workers != 1 else ''}" if self.engine == "front" else ""),
                  f"  records: {self.records_in} read, {self.records_out} written"
                  + (f" ({self.records_out / self.seconds:,.0f} per second)" if self.seconds > 0 else "")]
@@ -209,8 +209,8 @@ class RunStats:
             lines.append(f"  {'box':<{width}}  {'calls':>10}  {'time in box':>11}  {'per call':>9}  {'share':>5}")
             for name, box in sorted(self.boxes.items(), key=lambda item: (-item[1].seconds, item[0])):
                 share = f"{100 * box.seconds / total:.0f}%" if total > 0 else "-"
-                lines.append(f"  {name:<{width}}  {box.calls:>10,}  {_duration(box.seconds):>11}  "
-                             f"{_duration(box.seconds_per_call):>9}  {share:>5}")
+                lines.append(f"  {name:<{width}}  {box.calls:>10,}  {format_duration(box.seconds):>11}  "
+                             f"{format_duration(box.seconds_per_call):>9}  {share:>5}")
             lines.append("  (share: of all the time spent in boxes)")
         if self.failures:
             lines.append(f"  records that failed and were skipped: {self.failures}")
@@ -228,14 +228,14 @@ class RunStats:
         spark = self.spark
         if spark is not None:
             lines.append(f"  on Spark ({spark.master}): {spark.batches} batches, {spark.records:,} records, "
-                         f"{_duration(spark.seconds)}")
+                         f"{format_duration(spark.seconds)}")
             for where, split in sorted(spark.splits.items()):
                 lines.append(f"    split at {where}: {split.batches} batches, {split.records:,} records, "
-                             f"{split.tasks} tasks, {_duration(split.seconds)}")
+                             f"{split.tasks} tasks, {format_duration(split.seconds)}")
         return "\n".join(lines)
 
 
-def _duration(seconds: float) -> str:
+def format_duration(seconds: float) -> str:
     """``1.23 s``, ``45.6 ms``, ``7.8 us``: three significant digits in a unit that suits."""
     if seconds >= 1 or seconds == 0:
         return f"{seconds:.3g} s" if seconds < 1000 else f"{seconds:,.0f} s"

@@ -12,6 +12,7 @@ The contract of every execution is in :mod:`snet.execution`.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 from typing import Callable, Iterable
@@ -61,6 +62,7 @@ def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], 
     from snet.errorpolicy import policy_for
 
     options = options or RunOptions()
+    check_box_names(graph, options)
     run = engine_function(engine)
     policy = policy_for(options.on_error)
     executor = split_executor(graph, boxes, options)  # with the functions themselves: they travel to Spark
@@ -85,6 +87,29 @@ def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], 
         raise
 
 
+PER_BOX = (("box_concurrency_per_box", "box concurrency"), ("box_processes_per_box", "box processes"))
+
+
+def check_box_names(graph: PropertyGraph, options: RunOptions) -> None:
+    """Refuse a per-box option (``PER_BOX``) that names a box the network does not use.
+
+    A misspelt name would otherwise set nothing and the run go on as if the
+    option had not been given.
+
+    Raises:
+        SNetUsageError: naming the option, the unknown box, a close match,
+            and the boxes of the network.
+    """
+    used = sorted(graph.used_boxes())
+    for attribute, what in PER_BOX:
+        unknown = sorted(set(getattr(options, attribute)) - set(used))
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], used, n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            raise SNetUsageError(f"{what} given for {', '.join(repr(n) for n in unknown)}, which the network "
+                                 f"does not use ({hint}its boxes: {', '.join(used) or 'none'})")
+
+
 def _box_processes(graph: PropertyGraph, boxes: dict[str, Callable], options: RunOptions, per_box: dict):
     """Start the box process pools the options ask for: (pools or None, the box table to lower, options).
 
@@ -95,10 +120,6 @@ def _box_processes(graph: PropertyGraph, boxes: dict[str, Callable], options: Ru
     counts = {name: options.box_processes_per_box.get(name, options.box_processes)
               for name in sorted(graph.used_boxes())}
     counts = {name: n for name, n in counts.items() if n}
-    unknown = sorted(set(options.box_processes_per_box) - set(graph.used_boxes()))
-    if unknown:
-        raise SNetUsageError(f"box processes given for {', '.join(repr(n) for n in unknown)}, which the network "
-                             f"does not use (its boxes: {', '.join(sorted(graph.used_boxes())) or 'none'})")
     if not counts:
         return None, boxes, options
     from snet.core.processes import BoxProcesses

@@ -1,22 +1,27 @@
 """``snet graph NET.snet [-o FILE] [--compact] [--left-to-right] [--collapse NET]...``: draw the property graph.
 
-DOT text goes to standard output, or to ``-o FILE``.  A file name ending in
-``.svg`` or ``.png`` is rendered by Graphviz's ``dot`` program; without it
-the command fails with exit status 2 and says so (any other extension gets
-the DOT text).  The drawing's legend is in :mod:`snet.spg.dot`.
+DOT text goes to standard output, or to ``-o FILE`` when FILE ends in
+``.dot`` or ``.gv``.  Any other extension names a Graphviz output format
+(``.svg``, ``.png``, ``.pdf``...), which Graphviz's ``dot`` program renders:
+an extension that ``dot`` does not know, a name with no extension, or a
+rendering without ``dot`` installed fails with exit status 2 and writes
+nothing, so a file never holds DOT text under another format's name.  The
+drawing's legend is in :mod:`snet.spg.dot`.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 from snet.errors import SNetUsageError
 
-RENDERED = {".svg": "svg", ".png": "png"}
+DOT_TEXT = (".dot", ".gv")
+NOT_FILES = frozenset({"x11", "xlib", "gtk", "dot", "gv"})  # windows, or the DOT text itself
 
 
 def graph_command(args: argparse.Namespace) -> int:
@@ -28,7 +33,9 @@ def graph_command(args: argparse.Namespace) -> int:
     from snet.commands.check import compile_options
 
     graph = compile_file(args.net_file, net=getattr(args, "net", None), options=compile_options(args))
-    for warning in graph.warnings:
+    from snet.warningsummary import summarise
+
+    for warning in summarise(graph.warnings):
         print(warning, file=sys.stderr)
     text = to_dot(graph, compact=getattr(args, "compact", False), left_to_right=getattr(args, "left_to_right", False),
                   collapse=getattr(args, "collapse", None) or ())
@@ -36,16 +43,48 @@ def graph_command(args: argparse.Namespace) -> int:
     if output == "-":
         sys.stdout.write(text)
         return 0
-    fmt = RENDERED.get(os.path.splitext(output)[1].lower())
-    if fmt is None:
+    extension = os.path.splitext(output)[1].lower()
+    if extension in DOT_TEXT:
         with open(output, "w", encoding="utf-8") as f:
             f.write(text)
         return 0
+    render(text, output, extension)
+    return 0
+
+
+def render(text: str, output: str, extension: str) -> None:
+    """Have Graphviz's ``dot`` draw `text` into `output` in the format its `extension` names.
+
+    The drawing is made in memory and written only once ``dot`` succeeds, so
+    a failure leaves no file behind.
+
+    Raises:
+        SNetUsageError: no extension, no ``dot`` program, a format ``dot``
+            does not know, or ``dot`` failing.
+    """
+    if not extension:
+        raise SNetUsageError(f"cannot tell the format of {output}: name it FILE.dot for DOT text, "
+                             f"or FILE.svg, FILE.png, FILE.pdf... for a drawing")
     dot = shutil.which("dot")
     if dot is None:
         raise SNetUsageError(f"cannot write {output}: Graphviz's 'dot' program is not installed "
                              f"(install Graphviz, or write DOT with -o FILE.dot)")
-    done = subprocess.run([dot, f"-T{fmt}", "-o", output], input=text, text=True, capture_output=True)
+    fmt = extension[1:]
+    known = formats(dot)
+    if fmt not in known:
+        raise SNetUsageError(f"cannot write {output}: Graphviz's 'dot' does not know the format '{fmt}' "
+                             f"(formats: dot, gv, {', '.join(sorted(known))})")
+    done = subprocess.run([dot, f"-T{fmt}"], input=text.encode("utf-8"), capture_output=True)
     if done.returncode != 0:
-        raise SNetUsageError(f"Graphviz 'dot' failed to write {output}: {done.stderr.strip()}")
-    return 0
+        raise SNetUsageError(f"Graphviz 'dot' failed to write {output}: "
+                             f"{done.stderr.decode('utf-8', 'replace').strip()}")
+    with open(output, "wb") as f:
+        f.write(done.stdout)
+
+
+def formats(dot: str) -> frozenset[str]:
+    """The output formats this ``dot`` program writes to a file, from its own list (``dot -T?``)."""
+    listing = subprocess.run([dot, "-T?"], capture_output=True, text=True)
+    found = re.search(r"Use one of:(.*)", listing.stderr + listing.stdout, re.S)
+    names = found.group(1).split() if found else []
+    return frozenset(name.split(":")[0] for name in names) - NOT_FILES

@@ -3,10 +3,17 @@
 Two faces, chosen by where standard error goes:
 
 * a terminal: a live display (tqdm) redrawn in place a few times a
-  second: records in and out, the rate, and, when the input is a file of
-  known size, a percentage, the estimated total and the time left.  The
-  total is the records read so far scaled by the file's size over the
-  bytes read so far, so it settles as the run goes on;
+  second.  When the input is a file of known size it is a bar of the
+  bytes *read* (``snet: read: 63%|...| 1.2M/1.9M [...] in 950 rec, out 800
+  rec``): the percentage, the rate and the time left are the reading's,
+  and the records in and out are counted beside it.  The bar claims no
+  more than it knows: the reader's buffer can hold the whole file while
+  most records are still to enter the network, so a record total guessed
+  from the bytes read would say 100% with records still to come.  From a
+  stream it is a count of the records in, with the records out beside it.
+  When the records go to the same terminal (standard output and standard
+  error both on it), the display is cleared before records are printed
+  and drawn again below them (:class:`SharedTerminal`);
 * anything else (a file, a pipe, a log collector): a plain line every
   ``interval`` seconds, which a script can parse:
   ``snet progress: 12.0 s, in 120000, out 119800 (10000/s); spark: 3 batches, 12288 records, 2.1 s``
@@ -19,6 +26,7 @@ descriptor (``lseek``, which does not touch the reader's buffer or lock).
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import sys
@@ -45,12 +53,12 @@ class InputPosition:
         if stat.S_ISREG(info.st_mode) and info.st_size > 0:
             self.fd, self.size = fd, info.st_size
 
-    def fraction(self) -> float | None:
-        """The share of the file read so far, or None when it cannot be told."""
+    def bytes_read(self) -> int | None:
+        """The bytes of the file read so far (at most its size), or None when it cannot be told."""
         if self.fd is None:
             return None
         try:
-            return min(os.lseek(self.fd, 0, os.SEEK_CUR) / self.size, 1.0)
+            return min(os.lseek(self.fd, 0, os.SEEK_CUR), self.size)
         except OSError:
             return None
 
@@ -121,8 +129,13 @@ class LiveProgress(_Reporter):
         except (OSError, ValueError):
             sized = False
         # A terminal that does not say its size (a fresh pseudo-terminal says 0 x 0) is taken as 100 x 24.
-        self.bar = tqdm(total=None, unit=" rec", dynamic_ncols=sized, ncols=None if sized else 100,
-                        nrows=None if sized else 24, file=sys.stderr, desc="snet: in", mininterval=0, leave=True)
+        shape = dict(dynamic_ncols=sized, ncols=None if sized else 100, nrows=None if sized else 24,
+                     file=sys.stderr, mininterval=0, leave=True)
+        if position.size:  # a bar of the bytes read
+            self.bar = tqdm(total=position.size, unit="B", unit_scale=True, unit_divisor=1024, desc="snet: read",
+                            **shape)
+        else:  # a count of the records in
+            self.bar = tqdm(total=None, unit=" rec", desc="snet: in", **shape)
         # The command's log lines (warnings, -v, Spark batches) go above the display, not through it.
         self.redirected = [(h, h.setStream(_AboveTheBar(self.bar))) for h in _command_handlers()]
         super().__init__(execution, LIVE_SECONDS)
@@ -134,13 +147,13 @@ class LiveProgress(_Reporter):
                 self._close()
             return
         bar = self.bar
-        fraction = self.position.fraction()
-        if final and fraction is not None:
-            bar.total = stats.records_in
-        elif fraction and stats.records_in:
-            bar.total = max(stats.records_in, round(stats.records_in / fraction))
-        bar.n = stats.records_in
-        postfix = f"out {stats.records_out:,}"
+        read = self.position.bytes_read()
+        if read is not None:
+            bar.n = read
+            postfix = f"in {stats.records_in:,} rec, out {stats.records_out:,} rec"
+        else:
+            bar.n = stats.records_in
+            postfix = f"out {stats.records_out:,}"
         spark = stats.spark
         if spark is not None:
             postfix += f", spark {spark.batches} batches"
@@ -171,6 +184,71 @@ class _AboveTheBar:
         pass
 
 
+class SharedTerminal(io.RawIOBase):
+    """Standard output's bytes when it is the terminal the live display is drawn on.
+
+    The records are held here and printed at the writer's flushes (and once
+    ``LIMIT`` bytes are held, up to the last whole line), each time with the
+    display cleared first and drawn again below them, under tqdm's lock, so
+    a record line never runs into the display, nor the display into a
+    record line.
+    """
+
+    LIMIT = 1 << 16
+
+    def __init__(self, out: IO[bytes]):
+        super().__init__()
+        self.out = out
+        self.held = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.held += data
+        if len(self.held) >= self.LIMIT:
+            end = self.held.rfind(b"\n") + 1
+            if end:
+                self._print(end)
+        return len(data)
+
+    def flush(self) -> None:
+        if self.held:
+            self._print(len(self.held))
+
+    def _print(self, end: int) -> None:
+        from tqdm import tqdm
+
+        with tqdm.external_write_mode(file=sys.stderr):
+            self.out.write(self.held[:end])
+            self.out.flush()
+        del self.held[:end]
+
+
+def record_destination(output: str | None, progress: float | None) -> Any:
+    """Where ``snet run`` writes the records: `output`, or a :class:`SharedTerminal` over standard output.
+
+    The latter when a live display is to be drawn on standard error and
+    standard output is the same terminal.
+    """
+    if progress is None or output not in (None, "-") or not _live():
+        return output
+    try:
+        same = os.isatty(1) and os.path.samestat(os.fstat(1), os.fstat(2))
+    except OSError:
+        same = False
+    buffer = getattr(sys.stdout, "buffer", None)
+    if not same or buffer is None:
+        return output
+    sys.stdout.flush()
+    return SharedTerminal(buffer)
+
+
+def _live() -> bool:
+    """Whether ``--progress`` draws a live display: standard error is a terminal that can redraw."""
+    return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+
+
 def _command_handlers() -> list:
     """The handlers ``snet run`` put on the ``snet`` and ``snet.spark`` loggers."""
     import logging
@@ -181,6 +259,6 @@ def _command_handlers() -> list:
 
 def start_progress(execution: Any, interval: float, input_file: IO | None) -> _Reporter:
     """The progress display that suits standard error: live on a terminal, lines elsewhere."""
-    if sys.stderr.isatty() and os.environ.get("TERM") != "dumb":
+    if _live():
         return LiveProgress(execution, InputPosition(input_file))
     return LineProgress(execution, interval)

@@ -39,9 +39,9 @@ from typing import Any
 import attrs
 
 from snet.errors import SNetRuntimeError, SNetInterrupted, SNetOptionError, SNetUsageError
-from snet.commands.progress import start_progress
+from snet.commands.progress import record_destination, start_progress
 from snet.options import DEFAULT_ENGINE, RunOptions
-from snet.stats import RunStats
+from snet.stats import RunStats, format_duration
 
 FLUSH_SECONDS = 0.05
 log = logging.getLogger("snet")
@@ -189,7 +189,7 @@ def run_command(args: argparse.Namespace) -> int:
             address = ui_address(session)
             if address:
                 print(f"snet progress: Spark UI at {address}", file=sys.stderr)
-    writer = open_writer(args.output, out_format, allow_pickle=args.allow_pickle,
+    writer = open_writer(record_destination(args.output, args.progress), out_format, allow_pickle=args.allow_pickle,
                          hint=lambda label: _made_by(network, label), xml_mode=getattr(args, "xml_mode", "textual"))
     where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
     if watched and options.spark_master:
@@ -310,16 +310,28 @@ def _run(network, records, options, writer, where: str, args: argparse.Namespace
             finally:
                 if progress is not None:
                     progress.report(final=True)
-                log.info("info: %s after %.3g s; %d records written", "stopped" if sys.exc_info()[0] else "done",
-                         time.monotonic() - started, written)
+                stats = _final_stats(execution)
+                # The engine's measure of the run, in the words --stats uses; the command's own clock only
+                # for an engine that could not say.
+                seconds = stats.seconds if stats is not None else time.monotonic() - started
+                log.info("info: %s after %s; %d records written", "stopped" if sys.exc_info()[0] else "done",
+                         format_duration(seconds), written)
                 if args.stats or stats_json is not None:
-                    report_stats(execution.stats(), written, args.stats, stats_json)
+                    report_stats(stats if stats is not None else execution.stats(), written, args.stats, stats_json)
     failures = execution.failures
     if failures:
         where_to = f" (error records in {args.errors})" if args.errors is not None else ""
         print(f"snet: {failures} record{'s' if failures != 1 else ''} failed and "
               f"{'were' if failures != 1 else 'was'} skipped{where_to}", file=sys.stderr)
     return 0
+
+
+def _final_stats(execution) -> RunStats | None:
+    """The run's statistics once it is over, or None when the engine cannot give them (a failed start)."""
+    try:
+        return execution.stats()
+    except Exception:
+        return None
 
 
 def _made_by(network, label: str) -> str:

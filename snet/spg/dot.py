@@ -40,7 +40,18 @@ from snet.typesys.types import format_type
 
 
 def quote(text: str) -> str:
+    """`text` as a DOT double-quoted string: backslashes, quotes and line breaks escaped."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def attributes(attrs: dict[str, str]) -> list[str]:
+    """``name="value"`` for each attribute, every value quoted.
+
+    DOT reads an unquoted value only when it is a bare identifier or a
+    number, so ``style=rounded,bold`` is a syntax error; quoting every value
+    here, at the one place attributes are written, keeps any value valid.
+    """
+    return [f"{k}={quote(v)}" for k, v in attrs.items()]
 
 
 def _patterns(patterns: tuple[Pattern, ...]) -> str:
@@ -57,20 +68,17 @@ class _Dot:
         self.lines.append("  " * self.indent + line)
 
     def node(self, name: str, label: str, **attrs: str) -> None:
-        extra = "".join(f", {k}={v}" for k, v in attrs.items())
-        self.emit(f"{name} [label={quote(label)}{extra}];")
+        self.emit(f"{name} [{', '.join(attributes({'label': label, **attrs}))}];")
 
     def edge(self, a: str, b: str, label: str | None = None, **attrs: str) -> None:
-        parts = [f"label={quote(label)}"] if label else []
-        parts += [f"{k}={v}" for k, v in attrs.items()]
+        parts = attributes(({"label": label} if label else {}) | attrs)
         self.emit(f"{a} -> {b}" + (f" [{', '.join(parts)}]" if parts else "") + ";")
 
     def open_cluster(self, name: str, label: str, **attrs: str) -> None:
         self.emit(f"subgraph cluster_{name} {{")
         self.indent += 1
-        self.emit(f"label={quote(label)};")
-        for k, v in attrs.items():
-            self.emit(f"{k}={v};")
+        for attribute in attributes({"label": label, **attrs}):
+            self.emit(f"{attribute};")
 
     def close_cluster(self) -> None:
         self.indent -= 1
@@ -255,10 +263,11 @@ def to_dot(graph: PropertyGraph, *, compact: bool = False, left_to_right: bool =
         raise SNetUsageError(f"no net '{unknown[0]}' to collapse in net {graph.net_name} "
                              f"({hint}nets: {', '.join(known) or 'none'})")
     dot = _CompactDot(collapse) if compact else _Dot(collapse)
-    dot.emit(f"rankdir={'LR' if left_to_right else 'TB'};")
-    dot.emit('node [fontname="Helvetica", fontsize=10];')
-    dot.emit('edge [fontname="Helvetica", fontsize=9];')
-    dot.emit(f"labelloc=t; label={quote(f'net {graph.net_name}: {graph.signature}')};")
+    for attribute in attributes({"rankdir": "LR" if left_to_right else "TB", "labelloc": "t",
+                                 "label": f"net {graph.net_name}: {graph.signature}"}):
+        dot.emit(f"{attribute};")
+    dot.emit(f"node [{', '.join(attributes({'fontname': 'Helvetica', 'fontsize': '10'}))}];")
+    dot.emit(f"edge [{', '.join(attributes({'fontname': 'Helvetica', 'fontsize': '9'}))}];")
     dot.node("input", "input", shape="plaintext")
     dot.node("output", "output", shape="plaintext")
     entry, exit_ = dot.draw(graph.root)

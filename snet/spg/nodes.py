@@ -221,7 +221,7 @@ class BoxDeclaration:
     inline: tuple[str, int, int] | None = None
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class PropertyGraph:
     """A compiled program, ready for any engine.
 
@@ -246,6 +246,15 @@ class PropertyGraph:
     source: Source
     warnings: tuple[str, ...] = ()
     linked: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        """``<snet.PropertyGraph of net pair: 5 nodes>``: short, for a prompt; :meth:`dump` has every field."""
+        return f"<snet.PropertyGraph of net {self.net_name}: {len(self.nodes)} node{'s' if len(self.nodes) != 1 else ''}>"
+
+    def dump(self) -> str:
+        """Every field of the graph, nodes and source included, as one (long) constructor-style text."""
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__dataclass_fields__)
+        return f"PropertyGraph({fields})"
 
     def walk(self) -> Iterator[Node]:
         """Every node, parents before children."""

@@ -265,10 +265,10 @@ def test_progress_on_a_terminal_is_a_live_display_with_total_and_time_left(workd
     assert code == 0, drawn
     frames = [frame.strip() for frame in drawn.replace("\n", "\r").split("\r") if frame.strip()]
     assert len(frames) >= 3, drawn  # redrawn in place, several times a second
-    assert all(frame.startswith("snet: in:") for frame in frames), frames
-    middle = [f for f in frames if "%|" in f and "/" in f and "<" in f and "rec/s" in f]
-    assert middle, frames  # a percentage, done/total, time left and the rate while it runs
-    assert frames[-1].startswith("snet: in: 100%|") and "150/150" in frames[-1] and "out 150" in frames[-1]
+    assert all(frame.startswith("snet: read:") for frame in frames), frames
+    middle = [f for f in frames if "%|" in f and "/" in f and "<" in f and "B/s" in f]
+    assert middle, frames  # a percentage of the bytes read, read/size, time left and the rate while it runs
+    assert frames[-1].startswith("snet: read: 100%|") and "in 150 rec, out 150 rec" in frames[-1]
     assert "snet progress:" not in drawn  # the plain lines are for logs, not terminals
     assert len(read_jsonl((workdir / "out.jsonl").read_text())) == 150
 
@@ -293,4 +293,4 @@ def test_warnings_print_above_the_live_display_not_through_it(warning_net):
     assert code == 0, drawn
     (line,) = [line for line in drawn.split("\n") if "warning:" in line]
     assert line.rstrip("\r").split("\r")[-1].startswith("cell.snet:1:"), repr(line)  # a line of its own
-    assert "snet: in: 100%|" in drawn.split("warning:", 1)[1]  # the display is drawn again below it
+    assert "snet: read: 100%|" in drawn.split("warning:", 1)[1]  # the display is drawn again below it

@@ -98,7 +98,7 @@ def test_graph_draws_dispatcher_and_collector_pairs_for_every_combinator(tmp_pat
     assert "never routed (initialisers)" in dot
     assert "one replica per <lo>:<hi>" in dot
     assert "placement @ 2" in dot
-    assert "shape=box3d" in dot  # the synchro-cell
+    assert 'shape="box3d"' in dot  # the synchro-cell
 
 
 def test_graph_writes_dot_files(tmp_path):
@@ -205,21 +205,21 @@ def test_compact_draws_each_combinator_once_around_its_operands(tmp_path):
     result = snet_cli("graph", "all.snet", "--compact", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     dot = result.stdout
-    assert "rankdir=TB;" in dot
+    assert 'rankdir="TB";' in dot
     assert "dispatcher" not in dot and "collector" not in dot  # one cluster per combinator, no pairs
     assert 'label="** until {<done>}"' in dot
     assert 'label="!! <k>: one replica per value"' in dot and 'label="! <lo>:<hi>: one replica per value"' in dot
     assert 'label="\\\\ back {a, <again>}"' in dot
-    assert re.search(r'n\d+ \[label="f", shape=box\]', dot)  # boxes by name only
+    assert re.search(r'n\d+ \[label="f", shape="box"\]', dot)  # boxes by name only
     assert re.search(r"\w+ -> \w+;", dot) and not re.search(r"\w+ -> \w+ \[label=", dot)  # edges bare
-    assert "placement @ 2" in dot and "shape=box3d" in dot
+    assert "placement @ 2" in dot and 'shape="box3d"' in dot
 
 
 def test_collapse_draws_a_named_net_as_one_node(tmp_path):
     result = snet_cli("graph", str(README_EXAMPLE), "--collapse", "join", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     dot = result.stdout
-    assert re.search(r'n\d+ \[label="net join\\n[^"]* -> [^"]*", shape=box, style=rounded,bold\];', dot), dot
+    assert re.search(r'n\d+ \[label="net join\\n[^"]* -> [^"]*", shape="box", style="rounded,bold"\];', dot), dot
     assert "[| {r}, {g}, {b} |]" not in dot and "box3d" not in dot  # its inside is not drawn
     assert "box check" in dot  # the rest is
     both = snet_cli("graph", str(README_EXAMPLE), "--collapse", "join", "--collapse", "fan", "--compact",
