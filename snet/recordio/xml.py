@@ -68,7 +68,7 @@ from snet.records import is_valid_label
 from snet.recordio.c4snet import decode_field, encode_field
 from snet.recordio.c4snet_binary import NotBinaryForm, binary_field, decode_binary_field, looks_binary
 from snet.recordio.streams import BatchWriter, RecordFileError, read_chunk_function
-from snet.recordio.values import ValueFormError, long_integer_problem, long_tag_error, nesting_problem
+from snet.recordio.values import ValueFormError, long_integer_problem, long_tag_error, too_deep_to_write
 
 CHUNK_SIZE: Final = 1 << 16
 # Expat re-scans an unfinished token from its start each time it is fed more
@@ -603,7 +603,7 @@ def format_record_xml(record: dict) -> str:
         append("</record>\n")
         return "".join(parts)
     except RecursionError:  # is_json_exact, the encoders and pickle all recurse
-        raise SNetRuntimeError(f"cannot write a record with a field value {nesting_problem()}") from None
+        raise too_deep_to_write(record) from None
     except ValueError:  # encode_field's are caught above: a tag too long to write in decimal
         raise long_tag_error(record) from None
 
