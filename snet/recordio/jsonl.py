@@ -106,8 +106,6 @@ def read_jsonl(f: IO, name: str, *, allow_pickle: bool = False) -> Iterator[dict
         if type(record) is not dict:
             kind = _JSON_TYPE_NAMES.get(type(record), type(record).__name__)
             raise RecordFileError(name, lineno, f"a record must be a JSON object, not {kind}")
-        if line.count("[") + line.count("{") > MAX_NESTING:  # then, rarely, the exact test
-            _check_nesting(record, name, lineno)
         for label, value in record.items():
             if label in field_labels:
                 if type(value) is dict and PICKLE_KEY in value:
@@ -127,6 +125,8 @@ def read_jsonl(f: IO, name: str, *, allow_pickle: bool = False) -> Iterator[dict
                         field_labels.add(label)
                     if type(value) is dict and PICKLE_KEY in value:
                         record[label] = _field_from_json(value, label, name, lineno, allow_pickle)
+        if line.count("[") + line.count("{") > MAX_NESTING:  # then, rarely, the exact test
+            _check_nesting(record, name, lineno)
         yield record
 
 
