@@ -245,7 +245,12 @@ class DeadLetters:
             error_record = {**error_record, "record": json.loads(format_record_jsonl(error_record["record"]))}
         except Exception:
             pass  # a value the record files cannot hold: shown by its repr below
-        line = json.dumps(error_record, ensure_ascii=False, default=_json_fallback)
+        try:
+            line = json.dumps(error_record, ensure_ascii=False, default=_json_fallback)
+        except (ValueError, RecursionError):  # an int too long for decimal (a tag a filter computed), or too deep
+            record = {label: value if _dumps_or_none(value) is not None else _json_fallback(value)
+                      for label, value in error_record["record"].items()}
+            line = json.dumps({**error_record, "record": record}, ensure_ascii=False, default=_json_fallback)
         self._f.write(line + "\n")
         self._f.flush()
         self.count += 1
@@ -256,7 +261,20 @@ class DeadLetters:
 
 def _json_fallback(value: Any) -> Any:
     """A value of a failing record that JSON cannot hold: its ``repr`` (the record is for a person to read)."""
-    return {"$repr": repr(value)}
+    try:
+        return {"$repr": repr(value)}
+    except ValueError:  # an int of more digits than Python writes in decimal, or a value holding one
+        digits = f"an int of more than {sys.get_int_max_str_digits()} digits"
+        return {"$repr": digits if type(value) is int else f"a {type(value).__name__} holding {digits}"}
+    except RecursionError:
+        return {"$repr": f"a {type(value).__name__} nested too deeply to show"}
+
+
+def _dumps_or_none(value: Any) -> str | None:
+    try:
+        return json.dumps(value, default=_json_fallback)
+    except (ValueError, RecursionError):
+        return None
 
 
 class _Terminated(KeyboardInterrupt):

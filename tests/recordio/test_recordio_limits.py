@@ -111,3 +111,22 @@ def test_a_run_writes_every_record_it_reads_and_refuses_one_too_deep_on_input(tm
 def test_a_json_error_at_the_end_of_a_record_is_reported_at_its_column_not_on_the_next_line(ending):
     _, err = read_error('{"a": 1}\n{"x": 1, "<t>": 1,' + ending, "jsonl", name="in.jsonl")
     assert str(err) == "in.jsonl:2: error: invalid JSON: Expecting property name enclosed in double quotes (column 19)"
+
+
+@pytest.mark.parametrize("engine", ["front", "reference"])
+def test_a_failing_record_with_a_tag_too_long_for_decimal_reaches_the_error_file(tmp_path, engine):
+    # A filter can compute a tag of more digits than Python writes in decimal; the error file still says
+    # which record failed, and the run goes on under --on-error skip.
+    digits = "9" * sys.get_int_max_str_digits()
+    (tmp_path / "bx.snet").write_text(
+        f"net bx {{ box f ((<b>) -> (<c>)); }} connect [{{<a>}} -> {{<b={digits}*{digits}>, x}}] .. f;\n")
+    (tmp_path / "bx.py").write_text("def f(b):\n    raise RuntimeError('boom')\n")
+    (tmp_path / "in.jsonl").write_text('{"<a>": 1, "x": [1, 2]}\n')
+    run = subprocess.run([sys.executable, "-m", "snet", "run", "bx.snet", "-i", "in.jsonl", "--engine", engine,
+                          "--on-error", "skip", "--errors", "dead.jsonl"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stderr and "handler raised" not in run.stderr
+    (dead,) = map(json.loads, (tmp_path / "dead.jsonl").read_text().splitlines())
+    assert dead["box"] == "f" and dead["exception"] == "RuntimeError"
+    assert dead["record"] == {"<b>": {"$repr": f"an int of more than {len(digits)} digits"}, "x": [1, 2]}
