@@ -174,7 +174,7 @@ def run_command(args: argparse.Namespace) -> int:
     input_file = _open_input(args.input)
     records = read_records(args.input if input_file is None else input_file, in_format, name=args.input
                            if input_file is not None else None, allow_pickle=args.allow_pickle)
-    dead = DeadLetters(args.errors) if args.errors is not None else None
+    dead = DeadLetters(args.errors, args.allow_pickle) if args.errors is not None else None
     if dead is not None:
         options = attrs.evolve(options, on_error=dead.write)
     watched = args.progress is not None or args.verbose
@@ -230,7 +230,8 @@ class DeadLetters:
     leaves every failure it had reported.
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, allow_pickle: bool = False):
+        self._allow_pickle = allow_pickle  # values JSON cannot hold as {"$pickle": ...}, as in the output
         try:
             self._f = open(path, "w", encoding="utf-8")
         except OSError as e:
@@ -242,7 +243,8 @@ class DeadLetters:
         from snet.recordio.jsonl import format_record_jsonl
 
         try:  # the record as an input file would hold it, so that it can be fed again
-            error_record = {**error_record, "record": json.loads(format_record_jsonl(error_record["record"]))}
+            error_record = {**error_record, "record": json.loads(
+                format_record_jsonl(error_record["record"], self._allow_pickle))}
         except Exception:
             pass  # a value the record files cannot hold: shown by its repr below
         try:

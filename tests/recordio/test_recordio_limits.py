@@ -130,3 +130,20 @@ def test_a_failing_record_with_a_tag_too_long_for_decimal_reaches_the_error_file
     (dead,) = map(json.loads, (tmp_path / "dead.jsonl").read_text().splitlines())
     assert dead["box"] == "f" and dead["exception"] == "RuntimeError"
     assert dead["record"] == {"<b>": {"$repr": f"an int of more than {len(digits)} digits"}, "x": [1, 2]}
+
+
+def test_the_error_file_writes_a_value_json_cannot_hold_as_the_output_would(tmp_path):
+    (tmp_path / "st.snet").write_text("net st { box mk ((a) -> (s)); box f ((s) -> (t)); } connect mk .. f;\n")
+    (tmp_path / "st.py").write_text("def mk(a):\n    return {'s': {a}}\n\ndef f(s):\n    raise RuntimeError('boom')\n")
+    (tmp_path / "in.jsonl").write_text('{"a": 1}\n')
+    for flags, shown in [([], {"$repr": "{1}"}), (["--allow-pickle"], None)]:
+        run = subprocess.run([sys.executable, "-m", "snet", "run", "st.snet", "-i", "in.jsonl", "--errors", "dead.jsonl",
+                              "--engine", "reference", *flags], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        (dead,) = map(json.loads, (tmp_path / "dead.jsonl").read_text().splitlines())
+        if shown is not None:
+            assert dead["record"] == {"s": shown}
+        else:  # fed again under the same flag, the record is the one that failed
+            assert list(dead["record"]["s"]) == ["$pickle"]
+            (back,) = read_text(json.dumps(dead["record"]) + "\n", "jsonl", allow_pickle=True)
+            assert back == {"s": {1}}
