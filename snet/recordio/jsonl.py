@@ -138,10 +138,10 @@ def _utf8_problem(line: bytes, exc: UnicodeDecodeError) -> str:
 
 
 def _syntax_problem(line: str, exc: ValueError) -> str:
-    msg = getattr(exc, "msg", None)
-    if msg is None:  # not a syntax error: an integer beyond the interpreter's digit limit
+    if not isinstance(exc, json.JSONDecodeError):  # not a syntax error: an integer beyond the digit limit
         return f"invalid JSON: {long_integer_problem()}" if "integer string conversion" in str(exc) \
             else f"invalid JSON: {exc}"
+    msg = exc.msg
     hint = " (is this S-Net XML? give --format xml)" if line.lstrip().startswith("<") else ""
     if line.startswith(_BOM):
         hint = " (a byte-order mark in the middle of the input: were files joined?)"
