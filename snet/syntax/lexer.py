@@ -13,7 +13,8 @@ give together.
   parser state (which lark passes to a custom lexer) whether a METADATA
   token is acceptable before taking one.
 * **Lexical errors with a position**: an unterminated ``/*`` at its start,
-  ``08``, a stray character.  They are raised as :class:`LexicalError`, which
+  ``08``, a stray character, an integer literal of more decimal digits
+  than Python converts (:func:`_long_literal_problem`).  They are raised as :class:`LexicalError`, which
   :mod:`snet.syntax.parser` renders like any syntax error.
 
 Positions are 1-based lines and columns counted in characters.
