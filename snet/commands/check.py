@@ -44,14 +44,14 @@ def compile_options(args: argparse.Namespace) -> CompileOptions:
 
 def check_command(args: argparse.Namespace) -> int:
     from snet.spg.build import compile_analysis
+    from snet.syntax.reading import read_program
 
     path = args.net_file
     if not os.path.isfile(path):
         raise SNetUsageError(f"network file not found: {path}")
     try:
-        with open(path, encoding="utf-8-sig") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as e:
+        text = read_program(path)
+    except OSError as e:
         raise SNetUsageError(f"cannot read {path}: {e}") from None
     verbose = getattr(args, "verbose", False)
     strict = getattr(args, "strict", False)

@@ -172,7 +172,7 @@ def run_command(args: argparse.Namespace) -> int:
     input_file = _open_input(args.input)
     records = read_records(args.input if input_file is None else input_file, in_format, name=args.input
                            if input_file is not None else None, allow_pickle=args.allow_pickle)
-    dead = DeadLetters(args.errors) if args.errors is not None else None
+    dead = DeadLetters(args.errors, args.allow_pickle) if args.errors is not None else None
     if dead is not None:
         options = attrs.evolve(options, on_error=dead.write)
     watched = args.progress is not None or args.verbose
@@ -228,7 +228,8 @@ class DeadLetters:
     leaves every failure it had reported.
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, allow_pickle: bool = False):
+        self._allow_pickle = allow_pickle  # values JSON cannot hold as {"$pickle": ...}, as in the output
         try:
             self._f = open(path, "w", encoding="utf-8")
         except OSError as e:
@@ -240,10 +241,16 @@ class DeadLetters:
         from snet.recordio.jsonl import format_record_jsonl
 
         try:  # the record as an input file would hold it, so that it can be fed again
-            error_record = {**error_record, "record": json.loads(format_record_jsonl(error_record["record"]))}
+            error_record = {**error_record, "record": json.loads(
+                format_record_jsonl(error_record["record"], self._allow_pickle))}
         except Exception:
             pass  # a value the record files cannot hold: shown by its repr below
-        line = json.dumps(error_record, ensure_ascii=False, default=_json_fallback)
+        try:
+            line = json.dumps(error_record, ensure_ascii=False, default=_json_fallback)
+        except (ValueError, RecursionError):  # an int too long for decimal (a tag a filter computed), or too deep
+            record = {label: value if _dumps_or_none(value) is not None else _json_fallback(value)
+                      for label, value in error_record["record"].items()}
+            line = json.dumps({**error_record, "record": record}, ensure_ascii=False, default=_json_fallback)
         self._f.write(line + "\n")
         self._f.flush()
         self.count += 1
@@ -254,7 +261,20 @@ class DeadLetters:
 
 def _json_fallback(value: Any) -> Any:
     """A value of a failing record that JSON cannot hold: its ``repr`` (the record is for a person to read)."""
-    return {"$repr": repr(value)}
+    try:
+        return {"$repr": repr(value)}
+    except ValueError:  # an int of more digits than Python writes in decimal, or a value holding one
+        digits = f"an int of more than {sys.get_int_max_str_digits()} digits"
+        return {"$repr": digits if type(value) is int else f"a {type(value).__name__} holding {digits}"}
+    except RecursionError:
+        return {"$repr": f"a {type(value).__name__} nested too deeply to show"}
+
+
+def _dumps_or_none(value: Any) -> str | None:
+    try:
+        return json.dumps(value, default=_json_fallback)
+    except (ValueError, RecursionError):
+        return None
 
 
 class _Terminated(KeyboardInterrupt):

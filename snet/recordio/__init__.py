@@ -26,12 +26,12 @@ import os
 from typing import Any, Final, Iterator, Protocol
 
 from snet.errors import SNetUsageError
-from snet.recordio.jsonl import JsonlWriter, PickledField, format_record_jsonl, read_jsonl
+from snet.recordio.jsonl import JsonlWriter, NotJsonField, format_record_jsonl, read_jsonl
 from snet.recordio.streams import RecordFileError, open_destination, open_source, source_name
 from snet.recordio.xml import XmlBinaryWriter, XmlWriter, format_record_xml, read_xml
 
 __all__ = [
-    "FORMATS", "RecordFileError", "RecordWriter", "PickledField", "detect_format", "format_record_jsonl",
+    "FORMATS", "NotJsonField", "RecordFileError", "RecordWriter", "detect_format", "format_record_jsonl",
     "format_record_xml", "open_writer", "read_records",
 ]
 
@@ -136,10 +136,10 @@ def open_writer(dest: Any, fmt: str, *, allow_pickle: bool = False, hint: Any = 
         fmt: ``"jsonl"`` or ``"xml"``.
         allow_pickle: JSON Lines: a field value JSON cannot hold (after
             tuples and NumPy values became lists and numbers) is written as
-            ``{"$pickle": ...}`` either way; without this, with a warning
-            once per field and type (S-Net XML always pickles silently).
-        hint: ``hint(label) -> str`` completes that warning (the box that
-            made the field, say).
+            ``{"$pickle": ...}``; without this it is a ``NotJsonField``
+            error raised by ``write`` (S-Net XML always pickles such values).
+        hint: ``hint(label) -> str`` completes that error's message (the box
+            that made the field, say).
         xml_mode: ``"textual"`` or ``"binary"``: how XML writes field values
             (``binary``: the C4SNet binary form where a value has one).
 

@@ -46,8 +46,8 @@ import re
 from typing import Any, Final
 
 from snet.recordio.values import (
-    ALLOW_PICKLE_HINT, ValueFormError, is_json_exact, long_integer_problem, nesting_problem, pickle_text,
-    unpickle_text)
+    ALLOW_PICKLE_HINT, ValueFormError, exceeds_nesting, is_json_exact, long_integer_problem, nesting_problem,
+    nests_too_deeply, pickle_text, unpickle_text)
 
 _INT_TYPES: Final = frozenset({
     "int", "short", "long", "long long", "signed", "signed int", "signed short", "signed long",
@@ -112,9 +112,13 @@ def encode_field(value: Any) -> tuple[str, bool]:
             return f"(double[{len(value)}]){','.join(map(repr, value))}", True
     if is_json_exact(value):
         text = _json_text(value)
+        if exceeds_nesting(value, text):
+            raise ValueError(f"its value is {nesting_problem()}")
         if _NOT_IN_XML.search(text) is not None:
             text = _json_ascii(value)
         return "(json)" + escape_text(text), False
+    if nests_too_deeply(value):  # no pickle that the reader would refuse
+        raise ValueError(f"its value is {nesting_problem()}")
     return "(pickle)" + pickle_text(value), False
 
 
@@ -164,14 +168,20 @@ def decode_field(text: str, allow_pickle: bool) -> Any:
                 raise ValueFormError(f"({ctype}) takes no array size")
             if ctype == "json":
                 try:
-                    return json.loads(body)
+                    value = json.loads(body)
                 except ValueError as exc:
                     if getattr(exc, "msg", None) is None:  # not a syntax error: an over-long integer
                         raise ValueFormError(f"(json) value holds {long_integer_problem()}") from None
                     raise ValueFormError(f"invalid JSON in (json) value: {exc}") from None
+                if exceeds_nesting(value, body):
+                    raise ValueFormError(f"(json) value {nesting_problem()}")
+                return value
             if not allow_pickle:
                 raise ValueFormError(f"a pickled Python value; {ALLOW_PICKLE_HINT}")
-            return unpickle_text(body)
+            value = unpickle_text(body)
+            if nests_too_deeply(value):  # pickle reads any depth without recursing
+                raise ValueFormError(f"pickled value {nesting_problem()}")
+            return value
         if count_text == "":
             raise ValueFormError(f"({ctype}[]) needs an array size")
         if ctype in _CHAR_TYPES:

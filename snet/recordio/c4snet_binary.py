@@ -28,6 +28,13 @@ arrays (for which later versions of the interface changed the layout) are
 refused with a message.  Writing uses ``int`` (or ``long`` beyond 32 bits),
 ``double`` and ``char``; a value with no binary form makes its record
 textual (see :func:`binary_field`).
+
+A record without a ``mode`` attribute is binary to the reference
+distribution's reader, textual to older tools and to this project's own
+files before binary mode existed.  The two forms cannot be confused: a
+textual value begins with ``(`` and a binary one with a base64 digit, so the
+XML reader decides per field (:func:`looks_binary`), and a text in neither
+form is a :class:`NotBinaryForm` that the reader reports as such.
 """
 
 from __future__ import annotations
@@ -55,11 +62,21 @@ _INT32: Final = range(-2**31, 2**31)
 _INT64: Final = range(-2**63, 2**63)
 
 
+class NotBinaryForm(ValueFormError):
+    """The text does not begin with the digit of a C4SNet type: it is not in the binary form at all."""
+
+
+def looks_binary(text: str) -> bool:
+    """Is `text` a field in the binary form rather than the textual one (which begins with ``(``)?"""
+    return text.lstrip()[:1] != "("
+
+
 def decode_binary_field(text: str) -> Any:
     """The Python value of a field's text in a ``mode="binary"`` record.
 
     Raises:
-        ValueFormError: the text is not a C4SNet binary scalar.
+        NotBinaryForm: the text does not begin with a type digit.
+        ValueFormError: otherwise not a C4SNet binary scalar.
     """
     value = text.strip()
     shown = value if len(value) <= 40 else value[:37] + "..."
@@ -68,7 +85,7 @@ def decode_binary_field(text: str) -> Any:
         raise ValueFormError(f"binary C4SNet value of type long double (its size depends on the machine) "
                              f"is not supported: '{shown}'")
     if number not in _TYPES:
-        raise ValueFormError(f"not a C4SNet binary value (expected a type digit, then base64 bytes): '{shown}'")
+        raise NotBinaryForm(f"not a C4SNet binary value (expected a type digit, then base64 bytes): '{shown}'")
     name, fmt = _TYPES[number]
     try:
         data = base64.b64decode(value[1:], validate=True)

@@ -15,7 +15,9 @@ per record.
 Every problem with a line is a ``RecordFileError`` on that line, also those
 Python's decoder reports other than as syntax errors: an integer of more
 digits than ``int()`` converts and a value nested deeper than the decoder's
-recursion allows.
+recursion allows.  A field value nested more than ``values.MAX_NESTING``
+levels is refused too (the writers could not write it back): a line with
+more opening brackets than that (``str.count``) has its values walked.
 
 Lines are read as bytes and decoded one at a time so that an invalid UTF-8
 byte is reported on its own line.  Blank lines are skipped; Python's decoder
@@ -26,28 +28,30 @@ Writing.  A record is written with one call of a shared compact encoder when
 every field value is JSON-exact (``values.is_json_exact``), which is checked
 per field with a type test for the usual scalars.  Otherwise each field goes
 through ``values.json_value``: tuples become lists, NumPy scalars and arrays
-numbers and lists.  A value JSON cannot hold even so is written as
+numbers and lists.  A value JSON cannot hold even so is a run-time error
+(:class:`NotJsonField`) naming the output record's number, the field, the
+type and, through the writer's ``hint``, the box that made it, unless the
+writer was given ``allow_pickle``: then it is written as
 ``{"$pickle": ...}`` (interfaces.md §3), which only a reader that allows
-pickles reads back; a writer not told that pickles are wanted
-(``allow_pickle``) warns once per field and type, naming the field, the
-type and the output record's number, so that it never happens silently.  Lines are collected and handed to the file in
-batches (``streams.BatchWriter``); nothing is flushed per record.
+pickles reads back.  A value nested deeper than a record file holds
+(``values.MAX_NESTING``) is an error too, found by counting the brackets of
+the line first, so that no file is written that the reader refuses.  Lines
+are collected and handed to the file in batches (``streams.BatchWriter``);
+nothing is flushed per record.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from typing import IO, Any, Final, Iterator
-
-import attrs
 
 from snet.errors import SNetRuntimeError
 from snet.records import is_valid_label, record_problem
 from snet.recordio.streams import BatchWriter, RecordFileError
 from snet.recordio.values import (
-    ALLOW_PICKLE_HINT, NotJsonValue, ValueFormError, is_json_exact, json_value, long_integer_problem, long_tag_error,
-    nesting_problem, pickle_text, unpickle_text)
+    ALLOW_PICKLE_HINT, MAX_NESTING, NotJsonValue, ValueFormError, is_json_exact, json_value,
+    long_integer_problem, long_tag_error, nesting_problem, nests_too_deeply, pickle_text, too_deep_to_write,
+    unpickle_text)
 
 PICKLE_KEY: Final = "$pickle"
 _BOM: Final = "\ufeff"
@@ -88,7 +92,7 @@ def read_jsonl(f: IO, name: str, *, allow_pickle: bool = False) -> Iterator[dict
             try:
                 line = line.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise RecordFileError(name, lineno, f"invalid UTF-8 (byte {exc.start + 1} of the line)") from None
+                raise RecordFileError(name, lineno, _utf8_problem(line, exc)) from None
         if lineno == 1 and line.startswith(_BOM):
             line = line[1:]
         try:
@@ -97,7 +101,7 @@ def read_jsonl(f: IO, name: str, *, allow_pickle: bool = False) -> Iterator[dict
             if not line.strip():
                 continue
             raise RecordFileError(name, lineno, _syntax_problem(line, exc)) from None
-        except RecursionError:
+        except RecursionError:  # far past MAX_NESTING: the decoder stops at the recursion limit
             raise RecordFileError(name, lineno, f"JSON value {nesting_problem()}") from None
         if type(record) is not dict:
             kind = _JSON_TYPE_NAMES.get(type(record), type(record).__name__)
@@ -121,18 +125,36 @@ def read_jsonl(f: IO, name: str, *, allow_pickle: bool = False) -> Iterator[dict
                         field_labels.add(label)
                     if type(value) is dict and PICKLE_KEY in value:
                         record[label] = _field_from_json(value, label, name, lineno, allow_pickle)
+        if line.count("[") + line.count("{") > MAX_NESTING:  # then, rarely, the exact test
+            _check_nesting(record, name, lineno)
         yield record
 
 
+def _utf8_problem(line: bytes, exc: UnicodeDecodeError) -> str:
+    """Where on its line a record's bytes stop being UTF-8: the column in characters, as for JSON errors."""
+    column = len(line[:exc.start].decode("utf-8")) + 1  # valid: the decoder stopped at the first bad byte
+    bad = " ".join(f"0x{b:02x}" for b in line[exc.start:exc.end])
+    return f"invalid UTF-8 at column {column} ({'byte' if exc.end - exc.start == 1 else 'bytes'} {bad}: {exc.reason})"
+
+
 def _syntax_problem(line: str, exc: ValueError) -> str:
-    msg = getattr(exc, "msg", None)
-    if msg is None:  # not a syntax error: an integer beyond the interpreter's digit limit
+    if not isinstance(exc, json.JSONDecodeError):  # not a syntax error: an integer beyond the digit limit
         return f"invalid JSON: {long_integer_problem()}" if "integer string conversion" in str(exc) \
             else f"invalid JSON: {exc}"
+    msg = exc.msg
     hint = " (is this S-Net XML? give --format xml)" if line.lstrip().startswith("<") else ""
     if line.startswith(_BOM):
         hint = " (a byte-order mark in the middle of the input: were files joined?)"
-    return f"invalid JSON: {msg} (column {exc.colno}){hint}"
+    # The decoder counts lines and columns in what it was given: an error at the end of the
+    # record ("{"x": 1," and its line break) would read "line 2, column 1" there.
+    column = min(exc.pos, len(line.rstrip("\r\n"))) + 1
+    return f"invalid JSON: {msg} (column {column}){hint}"
+
+
+def _check_nesting(record: dict, name: str, lineno: int) -> None:
+    for label, value in record.items():
+        if nests_too_deeply(value):
+            raise RecordFileError(name, lineno, f"field '{label}': value {nesting_problem()}")
 
 
 def _field_from_json(value: dict, label: str, name: str, lineno: int, allow_pickle: bool) -> Any:
@@ -141,48 +163,53 @@ def _field_from_json(value: dict, label: str, name: str, lineno: int, allow_pick
     if not allow_pickle:
         raise RecordFileError(name, lineno, f"field '{label}' holds a pickled Python value; {ALLOW_PICKLE_HINT}")
     try:
-        return unpickle_text(value[PICKLE_KEY])
+        result = unpickle_text(value[PICKLE_KEY])
     except ValueFormError as exc:
         raise RecordFileError(name, lineno, f"field '{label}': {exc}") from None
+    if nests_too_deeply(result):  # pickle reads any depth without recursing: no record that cannot be written
+        raise RecordFileError(name, lineno, f"field '{label}': pickled value {nesting_problem()}")
+    return result
 
 
 # --------------------------------------------------------------------------
 # Writing
 
-@attrs.frozen
-class PickledField:
-    """A field value JSON cannot hold, written as ``{"$pickle": ...}``: what the writer's warning says.
+class NotJsonField(SNetRuntimeError):
+    """A field value JSON cannot hold, written without ``allow_pickle``: a run-time error (interfaces.md §3).
 
     Attributes:
         label: the field.
         what: the value described (``a datetime.date``).
         record_number: the 1-based number of the record among those the
             writer wrote (None from :func:`format_record_jsonl` alone).
-        hint: more about where the value came from (`` (made by box 'f')``).
+        hint: where the value came from (`` (made by box 'f')``).
     """
 
-    label: str
-    what: str
-    record_number: int | None = None
-    hint: str = ""
+    def __init__(self, label: str, what: str, record_number: int | None = None, hint: str = ""):
+        self.label = label
+        self.what = what
+        self.record_number = record_number
+        self.hint = hint
+        where = f"output record {record_number}: " if record_number is not None else "a record: "
+        super().__init__(
+            f"cannot write {where}field '{label}' holds {what}, which JSON cannot hold{hint}; make the box "
+            f"return JSON values (numbers, strings, lists, dicts; tuples and NumPy values are converted), or pass "
+            f"--allow-pickle (allow_pickle=True in Python) to write it as {{\"$pickle\": ...}}, which only "
+            f"--allow-pickle reads back")
 
-    @property
-    def message(self) -> str:
-        where = f"output record {self.record_number}: " if self.record_number is not None else ""
-        return (f"{where}field '{self.label}' holds {self.what}, which JSON cannot hold{self.hint}: written as "
-                f"{{\"$pickle\": ...}}, which only --allow-pickle reads back; make the box return JSON values "
-                f"(numbers, strings, lists, dicts), or pass --allow-pickle to say pickles are meant")
 
-
-def format_record_jsonl(record: dict, allow_pickle: bool = True, on_pickle: Any = None) -> str:
+def format_record_jsonl(record: dict, allow_pickle: bool = False, hint: Any = None) -> str:
     """One record as a compact JSON object (no newline); see the module docstring.
 
-    A field value JSON cannot hold is pickled; unless `allow_pickle`,
-    ``on_pickle(PickledField)`` is called first (a writer's warning).
+    A field value JSON cannot hold is pickled with `allow_pickle`, and is a
+    :class:`NotJsonField` error without it; ``hint(label)`` completes that
+    error's message (the box that made the field, say).
 
     Raises:
-        SNetRuntimeError: an invalid label, a tag that is not an int, or a
-            field value that can be neither written as JSON nor pickled.
+        NotJsonField: a value JSON cannot hold, without `allow_pickle`.
+        SNetRuntimeError: an invalid label, a tag that is not an int, a value
+            nested deeper than a record file holds, or a value that can be
+            neither written as JSON nor pickled.
     """
     try:
         for label, value in record.items():
@@ -204,14 +231,27 @@ def format_record_jsonl(record: dict, allow_pickle: bool = True, on_pickle: Any 
                 break
         else:
             try:
-                return _encode(record)
+                text = _encode(record)
             except ValueError:  # NaN/inf, or an int beyond the interpreter's digit limit
                 pass
-        return _encode(_prepared(record, allow_pickle, on_pickle))
+            else:
+                _check_output_nesting(record, text)
+                return text
+        text = _encode(_prepared(record, allow_pickle, hint))
+        _check_output_nesting(record, text)
+        return text
     except RecursionError:  # is_json_exact, the encoders and pickle all recurse
-        raise SNetRuntimeError(f"cannot write a record with a field value {nesting_problem()}") from None
+        raise too_deep_to_write(record) from None
     except ValueError:  # fields were pickled if need be: a tag too long to write in decimal
         raise long_tag_error(record) from None
+
+
+def _check_output_nesting(record: dict, text: str) -> None:
+    """What the reader refuses is not written: values nested past ``values.MAX_NESTING``."""
+    if text.count("[") + text.count("{") > MAX_NESTING:  # then, rarely, the exact test
+        for label, value in record.items():
+            if nests_too_deeply(value):
+                raise SNetRuntimeError(f"cannot write field '{label}': its value is {nesting_problem()}")
 
 
 # Labels already validated for output; bounded so that a long-running service
@@ -233,7 +273,7 @@ def _bad_output_tag(label: str, value: Any) -> SNetRuntimeError:
     return SNetRuntimeError(f"cannot write tag {label}: it holds a {type(value).__name__}, not an int")
 
 
-def _prepared(record: dict, allow_pickle: bool, on_pickle: Any) -> dict:
+def _prepared(record: dict, allow_pickle: bool, hint: Any) -> dict:
     """A copy of `record` with every field in a form JSON holds, or pickled (module docstring)."""
     out = {}
     for label, value in record.items():
@@ -248,8 +288,11 @@ def _prepared(record: dict, allow_pickle: bool, on_pickle: Any) -> dict:
                     raise NotJsonValue(long_integer_problem()) from None
                 value = converted
             except NotJsonValue as exc:
-                if not allow_pickle and on_pickle is not None:
-                    on_pickle(PickledField(label, exc.what))
+                if not allow_pickle:
+                    raise NotJsonField(label, exc.what, hint=hint(label) if hint is not None else "") from None
+                if nests_too_deeply(value):  # no pickle that the reader would refuse
+                    raise SNetRuntimeError(f"cannot write field '{label}': its value is {nesting_problem()}") \
+                        from None
                 try:
                     value = {PICKLE_KEY: pickle_text(value)}
                 except ValueError as exc:
@@ -261,30 +304,23 @@ def _prepared(record: dict, allow_pickle: bool, on_pickle: Any) -> dict:
 class JsonlWriter(BatchWriter):
     """Writes records as JSON Lines, one compact object per line.
 
-    A value JSON cannot hold is pickled; unless `allow_pickle`, with a
-    warning on the ``snet`` logger once per field and type, completed by
-    ``hint(label)`` (which box made it, say).
+    A value JSON cannot hold is pickled with `allow_pickle`; without it, it
+    is a :class:`NotJsonField` error naming the output record's number, the
+    field, the type and ``hint(label)`` (which box made it, say).
     """
 
     def __init__(self, f: IO, owned: bool, allow_pickle: bool = False, hint: Any = None):
         super().__init__(f, owned)
         self._allow_pickle = allow_pickle
         self._hint = hint
-        self._warned: set = set()
         self._count = 0
 
     def format_record(self, record: dict) -> str:
         self._count += 1
-        return format_record_jsonl(record, self._allow_pickle, self._pickled) + "\n"
-
-    def _pickled(self, field: PickledField) -> None:
-        key = (field.label, field.what)
-        if key in self._warned or len(self._warned) >= 256:
-            return
-        self._warned.add(key)
-        hint = self._hint(field.label) if self._hint is not None else ""
-        logging.getLogger("snet").warning(
-            "warning: %s", attrs.evolve(field, record_number=self._count, hint=hint).message)
+        try:
+            return format_record_jsonl(record, self._allow_pickle, self._hint) + "\n"
+        except NotJsonField as exc:
+            raise NotJsonField(exc.label, exc.what, self._count, exc.hint) from None
 
     def _write_unencodable(self, text: str) -> None:
         # A lone surrogate, or a file object in a narrower encoding than

@@ -15,13 +15,16 @@ rest.  The policy lives here so that both formats apply the same test:
   become lists and NumPy scalars and arrays become numbers and lists (the
   values boxes usually compute), whatever their nesting.  Any other value
   (a date, a set, NaN, an object) is a :class:`NotJsonValue` error naming
-  its type, so that a file never silently holds something no other program
-  can read, unless the writer was given ``allow_pickle=True``
+  its type, which the writer turns into a run-time error naming the field
+  and the box, so that a file never holds something no other program can
+  read, unless the writer was given ``allow_pickle=True``
   (``--allow-pickle``): then it is pickled and base64-encoded.
 * XML output pickles every value that C4SNet and JSON cannot spell.
 * Reading a pickle back executes arbitrary code chosen by whoever wrote the
   file, so it is refused unless the reader was given ``allow_pickle=True``
   (``--allow-pickle`` on the command line).
+* Lists and dicts nest at most :data:`MAX_NESTING` levels in a field value,
+  read or written, in both formats (:func:`nesting_problem` says why).
 
 Alternatives rejected: a registry of per-type encoders (bytes, sets, dates,
 ...) would be safer than pickle for those types but is an open-ended design
@@ -76,16 +79,71 @@ def long_tag_error(record: dict) -> SNetRuntimeError:
     return SNetRuntimeError(f"cannot write a tag: it holds {long_integer_problem()}")
 
 
-def nesting_problem() -> str:
-    """How a JSON value nested deeper than the decoder's recursion allows is described.
-
-    The C decoder counts its depth against the interpreter's recursion limit,
-    so the exact depth depends on how deep the reader itself is called.
-    """
-    return f"nested too deeply (more than about {sys.getrecursionlimit()} levels)"
-
-
 _EXACT_SCALARS: Final = frozenset({str, int, bool, type(None)})
+_CONTAINERS: Final = frozenset({list, dict, tuple, set, frozenset})
+_FLAT: Final = _EXACT_SCALARS | {float}
+
+
+# How deep lists and objects may nest in a field value of a record file, read or written.
+MAX_NESTING: Final = 256
+
+
+def nesting_problem() -> str:
+    """How a field value nested deeper than :data:`MAX_NESTING` is described, on input and on output.
+
+    Why a fixed bound, the same both ways.  Python's JSON decoder, its
+    encoders, ``pickle`` and the checks here all recurse once or twice per
+    level against the interpreter's recursion limit (1000), so without a
+    bound of its own the reader would accept values nested about 990 deep
+    while a writer, called from a deeper stack and spending more frames per
+    level, fails at about 495: a record read could not be written.  256
+    leaves every writer room for a caller's stack of a few hundred frames,
+    and both formats check it when reading and when writing, so a record file
+    that one run writes the next one reads.
+    """
+    return f"nested more than {MAX_NESTING} levels deep, the most a record file holds"
+
+
+def nests_too_deeply(value: Any, limit: int = MAX_NESTING) -> bool:
+    """Do lists, tuples, dicts and sets nest in `value` more than `limit` levels (a scalar is 0)?
+
+    Iterative, so that it answers for any depth without recursing; a
+    container of scalars only is passed over with one C-level pass over its
+    element types.  Callers first count the opening brackets of the text a
+    value came from or goes to (``str.count``, at C speed): a text nests no
+    deeper than that, so most records never need this walk.
+    """
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if type(item) not in _CONTAINERS:
+            continue
+        if depth > limit:
+            return True
+        children = item.values() if type(item) is dict else item
+        if _FLAT.issuperset(map(type, children)):
+            continue
+        stack.extend((child, depth + 1) for child in children if type(child) in _CONTAINERS)
+    return False
+
+
+def too_deep_to_write(record: dict) -> SNetRuntimeError:
+    """The error for writing `record`, which a writer found nested too deeply (its recursion ran out)."""
+    for label, value in record.items():
+        if nests_too_deeply(value):
+            return SNetRuntimeError(f"cannot write field '{label}': its value is {nesting_problem()}")
+    return SNetRuntimeError(f"cannot write a record with a field value {nesting_problem()}")
+
+
+def exceeds_nesting(value: Any, text: str | None = None) -> bool:
+    """Does `value` nest deeper than :data:`MAX_NESTING`?  `text`: its JSON text, if there is one.
+
+    With the text, the walk is made only when the text has more opening
+    brackets than the bound (the usual record has far fewer).
+    """
+    if text is not None and text.count("[") + text.count("{") <= MAX_NESTING:
+        return False
+    return nests_too_deeply(value)
 
 
 def is_json_exact(value: Any) -> bool:

@@ -66,9 +66,9 @@ from xml.parsers import expat
 from snet.errors import SNetRuntimeError
 from snet.records import is_valid_label
 from snet.recordio.c4snet import decode_field, encode_field
-from snet.recordio.c4snet_binary import binary_field, decode_binary_field
+from snet.recordio.c4snet_binary import NotBinaryForm, binary_field, decode_binary_field, looks_binary
 from snet.recordio.streams import BatchWriter, RecordFileError, read_chunk_function
-from snet.recordio.values import ValueFormError, long_integer_problem, long_tag_error, nesting_problem
+from snet.recordio.values import ValueFormError, long_integer_problem, long_tag_error, too_deep_to_write
 
 CHUNK_SIZE: Final = 1 << 16
 # Expat re-scans an unfinished token from its start each time it is fed more
@@ -179,6 +179,21 @@ class DeclarationFilter:
 _ITEM_AFFIXES: Final = {"field": ("", ""), "tag": ("<", ">"), "btag": ("<#", ">")}
 
 
+def _decode_unmarked(text: str) -> Any:
+    """A field of a record without a ``mode`` attribute whose text is not ``(TYPE)...``: the binary form.
+
+    The reference distribution reads such a record as binary, and its example
+    inputs rely on it; a text in neither form is reported as such.
+    """
+    try:
+        return decode_binary_field(text)
+    except NotBinaryForm:
+        shown = text.strip()
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        raise ValueFormError(f"not a C4SNet value (expected the textual form (TYPE)VALUE or (TYPE[N])V1,V2,..., "
+                             f"or the binary form, a type digit then base64 bytes): '{shown}'") from None
+
+
 class _RecordBuilder:
     """Expat handlers that build records; completed ones wait in ``ready``.
 
@@ -205,6 +220,7 @@ class _RecordBuilder:
         self.pieces: list[str] | None = None  # the pieces of a text that came in several
         self.valid_names: set[str] = set()
         self.binary = False  # the record being read has mode="binary"
+        self.textual = False  # ... mode="textual"; with neither, each field's text decides (_decode_unmarked)
 
     def error(self, line: int, problem: str) -> RecordFileError:
         return RecordFileError(self.name, line, problem)
@@ -229,7 +245,9 @@ class _RecordBuilder:
             if tag == "record" and attrs.get("type") == "data":
                 self.record = {}
                 self.record_line = self.parser.CurrentLineNumber
-                self.binary = attrs.get("mode") == "binary"
+                mode = attrs.get("mode")
+                self.binary = mode == "binary"
+                self.textual = mode == "textual"
             else:
                 self._start_record_slowly(tag, attrs)
         elif depth > 2:
@@ -244,7 +262,9 @@ class _RecordBuilder:
         if kind == "data":
             self.record = {}
             self.record_line = line
-            self.binary = attrs.get("mode") == "binary"
+            mode = attrs.get("mode")
+            self.binary = mode == "binary"
+            self.textual = mode == "textual"
         elif kind == "terminate":
             raise _Terminated
         elif kind is None:
@@ -278,10 +298,12 @@ class _RecordBuilder:
                 self.pieces = None
             if self.item_label[0] != "<":
                 try:
-                    if self.binary and text.lstrip()[:1] != "(":
+                    if self.textual or not looks_binary(text):
+                        value = decode_field(text, self.allow_pickle)
+                    elif self.binary:
                         value = decode_binary_field(text)
                     else:
-                        value = decode_field(text, self.allow_pickle)
+                        value = _decode_unmarked(text)
                 except ValueFormError as exc:
                     raise self.error(self.item_line, f"field '{self.item_name}': {exc}") from None
             elif _INT_TEXT.match(text):
@@ -581,7 +603,7 @@ def format_record_xml(record: dict) -> str:
         append("</record>\n")
         return "".join(parts)
     except RecursionError:  # is_json_exact, the encoders and pickle all recurse
-        raise SNetRuntimeError(f"cannot write a record with a field value {nesting_problem()}") from None
+        raise too_deep_to_write(record) from None
     except ValueError:  # encode_field's are caught above: a tag too long to write in decimal
         raise long_tag_error(record) from None
 

@@ -43,6 +43,7 @@ from snet.spg.nodes import (BoxDeclaration, BoxNode, FeedbackNode, FilterClause,
                             SplitNode, StarNode, SyncNode)
 from snet.syntax import ast
 from snet.syntax.parser import parse
+from snet.syntax.reading import read_program
 from snet.typesys.metadata import MetadataIndex
 from snet.typesys.scopes import Resolution, Scope, net_references, resolve
 from snet.typesys.types import TypeChecker, TypeInfo
@@ -231,8 +232,8 @@ def compile_analysis(text: str, filename: str = "<string>", net: str | None = No
 def compile_file(path: str, net: str | None = None, options: CompileOptions | None = None) -> PropertyGraph:
     """:func:`compile_source` on a file; an unreadable file is a usage error."""
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is skipped
-    except (OSError, UnicodeDecodeError) as e:
+        text = read_program(path)  # a byte-order mark is skipped; bytes not UTF-8 are a positioned error
+    except OSError as e:
         raise SNetUsageError(f"cannot read {path}: {e}") from None
     return compile_source(text, str(path), net, options)
 

@@ -34,6 +34,7 @@ from snet.errors import Diagnostic, SNetCompileError
 from snet.source import Source
 from snet.syntax import ast
 from snet.syntax.parser import parse
+from snet.syntax.reading import read_program
 from snet.typesys.scopes import net_references, resolve
 
 
@@ -128,8 +129,8 @@ class Linker:
 
     def _load(self, path: str, key: str) -> ast.Program:
         try:
-            text = Path(path).read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError) as e:
+            text = read_program(path)
+        except OSError as e:
             raise SNetCompileError([Diagnostic("error", None, f"cannot read {path}: {e}")]) from None
         self._active.append(key)
         try:

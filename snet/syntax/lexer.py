@@ -13,7 +13,8 @@ give together.
   parser state (which lark passes to a custom lexer) whether a METADATA
   token is acceptable before taking one.
 * **Lexical errors with a position**: an unterminated ``/*`` at its start,
-  ``08``, a stray character.  They are raised as :class:`LexicalError`, which
+  ``08``, a stray character, an integer literal of more decimal digits
+  than Python converts (:func:`_long_literal_problem`).  They are raised as :class:`LexicalError`, which
   :mod:`snet.syntax.parser` renders like any syntax error.
 
 Positions are 1-based lines and columns counted in characters.
@@ -22,6 +23,7 @@ Positions are 1-based lines and columns counted in characters.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Iterator
 
 from lark import Token
@@ -177,6 +179,10 @@ def tokenize(text: str, parser_state=None, rts: bool = False) -> Iterator[Token]
         elif kind == "int":
             if len(value) > 1 and value[0] == "0" and value[1] not in "xX" and not _is_octal(value):
                 raise LexicalError(f"invalid octal literal '{value}'", line, column)
+            if len(value) > _SHORT_LITERAL:
+                problem = _long_literal_problem(value)
+                if problem is not None:
+                    raise LexicalError(problem, line, column)
             yield Token("INT", value, pos, line, column, line, column + len(value), stop)
         else:  # open_comment: a /* with no */ after it
             raise LexicalError("unterminated comment", line, column)
@@ -248,6 +254,28 @@ def _parser_takes(parser_state, terminal: str) -> bool:
             stack.append(states[stack[-1]][arg.origin.name][1])
     except (AttributeError, KeyError, IndexError, TypeError):  # another lark version
         return False
+
+
+# Python converts an int to and from decimal text of at most sys.get_int_max_str_digits()
+# digits (never set below 640); a literal this short is within the limit in any base.
+_SHORT_LITERAL = 500
+
+
+def _long_literal_problem(text: str) -> str | None:
+    """Why the integer literal `text` cannot be taken, or None.
+
+    A value of more decimal digits than the interpreter converts could be
+    neither read from decimal text nor written in any message, output tag
+    or printed program, so such a literal is refused here, where its
+    position is known, whatever its base.
+    """
+    try:
+        str(int_value(text))
+    except ValueError:
+        limit = sys.get_int_max_str_digits()
+        return (f"integer literal too long: its value has more than {limit} decimal digits, "
+                f"the most this Python converts")
+    return None
 
 
 def _is_octal(text: str) -> bool:

@@ -208,25 +208,40 @@ def stamp(a):
 
 
 @pytest.mark.parametrize("engine", ["front", "reference"])
-def test_numpy_and_tuples_are_json_and_a_date_is_pickled_with_a_warning_naming_the_box(workdir, engine):
-    """interfaces.md §3: values JSON cannot hold are written as {"$pickle": ...}; never silently."""
+def test_numpy_and_tuples_are_json_and_a_date_is_an_error_naming_the_box_unless_pickles_are_allowed(workdir, engine):
+    """interfaces.md §3: a value JSON cannot hold is a run-time error naming the box, the field and the type,
+    unless --allow-pickle: then it is written as {"$pickle": ...} and read back only under the same flag."""
     pytest.importorskip("numpy")
     (workdir / "stamp.snet").write_text("net stamped { box stamp ((a) -> (a, d)); } connect stamp;\n")
     (workdir / "stamp.py").write_text(STAMP_BOXES)
     done = snet("run", "stamp.snet", "-i", "in.jsonl", "-o", "out.jsonl", "--engine", engine, "-w", "1",
                 cwd=workdir)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1
     assert done.stderr.splitlines() == [
-        "warning: output record 3: field 'd' holds a datetime.date, which JSON cannot hold (made by box 'stamp'): "
-        "written as {\"$pickle\": ...}, which only --allow-pickle reads back; make the box return JSON values "
-        "(numbers, strings, lists, dicts), or pass --allow-pickle to say pickles are meant"]  # once, not per record
-    lines = read_jsonl((workdir / "out.jsonl").read_text())
-    assert lines[:2] == [{"a": 0, "d": [[0.0, 0.0, 0.0], False]}, {"a": 1, "d": [[0.0, 1.0, 2.0], True]}]
-    assert all(list(line["d"]) == ["$pickle"] for line in lines[2:])
+        "error: cannot write output record 3: field 'd' holds a datetime.date, which JSON cannot hold (made by box "
+        "'stamp'); make the box return JSON values (numbers, strings, lists, dicts; tuples and NumPy values are "
+        "converted), or pass --allow-pickle (allow_pickle=True in Python) to write it as {\"$pickle\": ...}, "
+        "which only --allow-pickle reads back"]
+    # The outputs made before the failure are written.
+    assert read_jsonl((workdir / "out.jsonl").read_text()) == [
+        {"a": 0, "d": [[0.0, 0.0, 0.0], False]}, {"a": 1, "d": [[0.0, 1.0, 2.0], True]}]
     done = snet("run", "stamp.snet", "-i", "in.jsonl", "-o", "out.jsonl", "--engine", engine, "-w", "1", "--allow-pickle",
                 cwd=workdir)
     assert done.returncode == 0 and done.stderr == "", done.stderr
-    assert read_jsonl((workdir / "out.jsonl").read_text()) == lines
+    lines = read_jsonl((workdir / "out.jsonl").read_text())
+    assert lines[:2] == [{"a": 0, "d": [[0.0, 0.0, 0.0], False]}, {"a": 1, "d": [[0.0, 1.0, 2.0], True]}]
+    assert [list(line["d"]) for line in lines[2:]] == [["$pickle"]]
+    # Read back: only under the same flag.
+    (workdir / "same.snet").write_text("net same connect [{a, d} -> {a, d}];\n")
+    refused = snet("run", "same.snet", "-i", "out.jsonl", "--engine", engine, cwd=workdir)
+    assert refused.returncode == 1
+    assert refused.stderr.strip().endswith(
+        "out.jsonl:3: error: field 'd' holds a pickled Python value; pass --allow-pickle (allow_pickle=True in "
+        "Python) to read it, and only for files you trust: unpickling can run arbitrary code")
+    back = snet("run", "same.snet", "-i", "out.jsonl", "-o", "back.jsonl", "--engine", engine, "--allow-pickle",
+                cwd=workdir)
+    assert back.returncode == 0, back.stderr
+    assert read_jsonl((workdir / "back.jsonl").read_text()) == lines
 
 
 # -- progress on a terminal --------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 from recordio_helpers import read_error, read_text, write_text
 
 from snet.errors import EXIT_RUNTIME, SNetRecordError, SNetRuntimeError
-from snet.recordio import PickledField, format_record_jsonl, open_writer, read_records
+from snet.recordio import NotJsonField, format_record_jsonl, open_writer, read_records
 
 
 # --------------------------------------------------------------------------
@@ -168,7 +168,14 @@ def test_malformed_pickle_is_an_error_even_when_allowed(value, problem):
 def test_invalid_utf8_is_an_error_on_its_line():
     got, err = read_error(b'{"a": 1}\n{"a": "\xff"}\n', "jsonl", name="in.jsonl")
     assert got == [{"a": 1}]
-    assert str(err) == "in.jsonl:2: error: invalid UTF-8 (byte 8 of the line)"
+    assert str(err) == "in.jsonl:2: error: invalid UTF-8 at column 8 (byte 0xff: invalid start byte)"
+
+
+def test_invalid_utf8_is_positioned_by_its_column_in_characters():
+    # The column counts characters, as JSON syntax errors do: "é" is two bytes and one column.
+    got, err = read_error(b'{"a": 1}\n{"s": "caf\xc3\xa9", "t": "\xe2\x82"}\n', "jsonl", name="in.jsonl")
+    assert got == [{"a": 1}]
+    assert str(err) == "in.jsonl:2: error: invalid UTF-8 at column 21 (bytes 0xe2 0x82: invalid continuation byte)"
 
 
 def test_default_names_are_path_stdin_and_file_object_name(tmp_path, monkeypatch):
@@ -219,17 +226,20 @@ ODD = [
 
 
 @pytest.mark.parametrize("value, what", ODD)
-def test_values_json_cannot_hold_are_pickled_with_a_warning_naming_field_type_and_record(value, what, caplog):
+def test_values_json_cannot_hold_are_an_error_naming_record_field_type_and_box(value, what):
+    """interfaces.md §3: without allow_pickle, a value JSON cannot hold is a run-time error, not a pickle."""
     out = io.StringIO()
-    with caplog.at_level("WARNING", logger="snet"):
-        with open_writer(out, "jsonl") as writer:
-            writer.write({"x": 1})
-            writer.write({"x": value})
-            writer.write({"x": value})  # warned once per field and type
-    (message,) = [r.getMessage() for r in caplog.records]
-    assert message.startswith(f"warning: output record 2: field 'x' holds {what}"), message
-    assert "which JSON cannot hold" in message and "--allow-pickle" in message
-    assert out.getvalue().splitlines()[1].startswith('{"x":{"$pickle":"')
+    writer = open_writer(out, "jsonl", hint=lambda label: f" (made by box 'make_{label}')")
+    writer.write({"x": 1})
+    with pytest.raises(NotJsonField) as info:
+        writer.write({"x": value})
+    writer.close()
+    assert isinstance(info.value, SNetRuntimeError) and info.value.exit_status == EXIT_RUNTIME
+    message = str(info.value)
+    assert message.startswith(f"error: cannot write output record 2: field 'x' holds {what}"), message
+    assert "which JSON cannot hold (made by box 'make_x'); " in message and "--allow-pickle" in message
+    assert (info.value.label, info.value.record_number) == ("x", 2)
+    assert out.getvalue() == '{"x":1}\n'  # the record before it is written, nothing of this one
 
 
 @pytest.mark.parametrize("value", [value for value, _ in ODD])
@@ -258,9 +268,10 @@ def test_int_and_str_subclasses_keep_their_type():
     assert type(back["n"]) is Name
     (back,) = read_text(write_text([{"c": Colour.RED}], "jsonl", True), "jsonl", allow_pickle=True)
     assert back["c"] is Colour.RED
-    seen = []
-    format_record_jsonl({"c": Colour.RED}, allow_pickle=False, on_pickle=seen.append)
-    assert seen == [PickledField("c", f"a {Colour.__module__}.Colour")]
+    with pytest.raises(NotJsonField) as info:
+        format_record_jsonl({"c": Colour.RED})
+    assert (info.value.label, info.value.what) == ("c", f"a {Colour.__module__}.Colour")
+    assert str(info.value).startswith(f"error: cannot write a record: field 'c' holds a {Colour.__module__}.Colour, ")
 
 
 def test_writer_refuses_invalid_labels_and_non_int_tags():
@@ -274,7 +285,7 @@ def test_writer_refuses_invalid_labels_and_non_int_tags():
 def test_unpicklable_value_is_an_error_naming_the_field():
     with pytest.raises(SNetRuntimeError, match="field 'f'.*neither written as JSON nor pickled"):
         format_record_jsonl({"f": lambda: 1}, allow_pickle=True)
-    with pytest.raises(SNetRuntimeError, match="field 'f'.*neither written as JSON nor pickled"):
+    with pytest.raises(NotJsonField, match="field 'f' holds a function"):
         format_record_jsonl({"f": lambda: 1}, allow_pickle=False)
 
 
@@ -377,7 +388,10 @@ def test_numpy_values_json_cannot_hold_are_named_by_their_numpy_type():
     seen = []
     for record in ({"c": np.complex128(1 + 2j)}, {"d": np.array(["2024-01-02"], dtype="datetime64[D]")},
                    {"n": np.array([1.0, np.nan])}):
-        assert '{"$pickle":"' in format_record_jsonl(record, allow_pickle=False, on_pickle=seen.append)
+        assert '{"$pickle":"' in format_record_jsonl(record, allow_pickle=True)
+        with pytest.raises(NotJsonField) as info:
+            format_record_jsonl(record, allow_pickle=False)
+        seen.append(info.value)
     assert [(f.label, f.what) for f in seen] == [
         ("c", "a numpy.complex128 holding a complex"), ("d", "a numpy.ndarray holding a datetime.date inside a list"),
         ("n", "a numpy.ndarray holding the float nan inside a list")]

@@ -118,3 +118,52 @@ def test_cli_reads_binary_input_and_writes_binary_output(tmp_path):
                             "--xml-mode", "binary"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert wrong.returncode == 2
     assert wrong.stderr.strip() == "error: --xml-mode binary applies to XML output only; the output format is jsonl"
+
+
+# A record without a mode attribute: binary to the reference distribution's reader (its factorial
+# example's bdata.xml), textual to files that spell their values (TYPE)VALUE.  Each field's text decides.
+UNMARKED_FILE = ('<?xml version="1.0" encoding="ISO-8859-1" ?>\n'
+                 '<record xmlns="snet-home.org" type="data" interface="C4SNet">\n'
+                 '  <field label="x">GBQAAAA==</field>\n  <tag label="T">1</tag>\n</record>\n'
+                 '<record type="data" interface="C4SNet"><field label="x">GAgAAAA==</field></record>\n'
+                 '<record type="data"><field label="x" interface="C4SNet">G8AAAAA==</field>'
+                 '<field label="c">CeA==</field><field label="d">KAAAAAAAAFEA=</field></record>\n'
+                 '<record type="data"><field label="x">(int)7</field><field label="y">GAQAAAA==</field></record>\n'
+                 '<record type="terminate"/>\n')
+
+
+def test_records_without_a_mode_read_binary_values_as_the_reference_reader_does():
+    assert read_xml_text(UNMARKED_FILE) == [
+        {"x": 5, "<T>": 1}, {"x": 2}, {"x": 240, "c": "x", "d": 5.0}, {"x": 7, "y": 1}]
+
+
+def test_an_explicit_textual_mode_still_reads_every_value_as_textual():
+    text = '<record type="data" mode="textual"><field label="x">GBQAAAA==</field></record>\n'
+    with pytest.raises(RecordFileError) as info:
+        read_xml_text(text)
+    assert "field 'x': not a C4SNet value (expected (TYPE)VALUE" in str(info.value)
+
+
+@pytest.mark.parametrize("body,message", [
+    ("5", "field 'x': not a C4SNet value (expected the textual form (TYPE)VALUE or (TYPE[N])V1,V2,..., "
+          "or the binary form, a type digit then base64 bytes): '5'"),
+    ("", "field 'x': not a C4SNet value (expected the textual form"),
+    ("GAgAA", "field 'x': binary C4SNet int value holds 3 bytes, not 4"),
+])
+def test_a_field_in_neither_form_without_a_mode_says_what_both_forms_are(body, message):
+    with pytest.raises(RecordFileError) as info:
+        read_xml_text(f'<record type="data">\n<field label="x">{body}</field></record>\n')
+    assert str(info.value).startswith(f"<input>:2: error: {message}")
+
+
+def test_cli_runs_a_file_of_binary_records_without_mode(tmp_path):
+    (tmp_path / "fac.snet").write_text("net fac connect [{x} -> {x, <n>}];\n")
+    (tmp_path / "bdata.xml").write_text(UNMARKED_FILE, encoding="latin-1")
+    run = subprocess.run([sys.executable, "-m", "snet", "run", "fac.snet", "-i", "bdata.xml"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    def canonical(records):  # a multiset of records, whatever the order of records and keys
+        return sorted(json.dumps(record, sort_keys=True) for record in records)
+    assert canonical(map(json.loads, run.stdout.splitlines())) == canonical([
+        {"x": 5, "<T>": 1, "<n>": 0}, {"x": 2, "<n>": 0}, {"x": 240, "c": "x", "d": 5.0, "<n>": 0},
+        {"x": 7, "y": 1, "<n>": 0}])
