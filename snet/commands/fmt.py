@@ -1,9 +1,9 @@
 """``snet fmt [--check | --diff] FILE.snet...``: rewrite programs in the canonical layout.
 
 Every file is read and formatted (:func:`snet.syntax.formatter.format_text`)
-before any is written: if one does not parse, its positioned error is
-printed, nothing is written, and the exit status is 2.  A folder stands for
-the ``.snet`` files under it.
+before any is written: if one does not parse (or is nested too deeply to
+print), its positioned error is printed, nothing is written, and the exit
+status is 2.  A folder stands for the ``.snet`` files under it.
 
 * Without an option, each file whose text changes is replaced atomically
   (a temporary file in the same folder, given the file's mode, renamed over
@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from snet.errors import SNetSyntaxError, SNetUsageError
+from snet.errors import SNetCompileError, SNetUsageError
 
 EXIT_WOULD_CHANGE = 1
 
@@ -41,7 +41,7 @@ def fmt_command(args: argparse.Namespace) -> int:
     for path, old in texts:
         try:
             results.append((path, old, format_text(old, path, dialect=args.dialect)))
-        except SNetSyntaxError as error:
+        except SNetCompileError as error:
             failed += 1
             for d in error.diagnostics:
                 print(d.render(), file=sys.stderr)

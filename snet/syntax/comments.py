@@ -12,11 +12,15 @@ comment is attached to a definition, at the level of definitions it sits in:
 * a comment inside a definition (its signature, its connect expression)
   is **hoisted** to the line above the definition, since the printer lays
   expressions out anew; one between a net's closing ``}`` and the end of
-  its connect expression goes on the lines between ``}`` and ``connect``.
+  its connect expression goes on the lines between ``}`` and ``connect``,
+  and one on the line of a net's ``{`` or ``}``, after it, stays there.
 
 A blank line (or several) before a definition or an own-line comment is
 kept as one blank line.  Metadata blocks are printed as written, with their
 lines moved to the new indentation: comments and layout inside them stay.
+Inline box code (rts dialect) is printed exactly as written, from its
+``{`` to its ``}``: its language part may hold a comment, and its code's
+indentation is the code's own.
 
 Comment texts keep their own lines; a block comment's later lines move with
 its first.  All of this is a fixed point: the printed text, parsed again,
@@ -51,8 +55,10 @@ class DefinitionTrivia:
     hoisted: list[Comment] = field(default_factory=list)
     trailing: list[str] = field(default_factory=list)
     after_brace: list[Comment] = field(default_factory=list)
+    open_trailing: list[str] = field(default_factory=list)  # on a net's "{" line
+    close_trailing: list[str] = field(default_factory=list)  # on a net's "}" line
     inner: BlockTrivia | None = None  # a net's local definitions
-    verbatim: str | None = None  # a metadata block as written
+    verbatim: str | None = None  # a metadata block, or a box's inline code, as written
     verbatim_column: int = 1
 
 
@@ -144,6 +150,8 @@ class _Collector:
         for d, e, t, inner in zip(definitions, extents, trivia.definitions, inner_comments):
             if isinstance(d, ast.Metadata):
                 t.verbatim, t.verbatim_column = toks[e.first].value, toks[e.first].column
+            elif isinstance(d, ast.BoxDecl) and d.inline is not None:
+                t.verbatim = next(tok.value for tok in toks[e.first:e.last + 1] if tok.type == "INLINE_CODE")
             if e.brace_open is not None and isinstance(d, ast.NetDef) and d.definitions is not None:
                 t.inner = self.block(d.definitions, e.brace_open + 1, e.brace_close, inner,
                                      toks[e.brace_open].end_pos)
@@ -153,11 +161,18 @@ class _Collector:
         """A comment within a definition's tokens: in its braces, after them, or hoisted."""
         toks = self.toks
         if e.brace_open is not None:
-            if toks[e.brace_open].end_pos <= c.start_pos < toks[e.brace_close].start_pos:
-                inner.append(c)
+            opening, closing = toks[e.brace_open], toks[e.brace_close]
+            if opening.end_pos <= c.start_pos < closing.start_pos:
+                if c.line == opening.end_line and toks[e.brace_open + 1].start_pos > c.start_pos:
+                    t.open_trailing.append(c.value)
+                else:
+                    inner.append(c)
                 return
-            if c.start_pos > toks[e.brace_close].start_pos:
-                t.after_brace.append(comment)
+            if c.start_pos > closing.start_pos:
+                if c.line == closing.line and toks[e.brace_close + 1].start_pos > c.start_pos:
+                    t.close_trailing.append(c.value)
+                else:
+                    t.after_brace.append(comment)
                 return
         t.hoisted.append(comment)
 

@@ -123,7 +123,9 @@ def format_definition(d, depth: int, trivia: DefinitionTrivia | None = None, nam
         inputs = "" if d.inputs is None else format_tuple(d.inputs) + " "
         outs = " | ".join(format_tuple(v) for v in d.outputs)
         if d.inline is not None:
-            return f"{pad}box {name} ({inputs}-> {outs}) {{<<< {d.inline.language} |{d.inline.code}>>>}}".split("\n")
+            code = trivia.verbatim if trivia is not None and trivia.verbatim is not None else \
+                f"{{<<< {d.inline.language} |{d.inline.code}>>>}}"
+            return f"{pad}box {name} ({inputs}-> {outs}) {code}".split("\n")
         return [f"{pad}box {name} ({inputs}-> {outs});"]
     if isinstance(d, ast.TypeDef):
         return [f"{pad}type {d.name} = {format_type(d.type)};"]
@@ -144,14 +146,17 @@ def _format_net(d: ast.NetDef, depth: int, trivia: DefinitionTrivia | None, name
     body = expr_doc(d.body)
     inner = trivia.inner if trivia is not None else None
     after = trivia.after_brace if trivia is not None else []
-    if d.definitions is None or (not d.definitions and not after and (inner is None or not inner.end)):
+    opening = "".join(TRAILING + c for c in trivia.open_trailing) if trivia is not None else ""
+    closing = "".join(TRAILING + c for c in trivia.close_trailing) if trivia is not None else ""
+    if d.definitions is None or (not d.definitions and not (after or opening or closing)
+                                 and (inner is None or not inner.end)):
         braces = "" if d.definitions is None else " { }"
         doc = cat(group(text(f"{head}{braces} connect"),
                         nest(len(pad) + 4, line(), body)), text(";"))
         return render(doc, WIDTH).split("\n")
-    lines = [head.rstrip(), pad + "{"]
+    lines = [head.rstrip(), pad + "{" + opening]
     lines.extend(format_block(d.definitions, inner, depth + 1))
-    lines.append(pad + "}")
+    lines.append(pad + "}" + closing)
     for c in after:
         lines.extend(reindent(c.text, pad, c.column))
     lines.extend(render(cat(text(f"{pad}connect "), nest(len(pad) + 4, body), text(";")), WIDTH).split("\n"))
