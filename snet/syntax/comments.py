@@ -138,7 +138,7 @@ class _Collector:
                 self._inside(extents[k], trivia.definitions[k], inner_comments[k], c, comment)
                 continue
             if k > 0 and toks[extents[k - 1].last].end_line == c.line:
-                trivia.definitions[k - 1].trailing.append(c.value)
+                trivia.definitions[k - 1].trailing.append(c.value.rstrip())
                 previous_end = c.end_pos
                 continue
             comment.blank_before = self._blank_between(previous_end, c.start_pos)
@@ -164,13 +164,13 @@ class _Collector:
             opening, closing = toks[e.brace_open], toks[e.brace_close]
             if opening.end_pos <= c.start_pos < closing.start_pos:
                 if c.line == opening.end_line and toks[e.brace_open + 1].start_pos > c.start_pos:
-                    t.open_trailing.append(c.value)
+                    t.open_trailing.append(c.value.rstrip())
                 else:
                     inner.append(c)
                 return
             if c.start_pos > closing.start_pos:
                 if c.line == closing.line and toks[e.brace_close + 1].start_pos > c.start_pos:
-                    t.close_trailing.append(c.value)
+                    t.close_trailing.append(c.value.rstrip())
                 else:
                     t.after_brace.append(comment)
                 return

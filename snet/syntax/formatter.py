@@ -22,6 +22,7 @@ def format_text(text: str, filename: str = "<string>", dialect: str = "standard"
     """`text` in the canonical layout (``dialect``: ``"standard"`` or ``"rts"``)."""
     if text.startswith("\ufeff"):
         text = text[1:]  # a byte-order mark, as the compiler skips it
+    text = text.replace("\r\n", "\n")  # lines end in "\n" only
     tokens: list = []
     program = parse(text, filename, dialect=dialect, tokens=tokens)
     try:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from frontend_helpers import ROOT
 from snet.errors import SNetCompileError, SNetSyntaxError
@@ -95,11 +96,13 @@ net tail connect solo;
 // at the end of the file
 """
 
-COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/|<!--.*?-->|<\?.*?\?>", re.S)
+# Comments, and metadata blocks whole (a "//" in a metadata value is text, not a comment).
+COMMENT = re.compile(r"<metadata>.*?</metadata>|//[^\n]*|/\*.*?\*/|<!--.*?-->|<\?.*?\?>", re.S)
 
 
 def comments_of(text: str) -> list[str]:
-    return sorted(c.strip() for c in COMMENT.findall(text))
+    """The comments of `text`, each without the indentation of its lines (which moves with it)."""
+    return sorted(re.sub(r"[ \t]*\n[ \t]*", "\n", c.strip()) for c in COMMENT.findall(text))
 
 
 def test_every_comment_lands_where_the_rule_puts_it():
@@ -200,3 +203,33 @@ def test_every_repository_program_keeps_its_comments_and_meaning(path):
         return
     with pytest.raises(SNetSyntaxError):  # an example of an error: refused, as snet check refuses it
         format_text(text, str(path))
+
+
+def _with_comments(text: str, places: list[int], kinds: list[int]) -> str:
+    """`text` with a comment after some of its tokens (``places`` pick them, ``kinds`` pick the form)."""
+    tokens = []
+    parse(text, tokens=tokens)
+    ends = sorted({t.end_pos for t in tokens})
+    chosen = sorted({ends[p % len(ends)] for p in places}) if ends else []
+    out, last = [], 0
+    for n, (end, kind) in enumerate(zip(chosen, kinds)):
+        out.append(text[last:end])
+        out.append([f" // c{n}\n", f" /* c{n} */ ", f"\n\n/* c{n}\n   more */\n", f"\n  // c{n}\n"][kind % 4])
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs.filter(lambda p: p.definitions), st.lists(st.integers(0, 10_000), max_size=8),
+       st.lists(st.integers(0, 3), min_size=8, max_size=8))
+def test_comments_anywhere_are_kept_and_the_result_is_a_fixed_point(program, places, kinds):
+    text = _with_comments(format_program(program), places, kinds)
+    out = format_text(text)
+    assert parse(out) == program
+    assert comments_of(out) == comments_of(text)
+    assert format_text(out) == out, out
+
+
+def test_windows_line_ends_become_unix_ones():
+    assert format_text("// c\r\nnet n connect f; // d\r\n") == "// c\nnet n connect f;  // d\n"
