@@ -40,13 +40,19 @@ class SNetLanguageServer(LanguageServer):
         self.known_labels: dict[str, set[str]] = {}  # labels of each document's last good parse
 
     def analyse(self, uri: str) -> Document:
-        text = self.workspace.get_text_document(uri).source
-        doc = analyse_document(text, to_fs_path(uri) or uri, self.dialect)
+        """Analyse the document's current text and publish its diagnostics."""
+        source = self.workspace.get_text_document(uri)
+        try:
+            doc = analyse_document(source.source, to_fs_path(uri) or uri, self.dialect)
+        except Exception as error:  # noqa: BLE001 - a fault of the server: say so, keep serving
+            self.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Error, message=f"snet lsp: internal error on {uri}: {error!r}"))
+            raise
         self.documents[uri] = doc
         if doc.program is not None:
             self.known_labels[uri] = doc.labels
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, diagnostics=[_diagnostic(p) for p in doc.problems]))
+            uri=uri, version=source.version, diagnostics=[_diagnostic(p) for p in doc.problems]))
         return doc
 
     def document(self, uri: str) -> Document:

@@ -67,8 +67,7 @@ def format_block(definitions, trivia: BlockTrivia | None, depth: int) -> list[st
         for c in t.hoisted:
             lines.extend(reindent(c.text, pad, c.column))
         body = format_definition(d, depth, t, width)
-        if t.trailing:
-            body[-1] += TRAILING + " ".join(t.trailing)
+        body[-1] += _trailing(t.trailing)
         lines.extend(body)
     for c in trivia.end:
         if c.blank_before:
@@ -136,7 +135,12 @@ def format_definition(d, depth: int, trivia: DefinitionTrivia | None = None, nam
     raise TypeError(f"not a definition: {d!r}")
 
 
+def _trailing(comments: list[str]) -> str:
+    return TRAILING + " ".join(comments) if comments else ""
+
+
 def _format_net(d: ast.NetDef, depth: int, trivia: DefinitionTrivia | None, name: str) -> list[str]:
+    """A net on one line (``net n connect e;``, broken only to fit), or with braces on lines of their own."""
     pad = INDENT * depth
     head = f"{pad}net {name}"
     if d.signature is not None:
@@ -146,8 +150,8 @@ def _format_net(d: ast.NetDef, depth: int, trivia: DefinitionTrivia | None, name
     body = expr_doc(d.body)
     inner = trivia.inner if trivia is not None else None
     after = trivia.after_brace if trivia is not None else []
-    opening = "".join(TRAILING + c for c in trivia.open_trailing) if trivia is not None else ""
-    closing = "".join(TRAILING + c for c in trivia.close_trailing) if trivia is not None else ""
+    opening = _trailing(trivia.open_trailing) if trivia is not None else ""
+    closing = _trailing(trivia.close_trailing) if trivia is not None else ""
     if d.definitions is None or (not d.definitions and not (after or opening or closing)
                                  and (inner is None or not inner.end)):
         braces = "" if d.definitions is None else " { }"

@@ -121,7 +121,7 @@ class Client:
     def diagnostics(self, uri: str, version: int | None = None) -> list[dict]:
         message = self.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
                             and m["params"]["uri"] == uri
-                            and (version is None or m["params"].get("version", version) == version))
+                            and (version is None or m["params"].get("version") == version))
         return message["params"]["diagnostics"]
 
 
@@ -177,7 +177,7 @@ def test_an_editor_session_over_stdio(client, tmp_path):
     # A broken file: the error snet check reports, at its position.
     client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "snet", "version": 1,
                                                             "text": BROKEN}})
-    broken = client.diagnostics(uri)
+    broken = client.diagnostics(uri, 1)
     expected = check_messages(net)
     assert expected and expected[0][:3] == (3, 0, "error")  # the missing ';' is found at the '}'
     assert as_check(broken) == expected
@@ -186,7 +186,7 @@ def test_an_editor_session_over_stdio(client, tmp_path):
     # The fix, typed in: the warnings of snet check, each at its position.
     client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
                                              "contentChanges": [{"text": WARNED}]})
-    warned = client.diagnostics(uri)
+    warned = client.diagnostics(uri, 2)
     net.write_text(WARNED)
     expected = check_messages(net)
     assert len(expected) >= 1 and {e[2] for e in expected} == {"warning"}
@@ -218,7 +218,7 @@ def test_an_editor_session_over_stdio(client, tmp_path):
     typing = WARNED.replace("[{nothing} -> {}]", "[{wo} -> {<d}]")
     client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 3},
                                              "contentChanges": [{"text": typing}]})
-    client.diagnostics(uri)  # the half-typed text does not parse: an error, and labels from before
+    client.diagnostics(uri, 3)  # the half-typed text does not parse: an error, and labels from before
     after_tag = position_of(typing, "<d}")
     after_tag["character"] += 2
     items = client.request("textDocument/completion", {"textDocument": {"uri": uri}, "position": after_tag})
@@ -232,10 +232,14 @@ def test_an_editor_session_over_stdio(client, tmp_path):
     # Formatting: the text snet fmt writes.
     client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 4},
                                              "contentChanges": [{"text": WARNED.replace("  box", "box")}]})
-    client.diagnostics(uri)
+    client.diagnostics(uri, 4)
     edits = client.request("textDocument/formatting", {"textDocument": {"uri": uri},
                                                        "options": {"tabSize": 2, "insertSpaces": True}})
     assert len(edits) == 1 and edits[0]["newText"] == WARNED
+    client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+    assert as_check(client.diagnostics(uri, 4)) == expected  # the same warnings, at the same places
+    assert client.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                 "position": {"line": 1, "character": 0}}) is None  # "{"
 
     assert client.request("shutdown", None) is None
     client.notify("exit", None)
