@@ -141,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     graph.set_defaults(func=_graph, parser=graph)
 
     fmt = sub.add_parser("fmt", help="rewrite .snet files in the canonical layout (comments kept)")
-    fmt.add_argument("files", nargs="+", metavar="FILE.snet", help="files, or folders of .snet files")
+    fmt.add_argument("files", nargs="+", metavar="FILE.snet",
+                     help="files, or folders of .snet files; - alone: standard input to standard output")
     fmt_mode = fmt.add_mutually_exclusive_group()
     fmt_mode.add_argument("--check", action="store_true",
                           help="write nothing; print the diffs and exit with 1 if a file would change")
@@ -151,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.set_defaults(func=_fmt, parser=fmt)
 
     lsp = sub.add_parser("lsp", help="a language server for editors, on standard input and output")
+    lsp.add_argument("--dialect", choices=("standard", "rts"), default="standard",
+                     help="the language read (an editor's initialization option 'dialect' overrides it)")
     lsp.set_defaults(func=_lsp, parser=lsp)
 
     sub.add_parser("spark-submit", help="run 'snet run' under Spark's spark-submit (docs/spark.md)",

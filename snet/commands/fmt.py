@@ -13,7 +13,10 @@ status is 2.  A folder stands for the ``.snet`` files under it.
 * ``--diff`` writes nothing and prints the diffs; the exit status is 0.
 
 A summary line goes to standard error: how many files were (or would be)
-reformatted and how many were left unchanged.
+reformatted and how many were left unchanged.  ``snet fmt -`` reads the
+program from standard input and writes it formatted to standard output
+(with ``--check`` or ``--diff``, the diff instead), for editors that format
+through a command.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ EXIT_WOULD_CHANGE = 1
 def fmt_command(args: argparse.Namespace) -> int:
     from snet.syntax.formatter import format_text
 
+    if "-" in args.files:
+        return _standard_streams(args)
     paths = expand(args.files)
     texts = [(path, read(path)) for path in paths]
     results: list[tuple[str, str, str]] = []
@@ -52,14 +57,41 @@ def fmt_command(args: argparse.Namespace) -> int:
     changed = [(path, old, new) for path, old, new in results if new != old]
     if args.check or args.diff:
         for path, old, new in changed:
-            sys.stdout.writelines(difflib.unified_diff(
-                old.splitlines(keepends=True), new.splitlines(keepends=True), path, f"{path} (formatted)"))
+            write_diff(path, old, new)
     else:
         for path, _, new in changed:
             write_atomically(path, new)
     verb = "would be reformatted" if args.check or args.diff else "reformatted"
     print(f"{_files(len(changed))} {verb}, {_files(len(results) - len(changed))} left unchanged", file=sys.stderr)
     return EXIT_WOULD_CHANGE if args.check and changed else 0
+
+
+def _standard_streams(args: argparse.Namespace) -> int:
+    """``snet fmt -``: the program on standard input, formatted on standard output (a diff with an option)."""
+    from snet.syntax.formatter import format_text
+
+    if args.files != ["-"]:
+        raise SNetUsageError("'-' (standard input) cannot be given with files")
+    old = sys.stdin.read()
+    try:
+        new = format_text(old, "<stdin>", dialect=args.dialect)
+    except SNetCompileError as error:
+        for d in error.diagnostics:
+            print(d.render(), file=sys.stderr)
+        return 2
+    if args.check or args.diff:
+        if new != old:
+            write_diff("<stdin>", old, new)
+        return EXIT_WOULD_CHANGE if args.check and new != old else 0
+    sys.stdout.write(new)
+    return 0
+
+
+def write_diff(path: str, old: str, new: str) -> None:
+    """A unified diff from `old` to `new` on standard output."""
+    for line in difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                     path, f"{path} (formatted)"):
+        sys.stdout.write(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
 
 
 def _files(n: int) -> str:

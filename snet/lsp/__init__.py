@@ -15,4 +15,4 @@ def lsp_command(args: argparse.Namespace) -> int:
             raise
         raise SNetUsageError("snet lsp needs pygls, which is not installed: "
                              "pip install 'snet-lang[lsp]' (or pip install pygls)") from None
-    return serve()
+    return serve(getattr(args, "dialect", None) or "standard")

@@ -13,8 +13,8 @@ Features (each answer comes from :mod:`snet.lsp.documents`):
 * **completion** of the labels and tags the file spells;
 * **formatting**: the whole document as ``snet fmt`` writes it.
 
-The initialization option ``{"dialect": "rts"}`` reads files in the
-reference distribution's dialect.
+``snet lsp --dialect rts``, or the initialization option
+``{"dialect": "rts"}``, reads files in the reference distribution's dialect.
 """
 
 from __future__ import annotations
@@ -72,8 +72,9 @@ def _diagnostic(p) -> types.Diagnostic:
                             severity=_SEVERITY.get(p.severity, types.DiagnosticSeverity.Error), source="snet")
 
 
-def build_server() -> SNetLanguageServer:
+def build_server(dialect: str = "standard") -> SNetLanguageServer:
     server = SNetLanguageServer()
+    server.dialect = dialect
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: SNetLanguageServer, params: types.InitializeParams) -> None:
@@ -156,8 +157,8 @@ def _file_uri(path: str) -> str:
     return Path(path).resolve().as_uri()
 
 
-def serve() -> int:
+def serve(dialect: str = "standard") -> int:
     """Serve one editor on standard input and output until it says exit."""
     parse("net warm connect [];")  # load the grammar before the first request
-    build_server().start_io()
+    build_server(dialect).start_io()
     return 0

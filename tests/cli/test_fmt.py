@@ -152,3 +152,23 @@ def test_every_repository_snet_file_is_formatted():
         result = snet("fmt", "--check", "--dialect", dialect, *group, cwd=ROOT)
         assert result.returncode == 0, result.stdout + result.stderr
         assert result.stderr == f"0 files would be reformatted, {len(group)} files left unchanged\n"
+
+
+def test_standard_input_is_formatted_to_standard_output(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+
+    def fmt(*args: str, text: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "snet", "fmt", *args, "-"], input=text, capture_output=True,
+                              text=True, env=env, timeout=TIMEOUT)
+
+    assert (fmt(text=UGLY).returncode, fmt(text=UGLY).stdout) == (0, PRETTY)
+    check = fmt("--check", text="net n connect a..b;")  # no newline at the end
+    assert check.returncode == 1
+    assert check.stdout.splitlines()[3:] == ["-net n connect a..b;", "\\ No newline at end of file",
+                                            "+net n connect a .. b;"]
+    assert fmt("--check", text=PRETTY).returncode == 0
+    broken = fmt(text=BROKEN)
+    assert (broken.returncode, broken.stdout) == (2, "")
+    assert broken.stderr.startswith("<stdin>:1:19: error: unexpected ';'")
+    mixed = snet("fmt", "-", str(tmp_path / "x.snet"))
+    assert mixed.returncode == 2 and "'-' (standard input) cannot be given with files" in mixed.stderr

@@ -62,9 +62,9 @@ def count(words):
 class Client:
     """A minimal LSP client over a subprocess's standard input and output."""
 
-    def __init__(self, cwd: Path):
+    def __init__(self, cwd: Path, *options: str):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-        self.proc = subprocess.Popen([sys.executable, "-m", "snet", "lsp"], cwd=cwd, env=env,
+        self.proc = subprocess.Popen([sys.executable, "-m", "snet", "lsp", *options], cwd=cwd, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.inbox: queue.Queue = queue.Queue()
         self.seen: list[dict] = []
@@ -244,6 +244,39 @@ def test_an_editor_session_over_stdio(client, tmp_path):
     assert client.request("shutdown", None) is None
     client.notify("exit", None)
     assert client.proc.wait(TIMEOUT) == 0
+
+
+INLINE = """\
+box scale ((x) -> (y)) {<<< python | return {"y": 2 * x} >>>}
+
+net inline connect scale;
+"""
+
+
+@pytest.mark.parametrize("how", ["option", "initialization"])
+def test_the_rts_dialect_is_read_when_asked(tmp_path, how):
+    client = Client(tmp_path, *(["--dialect", "rts"] if how == "option" else []))
+    try:
+        uri = (tmp_path / "inline.snet").as_uri()
+        options = {"dialect": "rts"} if how == "initialization" else None
+        client.request("initialize", {"processId": os.getpid(), "capabilities": {},
+                                      "initializationOptions": options})
+        client.notify("initialized", {})
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "snet", "version": 1,
+                                                                "text": INLINE}})
+        assert client.diagnostics(uri, 1) == []
+        hover = client.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                      "position": position_of(INLINE, "scale;")})
+        assert "box scale ((x) -> (y))" in hover["contents"]["value"]
+        assert client.request("shutdown", None) is None
+        client.notify("exit", None)
+        assert client.proc.wait(TIMEOUT) == 0
+    finally:
+        if client.proc.poll() is None:
+            client.proc.kill()
+        client.proc.wait(TIMEOUT)
+        for stream in (client.proc.stdin, client.proc.stdout, client.proc.stderr):
+            stream.close()
 
 
 def test_without_pygls_the_command_says_what_to_install(tmp_path):
