@@ -16,10 +16,14 @@ import ast as python_ast
 import os
 import re
 from dataclasses import dataclass, field, fields, is_dataclass
+from typing import TYPE_CHECKING
 
 from snet.errors import Diagnostic, SNetCompileError, SNetError
 from snet.syntax import ast
 from snet.tagexpr import Ref
+
+if TYPE_CHECKING:
+    from snet.spg.build import Analysis
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PARTIAL_LABEL = re.compile(r"<?#?[A-Za-z0-9_]*$")
@@ -46,7 +50,7 @@ class Document:
     problems: list[Problem] = field(default_factory=list)
     program: ast.Program | None = None
     extents: list[tuple[object, int, int]] = field(default_factory=list)
-    analysis: object | None = None  # snet.spg.build.Analysis
+    analysis: Analysis | None = None
     labels: set[str] = field(default_factory=set)
 
 
@@ -131,7 +135,7 @@ def hover(doc: Document, line: int, column: int) -> str | None:
     from snet.syntax.printer import format_definition, format_signature, format_type
 
     d = resolve_at(doc, line, column)
-    if d is None:
+    if d is None or doc.analysis is None:
         return None
     checker = doc.analysis.checker
     if isinstance(d, ast.NetDef):
@@ -213,7 +217,8 @@ def completions(doc: Document, known: set[str], line: int, column: int) -> tuple
     """``(start column, labels)``: labels that complete what is typed before the cursor."""
     lines = doc.text.split("\n")
     before = lines[line][:column] if line < len(lines) else ""
-    typed = _PARTIAL_LABEL.search(before).group()
+    m = _PARTIAL_LABEL.search(before)
+    typed = m.group() if m else ""
     labels = sorted(doc.labels | known | set(re.findall(r"<#?[A-Za-z_]\w*>", doc.text)))
     if typed.startswith("<"):
         labels = [label for label in labels if label.startswith("<")]

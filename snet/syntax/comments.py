@@ -105,8 +105,7 @@ def collect_trivia(program: ast.Program, tokens: list, text: str) -> BlockTrivia
 class _Extent:
     first: int  # token indexes, inclusive
     last: int
-    brace_open: int | None = None  # a net's local definitions
-    brace_close: int | None = None
+    braces: tuple[int, int] | None = None  # the "{" and "}" around a net's local definitions
 
 
 class _Collector:
@@ -152,24 +151,24 @@ class _Collector:
                 t.verbatim, t.verbatim_column = toks[e.first].value, toks[e.first].column
             elif isinstance(d, ast.BoxDecl) and d.inline is not None:
                 t.verbatim = next(tok.value for tok in toks[e.first:e.last + 1] if tok.type == "INLINE_CODE")
-            if e.brace_open is not None and isinstance(d, ast.NetDef) and d.definitions is not None:
-                t.inner = self.block(d.definitions, e.brace_open + 1, e.brace_close, inner,
-                                     toks[e.brace_open].end_pos)
+            if e.braces is not None and isinstance(d, ast.NetDef) and d.definitions is not None:
+                opening, closing = e.braces
+                t.inner = self.block(d.definitions, opening + 1, closing, inner, toks[opening].end_pos)
         return trivia
 
     def _inside(self, e: _Extent, t: DefinitionTrivia, inner: list, c, comment: Comment) -> None:
         """A comment within a definition's tokens: in its braces, after them, or hoisted."""
         toks = self.toks
-        if e.brace_open is not None:
-            opening, closing = toks[e.brace_open], toks[e.brace_close]
+        if e.braces is not None:
+            opening, closing = toks[e.braces[0]], toks[e.braces[1]]
             if opening.end_pos <= c.start_pos < closing.start_pos:
-                if c.line == opening.end_line and toks[e.brace_open + 1].start_pos > c.start_pos:
+                if c.line == opening.end_line and toks[e.braces[0] + 1].start_pos > c.start_pos:
                     t.open_trailing.append(c.value.rstrip())
                 else:
                     inner.append(c)
                 return
             if c.start_pos > closing.start_pos:
-                if c.line == closing.line and toks[e.brace_close + 1].start_pos > c.start_pos:
+                if c.line == closing.line and toks[e.braces[1] + 1].start_pos > c.start_pos:
                     t.close_trailing.append(c.value.rstrip())
                 else:
                     t.after_brace.append(comment)
@@ -190,19 +189,20 @@ class _Collector:
             is_net = toks[i].type == "_NET"
             depth = 0
             connect = False
+            opening = None  # the "{" of a net's local definitions
             j = i
             while j < hi:
                 kind = toks[j].type
                 if kind == "_CONNECT" and depth == 0:
                     connect = True
                 elif kind in _OPENERS:
-                    if kind == "LBRACE" and depth == 0 and is_net and not connect and extent.brace_open is None:
-                        extent.brace_open = j
+                    if kind == "LBRACE" and depth == 0 and is_net and not connect and opening is None:
+                        opening = j
                     depth += 1
                 elif kind in _CLOSERS:
                     depth -= 1
-                    if depth == 0 and extent.brace_open is not None and extent.brace_close is None:
-                        extent.brace_close = j
+                    if depth == 0 and opening is not None and extent.braces is None:
+                        extent.braces = (opening, j)
                 elif kind == "_SEMI" and depth == 0:
                     break
                 elif kind == "INLINE_CODE" and depth == 0:
@@ -225,8 +225,8 @@ def definition_extents(program: ast.Program, tokens: list) -> list[tuple[object,
     def walk(definitions, lo: int, hi: int) -> None:
         for d, e in zip(definitions, collector.split(lo, hi)):
             out.append((d, toks[e.first].start_pos, toks[e.last].end_pos))
-            if e.brace_open is not None and isinstance(d, ast.NetDef) and d.definitions:
-                walk(d.definitions, e.brace_open + 1, e.brace_close)
+            if e.braces is not None and isinstance(d, ast.NetDef) and d.definitions:
+                walk(d.definitions, e.braces[0] + 1, e.braces[1])
 
     walk(program.definitions, 0, len(toks))
     return out
