@@ -11,6 +11,7 @@ generous upper bound; nothing sleeps.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import queue
@@ -22,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pygls", reason="snet lsp needs pygls (pip install 'snet-lang[lsp]')")
+needs_pygls = pytest.mark.skipif(importlib.util.find_spec("pygls") is None,
+                                 reason="snet lsp needs pygls (pip install 'snet-lang[lsp]')")
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 120  # an upper bound on each wait, for a machine under load
@@ -162,6 +164,7 @@ def position_of(text: str, needle: str, nth: int = 0) -> dict:
     return {"line": line, "character": offset - (text.rfind("\n", 0, offset) + 1)}
 
 
+@needs_pygls
 def test_an_editor_session_over_stdio(client, tmp_path):
     net = tmp_path / "words.snet"
     net.write_text(BROKEN)
@@ -253,6 +256,7 @@ net inline connect scale;
 """
 
 
+@needs_pygls
 @pytest.mark.parametrize("how", ["option", "initialization"])
 def test_the_rts_dialect_is_read_when_asked(tmp_path, how):
     client = Client(tmp_path, *(["--dialect", "rts"] if how == "option" else []))
