@@ -9,7 +9,8 @@ status is 2.  A folder stands for the ``.snet`` files under it.
   (a temporary file in the same folder, given the file's mode, renamed over
   it), so an interrupted run leaves each file either old or new.
 * ``--check`` writes nothing, prints a unified diff of each file that would
-  change and exits with 1 if any would (0 if none).
+  change (and its name on standard error) and exits with 1 if any would
+  (0 if none).
 * ``--diff`` writes nothing and prints the diffs; the exit status is 0.
 
 A summary line goes to standard error: how many files were (or would be)
@@ -58,6 +59,9 @@ def fmt_command(args: argparse.Namespace) -> int:
     if args.check or args.diff:
         for path, old, new in changed:
             write_diff(path, old, new)
+        if args.check:
+            for path, _, _ in changed:
+                print(f"would reformat {path}", file=sys.stderr)
     else:
         for path, _, new in changed:
             write_atomically(path, new)

@@ -75,7 +75,7 @@ def test_check_exits_with_1_and_shows_the_diff_writing_nothing(tmp_path):
     assert result.stdout.startswith(f"--- {path}\n+++ {path} (formatted)\n")
     assert "-    box f ((a) -> (b));   // makes b\n" in result.stdout
     assert "+  box f ((a) -> (b));  // makes b\n" in result.stdout
-    assert result.stderr == "1 file would be reformatted, 0 files left unchanged\n"
+    assert result.stderr == f"would reformat {path}\n1 file would be reformatted, 0 files left unchanged\n"
     assert path.read_text() == UGLY
     path.write_text(PRETTY)
     result = snet("fmt", "--check", str(path))
