@@ -13,6 +13,7 @@ Positions here are 0-based lines and character columns, as LSP counts them
 from __future__ import annotations
 
 import ast as python_ast
+import bisect
 import os
 import re
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -223,3 +224,53 @@ def completions(doc: Document, known: set[str], line: int, column: int) -> tuple
     if typed.startswith("<"):
         labels = [label for label in labels if label.startswith("<")]
     return column - len(typed), [label for label in labels if label.startswith(typed) and label != typed]
+
+
+@dataclass
+class Symbol:
+    """A definition for the editor's outline: its kind, its extent, its name's position, its local ones."""
+
+    name: str
+    kind: str  # "net", "box", "type" or "typesig"
+    start: tuple[int, int]
+    end: tuple[int, int]
+    name_at: tuple[int, int]
+    children: list[Symbol] = field(default_factory=list)
+
+
+_KINDS = {ast.NetDef: "net", ast.BoxDecl: "box", ast.TypeDef: "type", ast.TypesigDef: "typesig"}
+
+
+def outline(doc: Document) -> list[Symbol]:
+    """The named definitions of the document, local ones inside their net's (empty if it does not parse)."""
+    program = doc.analysis.program if doc.analysis is not None else doc.program
+    if program is None:
+        return []
+    extents = {id(d): (start, end) for d, start, end in doc.extents}
+    position = _positions(doc.text)
+
+    def symbols(definitions) -> list[Symbol]:
+        out = []
+        for d in definitions:
+            kind = _KINDS.get(type(d))
+            if kind is None or id(d) not in extents:
+                continue
+            start, end = extents[id(d)]
+            span = d.span
+            name_at = (span.line - 1, span.column - 1) if span is not None else position(start)
+            inner = symbols(d.definitions) if isinstance(d, ast.NetDef) and d.definitions else []
+            out.append(Symbol(d.name, kind, position(start), position(end), name_at, inner))
+        return out
+
+    return symbols(program.definitions)
+
+
+def _positions(text: str):
+    """A function from a text offset to its 0-based (line, column)."""
+    starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+
+    def position(offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(starts, offset) - 1
+        return line, offset - starts[line]
+
+    return position

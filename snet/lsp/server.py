@@ -11,6 +11,8 @@ Features (each answer comes from :mod:`snet.lsp.documents`):
   (``NET.py`` beside ``NET.snet``, read, never imported), from any other
   name to its definition in the file;
 * **completion** of the labels and tags the file spells;
+* **outline**: the document's nets, boxes, types and typesigs, local ones
+  inside their net;
 * **formatting**: the whole document as ``snet fmt`` writes it.
 
 ``snet lsp --dialect rts``, or the initialization option
@@ -24,9 +26,11 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from snet._version import __version__
-from snet.lsp.documents import Document, analyse_document, completions, definition, hover
+from snet.lsp.documents import Document, Symbol, analyse_document, completions, definition, hover, outline
 from snet.syntax.parser import parse
 
+_SYMBOL_KINDS = {"net": types.SymbolKind.Module, "box": types.SymbolKind.Function,
+                 "type": types.SymbolKind.Struct, "typesig": types.SymbolKind.Interface}
 _SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning}
 
 
@@ -133,6 +137,10 @@ def build_server(dialect: str = "standard") -> SNetLanguageServer:
             text_edit=types.TextEdit(range=_range(line, start, line, column), new_text=label)) for label in labels]
         return types.CompletionList(is_incomplete=False, items=items)
 
+    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+    def on_symbols(ls: SNetLanguageServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
+        return [_symbol(s) for s in outline(ls.document(params.text_document.uri))]
+
     @server.feature(types.TEXT_DOCUMENT_FORMATTING)
     def on_formatting(ls: SNetLanguageServer, params: types.DocumentFormattingParams) -> list[types.TextEdit] | None:
         from snet.errors import SNetSyntaxError
@@ -149,6 +157,13 @@ def build_server(dialect: str = "standard") -> SNetLanguageServer:
         return [types.TextEdit(range=_range(0, 0, len(lines), 0), new_text=new)]
 
     return server
+
+
+def _symbol(s: Symbol) -> types.DocumentSymbol:
+    name_end = (s.name_at[0], s.name_at[1] + len(s.name))
+    return types.DocumentSymbol(name=s.name, kind=_SYMBOL_KINDS[s.kind], detail=s.kind,
+                                range=_range(*s.start, *s.end), selection_range=_range(*s.name_at, *name_end),
+                                children=[_symbol(c) for c in s.children])
 
 
 def _file_uri(path: str) -> str:

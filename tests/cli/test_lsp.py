@@ -175,6 +175,7 @@ def test_an_editor_session_over_stdio(client, tmp_path):
                                                  "capabilities": {}})["capabilities"]
     assert capabilities["hoverProvider"] and capabilities["definitionProvider"]
     assert capabilities["completionProvider"] and capabilities["documentFormattingProvider"]
+    assert capabilities["documentSymbolProvider"]
     client.notify("initialized", {})
 
     # A broken file: the error snet check reports, at its position.
@@ -216,6 +217,14 @@ def test_an_editor_session_over_stdio(client, tmp_path):
                                                           "position": position_of(WARNED, "tagged", 1)})
     assert location == {"uri": uri, "range": {"start": position_of(WARNED, "tagged"),
                                               "end": position_of(WARNED, "tagged")}}
+
+    # The outline: the nets and boxes, local ones inside theirs.
+    symbols = client.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
+    assert [(s["name"], s["detail"], [(c["name"], c["detail"]) for c in s["children"]]) for s in symbols] == [
+        ("words", "net", [("split", "box"), ("count", "box"), ("tagged", "net")])]
+    assert symbols[0]["range"]["start"] == {"line": 0, "character": 0}
+    assert symbols[0]["range"]["end"] == {"line": 6, "character": len(WARNED.splitlines()[6])}
+    assert symbols[0]["children"][2]["selectionRange"]["start"] == position_of(WARNED, "tagged")
 
     # Completion of tags after '<', and of labels inside a record type.
     typing = WARNED.replace("[{nothing} -> {}]", "[{wo} -> {<d}]")
