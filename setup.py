@@ -73,7 +73,9 @@ PACKAGES = find_packages(where=HERE, include=["snet", "snet.*", "snet_front"])
 PACKAGE_DATA = {"snet": ["py.typed"], "snet.syntax": ["*.lark"], "snet.core": ["*.pxd"],
                 "snet_front": ["*.pxd", "*.pxi", "*.pyi", "py.typed", "includes/*"]}
 
-TEST = ["pytest>=8", "pytest-benchmark>=4", "hypothesis>=6", "interegular>=0.3", "numpy>=1.24", "mypy>=1.10"]
+# snet lsp, the language server for editors; the tests drive it, so the test extra has it.
+LSP = ["pygls>=2.0,<3"]
+TEST = LSP + ["pytest>=8", "pytest-benchmark>=4", "hypothesis>=6", "interegular>=0.3", "numpy>=1.24", "mypy>=1.10"]
 # pyspark[connect] brings the Spark Connect client (grpcio, zstandard, ...) for sc:// masters.
 # cloudpickle: the fallback of snet.spark.replicas where pyspark's own copy is missing.
 SPARK = ["pyspark[connect]>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=18", "cloudpickle>=2.0"]
@@ -122,9 +124,12 @@ if __name__ == "__main__":  # the build runs this file as a script; tests import
             "examples": EXAMPLES,
             "test": TEST,
             "spark": SPARK,
+            "lsp": LSP,
             # Everything: what CI installs, and the README's test command.
             "all": sorted(set(TEST + SPARK + EXAMPLES)),
         },
-        entry_points={"console_scripts": ["snet = snet.__main__:main"]},
+        # The command, and the Pygments lexer of .snet files (pygmentize -l snet).
+        entry_points={"console_scripts": ["snet = snet.__main__:main"],
+                      "pygments.lexers": ["snet = snet.syntax.pygments_lexer:SNetLexer"]},
         zip_safe=False,
     )

@@ -141,6 +141,22 @@ def build_parser() -> argparse.ArgumentParser:
                        help="draw the named net NET as one node with its signature (repeatable)")
     graph.set_defaults(func=_graph, parser=graph)
 
+    fmt = sub.add_parser("fmt", help="rewrite .snet files in the canonical layout (comments kept)")
+    fmt.add_argument("files", nargs="+", metavar="FILE.snet",
+                     help="files, or folders of .snet files; - alone: standard input to standard output")
+    fmt_mode = fmt.add_mutually_exclusive_group()
+    fmt_mode.add_argument("--check", action="store_true",
+                          help="write nothing; print the diffs and exit with 1 if a file would change")
+    fmt_mode.add_argument("--diff", action="store_true", help="write nothing; print the diffs")
+    fmt.add_argument("--dialect", choices=("standard", "rts"), default="standard",
+                     help="the language read: standard (default), or rts, the reference distribution's dialect")
+    fmt.set_defaults(func=_fmt, parser=fmt)
+
+    lsp = sub.add_parser("lsp", help="a language server for editors, on standard input and output")
+    lsp.add_argument("--dialect", choices=("standard", "rts"), default="standard",
+                     help="the language read (an editor's initialization option 'dialect' overrides it)")
+    lsp.set_defaults(func=_lsp, parser=lsp)
+
     sub.add_parser("spark-submit", help="run 'snet run' under Spark's spark-submit (docs/spark.md)",
                    usage="snet spark-submit [SPARK-SUBMIT OPTIONS] [--dry-run] [--spark-submit PROGRAM] "
                          "-- NET.snet [SNET RUN OPTIONS]",
@@ -163,6 +179,16 @@ def _check(args: argparse.Namespace) -> int:
 def _graph(args: argparse.Namespace) -> int:
     from snet.commands.graph import graph_command
     return graph_command(args)
+
+
+def _fmt(args: argparse.Namespace) -> int:
+    from snet.commands.fmt import fmt_command
+    return fmt_command(args)
+
+
+def _lsp(args: argparse.Namespace) -> int:
+    from snet.lsp import lsp_command
+    return lsp_command(args)
 
 
 def _spark_submit(words: list[str], parser: argparse.ArgumentParser) -> int:

@@ -100,6 +100,9 @@ class SNetLexer(Lexer):
     __future_interface__ = 2  # lex(lexer_state, parser_state): we need the parser state
     # Set by snet.syntax.parser.parse, under its lock, for the parse in progress.
     rts = False
+    # A list that receives every token and every comment of the parse in progress
+    # (the formatter's view of the text), or None.
+    record: list | None = None
 
     def __init__(self, lexer_conf) -> None:  # lark's interface
         pass
@@ -107,15 +110,27 @@ class SNetLexer(Lexer):
     def lex(self, lexer_state, parser_state) -> Iterator[Token]:
         slice_ = lexer_state.text
         text = slice_.text if hasattr(slice_, "text") else slice_
-        return tokenize(text, parser_state, SNetLexer.rts)
+        record = SNetLexer.record
+        if record is None:
+            return tokenize(text, parser_state, SNetLexer.rts)
+        return _recorded(tokenize(text, parser_state, SNetLexer.rts, record), record)
 
 
-def tokenize(text: str, parser_state=None, rts: bool = False) -> Iterator[Token]:
+def _recorded(tokens: Iterator[Token], record: list) -> Iterator[Token]:
+    for token in tokens:
+        record.append(token)
+        yield token
+
+
+def tokenize(text: str, parser_state=None, rts: bool = False, comments: list | None = None) -> Iterator[Token]:
     """Yield the tokens of `text`; with a parser state, metadata is context-sensitive.
 
     With ``rts`` (the reference distribution's dialect), ``{ <<< ... >>> }``
     is one INLINE_CODE token, and a ``(`` where the parser can take the
-    parenthesised operand of a star, feedback or split is _PLPAR.
+    parenthesised operand of a star, feedback or split is _PLPAR.  With a
+    ``comments`` list, every comment (and every XML comment or declaration
+    skipped where a definition may start) is appended to it as a COMMENT
+    token when the lexer passes it.
     """
     pos = 0
     line = 1
@@ -133,6 +148,8 @@ def tokenize(text: str, parser_state=None, rts: bool = False) -> Iterator[Token]
         value = m.group()
         stop = m.end()
         if kind == "ws" or kind == "comment":
+            if kind == "comment" and comments is not None:
+                comments.append(_token("COMMENT", value, pos, line, line_start, text))
             newlines = value.count("\n")
             if newlines:
                 line += newlines
@@ -162,6 +179,8 @@ def tokenize(text: str, parser_state=None, rts: bool = False) -> Iterator[Token]
                     value = text[pos:stop]
                     if kind == "METADATA":
                         yield _token("METADATA", value, pos, line, line_start, text)
+                    elif comments is not None:
+                        comments.append(_token("COMMENT", value, pos, line, line_start, text))
                     newlines = value.count("\n")
                     if newlines:
                         line += newlines

@@ -104,7 +104,8 @@ def line_locator(text: str):
     return line_of
 
 
-def parse(text: str, filename: str = "<string>", source: Source | None = None, dialect: str = "standard") -> Program:
+def parse(text: str, filename: str = "<string>", source: Source | None = None, dialect: str = "standard",
+          tokens: list | None = None) -> Program:
     """Parse a whole `.snet` text.
 
     Args:
@@ -114,6 +115,8 @@ def parse(text: str, filename: str = "<string>", source: Source | None = None, d
         dialect: ``"standard"`` or ``"rts"`` (:class:`snet.options.CompileOptions`):
             the rts dialect also reads inline box code, ``net NAME;`` and
             parenthesised patterns and split tags (``A ** ({a})``, ``A ! (<t>)``).
+        tokens: a list that receives every token and comment (COMMENT tokens) in
+            the order the lexer meets them: what the formatter keeps of the layout.
 
     Returns:
         The program's AST.
@@ -131,10 +134,12 @@ def parse(text: str, filename: str = "<string>", source: Source | None = None, d
             parsers.builder.source = source
             parsers.builder.line_of = line_of
             parsers.builder.rts = SNetLexer.rts = rts
+            SNetLexer.record = tokens
             try:
                 return parsers.lark.parse(text)
             finally:
                 parsers.builder.rts = SNetLexer.rts = False
+                SNetLexer.record = None
     except LexicalError as e:  # InlineCodeError included
         raise _error(source, e.line, e.column, e.message) from None
     except MetadataError as e:

@@ -55,7 +55,9 @@ def test_the_distribution_name_is_free_and_the_command_is_snet():
     setup = load_setup()
     assert setup.DISTRIBUTION == "snet-lang"  # "snet" on PyPI is another project
     keywords = setup_keywords()
-    assert ast.literal_eval(keywords["entry_points"]) == {"console_scripts": ["snet = snet.__main__:main"]}
+    assert ast.literal_eval(keywords["entry_points"]) == {
+        "console_scripts": ["snet = snet.__main__:main"],
+        "pygments.lexers": ["snet = snet.syntax.pygments_lexer:SNetLexer"]}
     assert ast.literal_eval(keywords["license"]) == "MIT"
     assert (ROOT / "LICENSE").read_text().startswith("MIT License")
 
