@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 from snet.errors import SNetCompileError, SNetUsageError
+from snet.syntax.reading import read_program
 
 EXIT_WOULD_CHANGE = 1
 
@@ -116,11 +117,11 @@ def expand(names: list[str]) -> list[str]:
 
 
 def read(path: str) -> str:
+    """The file's text as written (line ends kept); invalid UTF-8 is a positioned error."""
     try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            return f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise SNetUsageError(f"cannot read {path}: {e}") from None
+        return read_program(path)
+    except OSError as e:
+        raise SNetUsageError(f"cannot read {path}: {e.strerror or e}") from None
 
 
 def write_atomically(path: str, text: str) -> None:

@@ -113,6 +113,17 @@ def test_a_file_that_does_not_parse_stops_every_file_from_being_written(tmp_path
     assert snet("fmt", "--check", str(good), str(bad)).returncode == 2
 
 
+def test_invalid_utf8_is_a_positioned_error_and_no_file_is_written(tmp_path):
+    good, bad = tmp_path / "good.snet", tmp_path / "bad.snet"
+    good.write_text(UGLY)
+    bad.write_bytes(b"net a connect b;\n// caf\xe9\n")
+    result = snet("fmt", str(good), str(bad))
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == (
+        f"{bad}:2:7: error: invalid UTF-8 (byte 0xe9: invalid continuation byte); a .snet file must be UTF-8 text")
+    assert good.read_text() == UGLY and bad.read_bytes() == b"net a connect b;\n// caf\xe9\n"
+
+
 def test_a_missing_file_is_a_usage_error(tmp_path):
     result = snet("fmt", str(tmp_path / "nosuch.snet"))
     assert result.returncode == 2
