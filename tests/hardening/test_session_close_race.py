@@ -1,0 +1,126 @@
+"""A session closed while threads feed it: every accepted record's outputs are delivered, every refused feed raises.
+
+Admission and the end of the input are one atomic step (snet/session.py,
+``_Run``): a ``feed`` or ``submit`` that returns has its record queued
+before the end marker, so the network processes it; one that comes after
+``close()`` raises "session is closed".  The soak closes 200 sessions while
+six threads feed each one (and, in a second pass, while six threads submit)
+and compares, per session, the accepted inputs with the outputs exactly.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from concurrent.futures import wait
+
+import pytest
+
+import snet
+from snet.errors import SNetUsageError
+
+NET = "box f ((x) -> (y)); net n connect f;"
+SESSIONS = 200
+FEEDERS = 6
+WARM = 8  # records each feeder has offered when the close comes
+BOUND = 10 ** 6  # records one feeder offers at most: the close always comes first
+
+
+def double(x):
+    return {"y": 2 * x}
+
+
+def _race(session, offer) -> tuple:
+    """Six threads call ``offer(session, n)`` with unique numbers until it raises; returns once each has offered some.
+
+    Returns the threads, what they got back for the accepted numbers, the
+    number of refused offers (each with "session is closed") and any other error.
+    """
+    accepted: list = []
+    refused = [0]
+    errors: list = []
+    going = [threading.Event() for _ in range(FEEDERS)]
+    lock = threading.Lock()
+
+    def feeder(k: int) -> None:
+        mine = []
+        for i in range(BOUND):
+            n = k * BOUND + i
+            if i == WARM:
+                going[k].set()
+            try:
+                mine.append((n, offer(session, n)))
+            except SNetUsageError as e:
+                if "session is closed" not in str(e):
+                    errors.append(e)
+                with lock:
+                    refused[0] += 1
+                break
+            except BaseException as e:  # anything else is a failure of the test
+                errors.append(e)
+                break
+        going[k].set()
+        with lock:
+            accepted.extend(mine)
+
+    threads = [threading.Thread(target=feeder, args=(k,)) for k in range(FEEDERS)]
+    for t in threads:
+        t.start()
+    for event in going:  # every feeder is feeding: the close lands in the middle of their calls
+        assert event.wait(60)
+    return threads, accepted, refused, errors
+
+
+@pytest.fixture(autouse=True)
+def often_switching_threads():
+    """Threads switch every 20 microseconds instead of 5 ms: many more interleavings per session."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(2e-5)
+    yield
+    sys.setswitchinterval(interval)
+
+
+def _feed(session, n):
+    session.feed({"x": n})
+
+
+def _submit(session, n):
+    return session.submit({"x": n})
+
+
+@pytest.mark.slow
+def test_feeds_racing_close_are_each_delivered_or_refused(engine_options):
+    net = snet.load(NET, boxes={"f": double})
+    lost = []
+    for round_ in range(SESSIONS):
+        options = dict(engine_options, max_pending=64) if round_ % 2 else dict(engine_options)
+        session = net.session(**options)
+        threads, accepted, refused, errors = _race(session, _feed)
+        got = session.close(timeout=60)
+        for t in threads:
+            t.join(60)
+        assert not errors, errors
+        assert refused[0] == FEEDERS
+        expected = sorted(2 * n for n, _ in accepted)
+        outputs = sorted(r["y"] for r in got)
+        if outputs != expected:
+            lost.append((round_, len(expected) - len(outputs)))
+    assert not lost, f"sessions whose accepted records were not all delivered (round, records missing): {lost}"
+
+
+@pytest.mark.slow
+def test_submits_racing_close_each_complete_or_are_refused(engine_options):
+    net = snet.load(NET, boxes={"f": double})
+    for round_ in range(SESSIONS // 2):
+        options = dict(engine_options, max_pending=64) if round_ % 2 else dict(engine_options)
+        session = net.session(**options)
+        threads, accepted, refused, errors = _race(session, _submit)
+        session.close(timeout=60)
+        for t in threads:
+            t.join(60)
+        assert not errors, errors
+        futures = [f for _, f in accepted]
+        done, pending = wait(futures, timeout=60)
+        assert not pending, f"round {round_}: {len(pending)} accepted futures never completed"
+        for n, future in accepted:
+            assert future.result() == [{"y": 2 * n}], f"round {round_}: input {n}"
