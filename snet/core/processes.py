@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import io
 import multiprocessing
 import os
 import pickle
@@ -59,7 +60,7 @@ import traceback
 from types import ModuleType
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from snet.core.boxes import argument_binding, load_module_from_path
+from snet.core.boxes import argument_binding, end_forked_child, load_module_from_path
 from snet.errors import SNetBindingError
 
 _PATH_LOADED_PREFIX = "snet_boxes_"  # module names of snet.core.boxes.load_module_from_path
@@ -146,8 +147,11 @@ def _serve(connection: Any, path: list[str], shipped: dict[str, tuple]) -> None:
 
 def _answer(name: str, args: tuple, kwargs: dict) -> bytes:
     """One call in the process, pickled: ``(True, results)`` or ``(False, (exception or stand-in, traceback))``."""
+    pid = os.getpid()
     try:
         result = _functions[name](*args, **kwargs)
+        if os.getpid() != pid:  # a child the box forked, back from the call: it must not answer for the box
+            end_forked_child(name)
         if inspect.iscoroutine(result):
             import asyncio
 
@@ -348,7 +352,7 @@ class _Pool:
             raise
         self._idle.put(entry)
         try:
-            ok, value = pickle.loads(reply)
+            ok, value = _ReplyUnpickler(io.BytesIO(reply)).load()
         except Exception as e:  # e.g. a class of the result that the parent cannot import
             error = RemoteBoxException(type(e).__name__, f"the answer of its box process cannot be read: "
                                                          f"{type(e).__name__}: {e}", self.name)
@@ -407,6 +411,31 @@ class _Pool:
             connection.close()
             if process.is_alive():
                 process.terminate()
+
+
+#: modules whose functions act on the process itself (exit, signal, spawn...): an answer may name their classes
+#: (``os.stat_result``), never call their functions
+_PROCESS_MODULES = frozenset({"os", "posix", "nt", "signal", "_signal", "_thread", "threading", "faulthandler",
+                              "ctypes", "_ctypes", "subprocess", "_posixsubprocess", "multiprocessing", "sys"})
+_PROCESS_BUILTINS = frozenset({"exit", "quit", "exec", "eval", "compile", "__import__", "breakpoint", "input"})
+
+
+class _ReplyUnpickler(pickle.Unpickler):
+    """Reads a box process's answer without letting it end or take over the parent.
+
+    Unpickling runs whatever callables the pickle names.  A result whose
+    ``__reduce__`` names ``os._exit`` (say) would end the parent at once,
+    with nothing flushed; such an answer is refused instead, and the call
+    fails with an error naming the box, like any answer that cannot be read.
+    """
+
+    def find_class(self, module: str, name: str) -> Any:
+        found = super().find_class(module, name)
+        if isinstance(found, type):
+            return found
+        if module.partition(".")[0] in _PROCESS_MODULES or (module == "builtins" and name in _PROCESS_BUILTINS):
+            raise pickle.UnpicklingError(f"it would call {module}.{name} in the parent process")
+        return found
 
 
 def _pickles(value: Any) -> bool:

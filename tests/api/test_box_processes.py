@@ -297,3 +297,32 @@ def test_an_argument_the_box_process_cannot_unpickle_fails_that_call_only(tmp_pa
     assert values == "[1, 2]"
     assert error.startswith("box 'echo' raised ") and "its arguments cannot be read in the box process" in error
     assert "died" not in error
+
+
+EXITING_RESULT = '''
+import os
+
+
+class Exits:
+    """Unpickled, this calls os._exit: a result that would end whoever reads it."""
+
+    def __reduce__(self):
+        return (os._exit, (7,))
+
+
+def f(x):
+    return {"y": Exits() if x == 2 else x}
+'''
+
+
+def test_a_result_whose_unpickling_would_end_the_parent_fails_its_call_and_the_outputs_before_it_are_kept(tmp_path):
+    (tmp_path / "n.snet").write_text("box f ((x) -> (y)); net n connect f;")
+    (tmp_path / "n.py").write_text(EXITING_RESULT)
+    out = tmp_path / "out.jsonl"
+    done = subprocess.run([sys.executable, "-m", "snet", "run", str(tmp_path / "n.snet"), "-o", str(out),
+                           "--box-processes", "f=1", "-w", "1"],
+                          input="".join(json.dumps({"x": x}) + "\n" for x in range(4)),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert "box 'f'" in done.stderr and "_exit in the parent process" in done.stderr
+    assert [json.loads(line) for line in out.read_text().splitlines()] == [{"y": 0}, {"y": 1}]
