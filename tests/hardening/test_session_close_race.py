@@ -10,6 +10,7 @@ and compares, per session, the accepted inputs with the outputs exactly.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
 from concurrent.futures import wait
@@ -124,3 +125,56 @@ def test_submits_racing_close_each_complete_or_are_refused(engine_options):
         assert not pending, f"round {round_}: {len(pending)} accepted futures never completed"
         for n, future in accepted:
             assert future.result() == [{"y": 2 * n}], f"round {round_}: input {n}"
+
+
+def test_async_feeds_racing_aclose_are_each_delivered_or_refused(engine_options):
+    """The asyncio session: six tasks feed (and submit) while another closes; every outcome is accounted for.
+
+    The tasks share the loop's thread, so this holds the asyncio front to the
+    same rule rather than racing threads (the tests above do that).
+    """
+    net = snet.load(NET, boxes={"f": double})
+
+    async def one(bounded: bool) -> None:
+        options = dict(engine_options, max_pending=64) if bounded else dict(engine_options)
+        session = net.asession(**options)
+        accepted, futures, refused = [], [], []
+        going = [asyncio.Event() for _ in range(FEEDERS)]
+
+        async def feeder(k: int) -> None:
+            for i in range(BOUND):
+                n = k * BOUND + i
+                if i == WARM:
+                    going[k].set()
+                try:
+                    if i % 2:
+                        futures.append((n, asyncio.ensure_future(session.submit({"x": n}))))
+                        await asyncio.sleep(0)
+                    else:
+                        await session.feed({"x": n})
+                        accepted.append(n)
+                except SNetUsageError as e:
+                    assert "session is closed" in str(e)
+                    refused.append(k)
+                    break
+                await asyncio.sleep(0)  # let the other feeders and the closer run
+            going[k].set()
+
+        tasks = [asyncio.ensure_future(feeder(k)) for k in range(FEEDERS)]
+        for event in going:
+            await asyncio.wait_for(event.wait(), 60)
+        got = await asyncio.wait_for(session.aclose(), 60)
+        await asyncio.wait_for(asyncio.gather(*tasks), 60)
+        assert sorted(refused) == list(range(FEEDERS))
+        assert sorted(r["y"] for r in got) == sorted(2 * n for n in accepted)
+        for n, task in futures:  # a submit either failed with "session is closed" or has the output
+            try:
+                assert await asyncio.wait_for(task, 60) == [{"y": 2 * n}]
+            except SNetUsageError as e:
+                assert "session is closed" in str(e)
+
+    async def main() -> None:
+        for round_ in range(40):
+            await one(bool(round_ % 2))
+
+    asyncio.run(main())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import threading
 import time
@@ -96,6 +97,24 @@ def test_a_session_dropped_without_close_ends_its_threads(engine_options):
     started = _session_threads() - before
     assert started, "the session runs in threads of its own"
     del session
+    gc.collect()
+    deadline = time.monotonic() + 30
+    while any(t.is_alive() for t in started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [t.name for t in started if t.is_alive()] == []
+
+
+def test_an_async_session_dropped_without_aclose_ends_its_threads(engine_options):
+    before = _session_threads()
+    net = snet.load(NET, boxes={"f": lambda x: {"y": x}})
+
+    async def use_and_drop() -> None:
+        session = net.asession(**engine_options)
+        assert await session.submit({"x": 2}) == [{"y": 2}]
+        await session.feed({"x": 1})
+
+    asyncio.run(use_and_drop())
+    started = _session_threads() - before
     gc.collect()
     deadline = time.monotonic() + 30
     while any(t.is_alive() for t in started) and time.monotonic() < deadline:
