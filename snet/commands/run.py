@@ -105,6 +105,11 @@ def split_process_limits(values: list[str]) -> tuple[list[str], dict[str, str]]:
     return counts, limits
 
 
+def _number(text: str | None) -> int | str | None:
+    """An int from a text of digits; anything else as given, for the option's check to name."""
+    return int(text) if text is not None and text.isdigit() else text
+
+
 def parse_spark_conf(values: list[str]) -> dict[str, str]:
     conf = {}
     for value in values:
@@ -142,8 +147,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             on_error=on_error,
             box_processes=processes,
             box_processes_per_box=processes_per_box,
-            box_process_calls=int(process_limits["calls"]) if process_limits.get("calls", "").isdigit()
-            else process_limits.get("calls"),
+            box_process_calls=_number(process_limits.get("calls")),
             box_process_memory=process_limits.get("memory"),
         )
     except SNetOptionError as e:
