@@ -39,6 +39,7 @@ class _Listener:
         self.outputs: asyncio.Queue = asyncio.Queue()
         self.room_made = asyncio.Event()
         self.end_seen = asyncio.Event()
+        self.taken = asyncio.Event()  # set whenever the consumer takes an output, and at the end
 
     def output(self, record: Record) -> None:
         try:
@@ -57,6 +58,7 @@ class _Listener:
             self.outputs.put_nowait(_END)
             self.room_made.set()
             self.end_seen.set()
+            self.taken.set()  # a feed waiting for the consumer is refused now, not left waiting
 
         try:
             self.loop.call_soon_threadsafe(end)
@@ -80,7 +82,7 @@ class AsyncSession:
         self._outputs = listener.outputs
         self._room = listener.room_made
         self._ended = listener.end_seen
-        self._taken = asyncio.Event()  # set whenever the consumer takes an output
+        self._taken = listener.taken
         self._session = Session(network, options, max_pending, listener=listener)
 
     # -- the API ---------------------------------------------------------------------
@@ -160,6 +162,7 @@ class AsyncSession:
         """End the input, wait for the network to terminate, return the fed inputs' outputs not yet taken."""
         self.end_input()
         await self._ended.wait()
+        self._taken.set()  # the outputs are taken below: a feed waiting for the consumer goes on, and is refused
         out = []
         while True:
             item = self._outputs.get_nowait()
