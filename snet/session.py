@@ -312,8 +312,8 @@ class Session:
         run.stop = True
         run.end_input()
         self._execution.close()
-        self._thread.join(2.0)
         run.abandon_live()  # at once, also while a box call still runs: no future waits for it
+        self._thread.join(2.0)
 
     def stats(self) -> RunStats:
         return self._execution.stats()
