@@ -26,6 +26,46 @@ Record = dict
 _END = object()
 
 
+class _Listener:
+    """What the runtime's threads tell the loop: outputs, room under ``max_pending``, the end.
+
+    Holds the loop's queue and events but not the :class:`AsyncSession`, so
+    an async session dropped without ``aclose()`` is collected (and its
+    input ended, see :class:`snet.session.Session`).
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.outputs: asyncio.Queue = asyncio.Queue()
+        self.room_made = asyncio.Event()
+        self.end_seen = asyncio.Event()
+        self.taken = asyncio.Event()  # set whenever the consumer takes an output, and at the end
+
+    def output(self, record: Record) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.outputs.put_nowait, record)
+        except RuntimeError:  # the loop is closed: nobody takes outputs any more
+            pass
+
+    def room(self) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.room_made.set)
+        except RuntimeError:
+            pass
+
+    def ended(self) -> None:
+        def end() -> None:
+            self.outputs.put_nowait(_END)
+            self.room_made.set()
+            self.end_seen.set()
+            self.taken.set()  # a feed waiting for the consumer is refused now, not left waiting
+
+        try:
+            self.loop.call_soon_threadsafe(end)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+
 class AsyncSession:
     """A session for asyncio code; create it inside a running event loop.
 
@@ -38,31 +78,12 @@ class AsyncSession:
     """
 
     def __init__(self, network: Any, options: "RunOptions", max_pending: int | None = None):
-        self._loop = asyncio.get_running_loop()
-        self._outputs: asyncio.Queue = asyncio.Queue()
-        self._room = asyncio.Event()
-        self._ended = asyncio.Event()
-        self._taken = asyncio.Event()  # set whenever the consumer takes an output
-        self._session = Session(network, options, max_pending, listener=self)
-
-    # -- called from the runtime's threads -----------------------------------------
-
-    def output(self, record: Record) -> None:
-        self._loop.call_soon_threadsafe(self._outputs.put_nowait, record)
-
-    def room(self) -> None:
-        self._loop.call_soon_threadsafe(self._room.set)
-
-    def ended(self) -> None:
-        def end() -> None:
-            self._outputs.put_nowait(_END)
-            self._room.set()
-            self._ended.set()
-
-        try:
-            self._loop.call_soon_threadsafe(end)
-        except RuntimeError:  # the loop is closed: nobody waits any more
-            pass
+        listener = _Listener(asyncio.get_running_loop())
+        self._outputs = listener.outputs
+        self._room = listener.room_made
+        self._ended = listener.end_seen
+        self._taken = listener.taken
+        self._session = Session(network, options, max_pending, listener=listener)
 
     # -- the API ---------------------------------------------------------------------
 
@@ -141,6 +162,7 @@ class AsyncSession:
         """End the input, wait for the network to terminate, return the fed inputs' outputs not yet taken."""
         self.end_input()
         await self._ended.wait()
+        self._taken.set()  # the outputs are taken below: a feed waiting for the consumer goes on, and is refused
         out = []
         while True:
             item = self._outputs.get_nowait()

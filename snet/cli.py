@@ -73,9 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="admit input only while inputs < OFFSET + FACTOR * outputs")
     run.add_argument("--box-concurrency", action="append", default=[], metavar="N|NAME=N",
                      help="concurrent calls of one box instance: a default N, or NAME=N for one box (repeatable)")
-    run.add_argument("--box-processes", action="append", default=[], metavar="N|NAME=N",
+    run.add_argument("--box-processes", action="append", default=[], metavar="N|NAME=N[,calls=C][,memory=SIZE]",
                      help="run box calls in N worker processes: N for every box, or NAME=N for one box "
-                          "(repeatable); for pure-Python boxes that need more than one core")
+                          "(repeatable); for pure-Python boxes that need more than one core. calls=C and "
+                          "memory=SIZE (512M, 2G) replace a box process after C calls or once it holds SIZE")
     run.add_argument("--no-steal", action="store_true",
                      help="disable work stealing between workers (for measurements)")
     run.add_argument("--seed", type=int, metavar="S",

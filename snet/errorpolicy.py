@@ -57,13 +57,20 @@ class ErrorPolicy:
     """Skips failing records: logs a warning, counts, and hands an error record to ``handler``.
 
     Called from any worker thread; the count and the handler calls are
-    serialised by a lock, so a handler need not be thread-safe.
+    serialised by a lock, so a handler need not be thread-safe.  A handler
+    that raises (any exception, ``SystemExit`` included) stops the run with
+    an error naming what it raised, and is called exactly once for that
+    failure and never again in the run: failures that other workers meet
+    meanwhile raise the same error.  A ``KeyboardInterrupt`` in the main
+    thread is a Ctrl-C and is raised as is; in any other thread it is the
+    handler's failure like any other.
     """
 
     def __init__(self, handler: Callable[[dict], Any] | None = None, quiet: bool = False):
         self.handler = handler
         self.quiet = quiet  # no warnings: a policy that only collects (a split's replicas on an executor)
         self.failures = 0
+        self.broken: SNetRuntimeError | None = None  # the error that ended the run when the handler raised
         self._lock = threading.Lock()
 
     def failed(self, error: SNetRuntimeError, record: Record, box: str | None) -> None:
@@ -83,12 +90,17 @@ class ErrorPolicy:
                 elif self.failures == LOGGED_FAILURES + 1:
                     log.warning("warning: more records failed and were skipped; only their number is reported "
                                 "from now on")
+            if self.broken is not None:  # the handler failed before: the run is ending, it is not called again
+                raise self.broken
             if self.handler is not None:
                 try:
                     self.handler(record)
-                except Exception as e:  # the handler's own failure ends the run: nothing is lost silently
-                    raise SNetRuntimeError(f"the on_error handler raised {type(e).__name__}: {e} while handling: "
-                                           f"{record['error']}") from e
+                except BaseException as e:  # the handler's own failure ends the run: nothing is lost silently
+                    if isinstance(e, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
+                        raise  # a Ctrl-C that came while the handler ran
+                    self.broken = SNetRuntimeError(f"the on_error handler raised {type(e).__name__}: {e} while "
+                                                   f"handling: {record['error']}")
+                    raise self.broken from e
 
 
 def policy_for(on_error: Any) -> ErrorPolicy | None:

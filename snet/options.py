@@ -130,6 +130,22 @@ def _pair(value: Any) -> Any:
     return value
 
 
+_SIZE_UNITS = {"": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
+
+
+def _size(value: Any) -> Any:
+    """A size in bytes from ``"512M"``, ``"2G"``, ``"1048576"`` (binary units, a trailing B allowed); else as given."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip().upper().removesuffix("B").removesuffix("I")
+    unit = text[-1:] if text[-1:] in _SIZE_UNITS and text[-1:] else ""
+    number = text[:-1] if unit else text
+    try:
+        return int(float(number) * _SIZE_UNITS[unit])
+    except ValueError:
+        return value  # the validator names the option and the value
+
+
 def _dict(value: Any) -> Any:
     return dict(value) if isinstance(value, Mapping) else value
 
@@ -161,6 +177,10 @@ class RunOptions:
     # box calls in a pool of worker processes: for every box, and per box name (snet.core.processes)
     box_processes: int | None = attrs.field(default=None, validator=_positive_or_none)
     box_processes_per_box: dict[str, int] = attrs.field(factory=dict, converter=_dict, validator=_per_box)
+    # a box process is replaced by a fresh one after this many calls, or once its resident memory passes
+    # this many bytes (an int, or a text such as "512M"): a box that leaks is recycled (snet.core.processes)
+    box_process_calls: int | None = attrs.field(default=None, validator=_positive_or_none)
+    box_process_memory: int | None = attrs.field(default=None, converter=_size, validator=_positive_or_none)
     # "stop" (the default), "skip", or a callable taking an error record (snet.errorpolicy)
     on_error: Any = attrs.field(default="stop", validator=_on_error)
 

@@ -590,6 +590,8 @@ class ReferenceEngine:
                 self.flush_executor()
         finally:
             set_current_request(None)
+        if self.stopped:  # aborted midway: not done, it fails with the session's error (never a partial result)
+            return
         if len(self.parked) == parked:  # else a record of it stays in the network for ever: never done
             request.finish()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+import weakref
 from concurrent.futures import Future
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -22,6 +23,128 @@ Record = dict
 INPUT_WAIT = 0.01  # seconds the input stream waits for the caller before it says "nothing yet"
 
 _END = object()
+
+
+class _Run:
+    """What a session's threads share: the input queue, the output queue, the tracked inputs, the end.
+
+    The runtime's threads (the pump, the engine's workers) reach only this
+    object, never the :class:`Session`, so a session dropped without
+    ``close()`` is collected, and its finaliser ends the input: the network
+    processes what it accepted, then every thread of the run ends.
+
+    Admission and the end of the input are one atomic step under ``room``'s
+    lock: a record is either queued before the end marker (and processed),
+    or refused with "session is closed"; never queued after the marker.
+    """
+
+    def __init__(self, listener: Any, max_pending: int | None):
+        self.max_pending = max_pending
+        self.inputs: queue.Queue = queue.Queue()
+        self.outputs: queue.Queue = queue.Queue()
+        self.error: BaseException | None = None
+        self.closed = False
+        self.stop = False
+        self.done = threading.Event()
+        self.room = threading.Condition(threading.Lock())  # guards live, closed and admission
+        self.live: set[Request] = set()  # tracked inputs not done yet
+        self.fed = 0
+        self.warnings: list[str] = []
+        self.listener = listener
+        self.execution: Any = None
+
+    def input_stream(self) -> Iterator[Any]:
+        # Waits a little for the caller, then says "nothing yet" (NO_INPUT_YET), so that an engine
+        # whose only worker reads the input still finishes work that comes back from elsewhere
+        # (async box calls, split executor batches) while the caller is quiet.
+        inputs = self.inputs
+        while True:
+            try:
+                item = inputs.get(timeout=INPUT_WAIT)
+            except queue.Empty:
+                if self.stop:
+                    return
+                yield NO_INPUT_YET
+                continue
+            if item is _END or self.stop:
+                return
+            yield item
+
+    def pump(self) -> None:
+        listener = self.listener
+        deliver = listener.output if listener is not None else self.outputs.put
+        try:
+            for record in self.execution:
+                deliver(record)
+        except BaseException as e:  # handed to the caller's thread
+            self.error = e
+        finally:
+            self.warnings = list(self.execution.warnings)
+            self.done.set()
+            self.abandon_live()
+            self.outputs.put(_END)
+            if listener is not None:
+                listener.ended()
+
+    def abandon_live(self) -> None:
+        """The run is over: every tracked input not done yet fails (never a future that hangs)."""
+        error = self.error or SNetRuntimeError(
+            "the session ended before this input was done" + (" (it was aborted)" if self.stop else ""))
+        with self.room:
+            live = list(self.live)
+            self.room.notify_all()
+        for request in live:
+            request.abandon(error)
+
+    def check(self) -> None:
+        """Raise the run's error: from the first call after it on, every call raises it again."""
+        if self.error is not None:
+            raise self.error
+
+    def finished(self, request: Request) -> None:
+        with self.room:
+            self.live.discard(request)
+            self.room.notify()
+        if self.listener is not None:
+            self.listener.room()
+
+    def admit(self, record: Mapping, future: Future | None, timeout: float | None) -> None:
+        """Check ``record``, wait for room under ``max_pending``, and queue it: all before the end, or raise."""
+        with self.room:
+            self.refuse_if_over()
+            checked = dict(check_input(record, self.fed + 1))
+            if future is None and self.max_pending is None:
+                self.inputs.put(checked)  # untracked: no cost per record inside the network
+                self.fed += 1
+                return
+            if self.max_pending is not None:
+                deadline = None if timeout is None else time.monotonic() + timeout
+                while len(self.live) >= self.max_pending and not self.done.is_set() and not self.closed:
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        raise TimeoutError(f"max_pending: {self.max_pending} inputs are inside the network and "
+                                           f"none was done within {timeout} s")
+                    self.room.wait(left)
+                self.refuse_if_over()
+            request = Request(checked, future, self.finished)
+            self.live.add(request)
+            self.inputs.put(request)
+            self.fed += 1
+
+    def refuse_if_over(self) -> None:
+        """Raise the run's error, or "session is closed" once the input has ended (``room`` held)."""
+        self.check()
+        if self.closed or self.done.is_set():
+            raise SNetUsageError("session is closed: no more input is accepted after close(), end_input() "
+                                 "or abort()")
+
+    def end_input(self) -> None:
+        """No more input: the end marker follows every record accepted so far, and no record follows it."""
+        with self.room:
+            if not self.closed:
+                self.closed = True
+                self.inputs.put(_END)
+                self.room.notify_all()  # a caller waiting for room is refused now
 
 
 class Session:
@@ -41,8 +164,15 @@ class Session:
     and ``submit`` block while it is reached, and raise ``TimeoutError``
     when their ``timeout`` passes first.
 
+    A ``feed`` or ``submit`` that returns has its record accepted: its
+    outputs are delivered (or its future fails with the run's error); one
+    that comes after ``close()``, ``end_input()`` or ``abort()``, from any
+    thread, raises ``SNetUsageError`` ("session is closed").
+
     The network runs in a background thread that pulls fed records from a
-    queue, so the engine sees an ordinary (blocking) input stream.
+    queue, so the engine sees an ordinary (blocking) input stream.  A
+    session dropped without ``close()`` ends its input when it is
+    collected: what it accepted is processed and its threads end.
     """
 
     def __init__(self, network: Any, options: RunOptions, max_pending: int | None = None,
@@ -51,103 +181,38 @@ class Session:
                                         or max_pending < 1):
             raise SNetUsageError(f"max_pending must be an int >= 1 or None, not {max_pending!r}")
         self.max_pending = max_pending
-        self._inputs: queue.Queue = queue.Queue()
-        self._outputs: queue.Queue = queue.Queue()
-        self._error: BaseException | None = None
-        self._closed = False
-        self._stop = False
-        self._done = threading.Event()
-        self._room = threading.Condition(threading.Lock())  # guards _live; notified when an input is done
-        self._live: set[Request] = set()  # tracked inputs not done yet
-        self.fed = 0
-        self.warnings: list[str] = []
-        self._net_name = getattr(network, "name", "?")
         # An asynchronous front (snet.aio): told of each output, of room under max_pending, and of the end,
         # from the runtime's threads; outputs then go to it instead of the queue.
-        self._listener = listener
-        self._execution = network.execute(self._input_stream(), options)
-        self._thread = threading.Thread(target=self._pump, name="snet-session", daemon=True)
+        self._run = run = _Run(listener, max_pending)
+        self._outputs = run.outputs
+        self._net_name = getattr(network, "name", "?")
+        run.execution = self._execution = network.execute(run.input_stream(), options)
+        self._thread = threading.Thread(target=run.pump, name="snet-session", daemon=True)
         self._thread.start()
+        weakref.finalize(self, run.end_input)
 
-    def _input_stream(self) -> Iterator[Any]:
-        # Waits a little for the caller, then says "nothing yet" (NO_INPUT_YET), so that an engine
-        # whose only worker reads the input still finishes work that comes back from elsewhere
-        # (async box calls, split executor batches) while the caller is quiet.
-        while True:
-            try:
-                item = self._inputs.get(timeout=INPUT_WAIT)
-            except queue.Empty:
-                if self._stop:
-                    return
-                yield NO_INPUT_YET
-                continue
-            if item is _END or self._stop:
-                return
-            yield item
+    @property
+    def fed(self) -> int:
+        """Inputs accepted so far."""
+        return self._run.fed
 
-    def _pump(self) -> None:
-        deliver = self._listener.output if self._listener is not None else self._outputs.put
-        try:
-            for record in self._execution:
-                deliver(record)
-        except BaseException as e:  # handed to the caller's thread
-            self._error = e
-        finally:
-            self.warnings = list(self._execution.warnings)
-            self._done.set()
-            self._abandon_live()
-            self._outputs.put(_END)
-            if self._listener is not None:
-                self._listener.ended()
+    @property
+    def warnings(self) -> list[str]:
+        return self._run.warnings
 
-    def _abandon_live(self) -> None:
-        """The run is over: every tracked input not done yet fails (never a future that hangs)."""
-        error = self._error or SNetRuntimeError(
-            "the session ended before this input was done" + (" (it was aborted)" if self._stop else ""))
-        with self._room:
-            live = list(self._live)
-            self._room.notify_all()
-        for request in live:
-            request.abandon(error)
+    @property
+    def _live(self) -> set:
+        return self._run.live
+
+    @property
+    def _error(self) -> BaseException | None:
+        return self._run.error
 
     def _check(self) -> None:
-        """Raise the run's error: from the first call after it on, every call raises it again."""
-        if self._error is not None:
-            raise self._error
-
-    def _finished(self, request: Request) -> None:
-        with self._room:
-            self._live.discard(request)
-            self._room.notify()
-        if self._listener is not None:
-            self._listener.room()
+        self._run.check()
 
     def _admit(self, record: Mapping, future: Future | None, timeout: float | None) -> None:
-        """Check ``record``, wait for room under ``max_pending``, and hand it to the network."""
-        if self._closed:
-            raise SNetUsageError("session is closed")
-        self._check()
-        checked = dict(check_input(record, self.fed + 1))
-        if future is None and self.max_pending is None:
-            self._inputs.put(checked)  # untracked: no cost per record inside the network
-            self.fed += 1
-            return
-        request = Request(checked, future, self._finished)
-        with self._room:
-            if self.max_pending is not None:
-                deadline = None if timeout is None else time.monotonic() + timeout
-                while len(self._live) >= self.max_pending and not self._done.is_set():
-                    left = None if deadline is None else deadline - time.monotonic()
-                    if left is not None and left <= 0:
-                        raise TimeoutError(f"max_pending: {self.max_pending} inputs are inside the network and "
-                                           f"none was done within {timeout} s")
-                    self._room.wait(left)
-            self._check()
-            if self._done.is_set():
-                raise SNetUsageError("session is closed")
-            self._live.add(request)
-        self._inputs.put(request)
-        self.fed += 1
+        self._run.admit(record, future, timeout)
 
     def feed(self, record: Mapping, timeout: float | None = None) -> None:
         """Hand one record to the network; its outputs come from :meth:`get`, :meth:`poll` or iteration.
@@ -219,14 +284,12 @@ class Session:
 
     def end_input(self) -> None:
         """No more input: the network terminates once it has processed what it has (does not wait)."""
-        if not self._closed:
-            self._closed = True
-            self._inputs.put(_END)
+        self._run.end_input()
 
     def close(self, timeout: float | None = None) -> list[Record]:
         """End the input, wait for termination, return the outputs not yet taken."""
         self.end_input()
-        if not self._done.wait(timeout):
+        if not self._run.done.wait(timeout):
             raise SNetError("session did not terminate in time")
         self._thread.join()
         out = []
@@ -245,18 +308,20 @@ class Session:
         Does not wait for a box call that is running (the engine abandons it
         after a second at most, see ``Execution.close``).
         """
-        self._stop = True
-        self._closed = True
-        self._inputs.put(_END)
+        run = self._run
+        run.stop = True
+        run.end_input()
         self._execution.close()
+        run.abandon_live()  # at once, also while a box call still runs: no future waits for it
         self._thread.join(2.0)
 
     def stats(self) -> RunStats:
         return self._execution.stats()
 
     def __repr__(self) -> str:
-        state = "failed" if self._error is not None else "finished" if self._done.is_set() else \
-            "closing" if self._closed else "open"
+        run = self._run
+        state = "failed" if run.error is not None else "finished" if run.done.is_set() else \
+            "closing" if run.closed else "open"
         return f"<snet.Session of net {self._net_name} ({state}): {self.fed} fed, {self._execution!r}>"
 
     def __enter__(self) -> "Session":

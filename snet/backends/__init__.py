@@ -125,7 +125,8 @@ def _box_processes(graph: PropertyGraph, boxes: dict[str, Callable], options: Ru
     from snet.core.processes import BoxProcesses
 
     labels = {decl.name: tuple(decl.arguments) for decl in graph.boxes}
-    processes = BoxProcesses(boxes, counts, labels)
+    processes = BoxProcesses(boxes, counts, labels, max_calls=options.box_process_calls,
+                             max_memory=options.box_process_memory)
     boxes = {**boxes, **{name: processes.function(name) for name in counts}}
     for name, n in counts.items():
         per_box.setdefault(name, n)

@@ -53,6 +53,7 @@ FLAGS = {
     "steal": "--no-steal", "seed": "--seed", "stats": "--stats", "spark_master": "--spark",
     "spark_conf": "--spark-conf", "spark_splits": "--spark-splits", "spark_batch": "--spark-batch",
     "box_processes": "--box-processes", "box_processes_per_box": "--box-processes", "on_error": "--on-error",
+    "box_process_calls": "--box-processes ...,calls=C", "box_process_memory": "--box-processes ...,memory=SIZE",
 }
 
 
@@ -82,6 +83,33 @@ def parse_box_concurrency(values: list[str], flag: str = "--box-concurrency") ->
     return default, per_box
 
 
+def split_process_limits(values: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``--box-processes`` values without their limits (``4,calls=1000,memory=512M``), and the limits.
+
+    The limits (``calls=C``, ``memory=SIZE``) apply to every box process of
+    the run; given twice they must agree.
+    """
+    counts: list[str] = []
+    limits: dict[str, str] = {}
+    for value in values:
+        count, *extra = value.split(",")
+        counts.append(count)
+        for item in extra:
+            key, eq, setting = item.partition("=")
+            if key not in ("calls", "memory") or not eq or not setting:
+                raise SNetUsageError(f"--box-processes takes N or NAME=N, then optionally ,calls=C and ,memory=SIZE; "
+                                     f"'{item}' in '{value}' is neither")
+            if limits.get(key, setting) != setting:
+                raise SNetUsageError(f"--box-processes: {key}= is given twice, as {limits[key]} and {setting}")
+            limits[key] = setting
+    return counts, limits
+
+
+def _number(text: str | None) -> int | str | None:
+    """An int from a text of digits; anything else as given, for the option's check to name."""
+    return int(text) if text is not None and text.isdigit() else text
+
+
 def parse_spark_conf(values: list[str]) -> dict[str, str]:
     conf = {}
     for value in values:
@@ -95,7 +123,8 @@ def parse_spark_conf(values: list[str]) -> dict[str, str]:
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     """The run options the command line gives; a bad value is an error naming its flag."""
     default, per_box = parse_box_concurrency(args.box_concurrency)
-    processes, processes_per_box = parse_box_concurrency(args.box_processes, "--box-processes")
+    process_counts, process_limits = split_process_limits(args.box_processes)
+    processes, processes_per_box = parse_box_concurrency(process_counts, "--box-processes")
     on_error: Any = args.on_error or "stop"
     if args.errors is not None:
         if args.on_error == "stop":
@@ -118,6 +147,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             on_error=on_error,
             box_processes=processes,
             box_processes_per_box=processes_per_box,
+            box_process_calls=_number(process_limits.get("calls")),
+            box_process_memory=process_limits.get("memory"),
         )
     except SNetOptionError as e:
         raise e.relabelled(FLAGS.get(e.option, e.option)) from None

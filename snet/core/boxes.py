@@ -33,6 +33,7 @@ import operator
 import os
 import sys
 import sysconfig
+import threading
 import traceback
 import zlib
 from types import CoroutineType, ModuleType
@@ -369,6 +370,33 @@ def _chain_rest(callers: tuple, start: int, records: list, out: list) -> None:
             out.append(record)
 
 
+_pid = os.getpid()  # this process; a forked child sets its own (below)
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def end_forked_child(box: str) -> None:
+    """End a child that a box forked and that returned from the box call into the run.
+
+    Only the process that started a run runs its network: a child that went
+    on would process the rest of the input a second time and write every
+    output again.  A box may fork a child that does its own work and ends
+    with ``os._exit``; one that returns ends here, at once, flushing nothing
+    of the parent's (status 1, a message on standard error).
+    """
+    try:
+        os.write(2, (f"snet: box '{box}' forked process {os.getpid()}, which returned from the box call; a forked "
+                     f"child never runs the network, so it ends here (end a child with os._exit)\n").encode())
+    finally:
+        os._exit(1)
+
+
 class Deferred:
     """An ``async def`` box's coroutine, handed to an engine that awaits it (``BoxCaller.defer``)."""
 
@@ -448,6 +476,7 @@ class BoxCaller:
         """
         if type(record) is not dict:
             record = dict(record)
+        pid = _pid
         label = self.label
         if label is not None:
             try:
@@ -456,7 +485,7 @@ class BoxCaller:
                 raise self._lacks(label, record) from None
             try:
                 result = self.function(value)
-            except (SNetError, KeyboardInterrupt):
+            except SNetError:
                 raise
             except BaseException as e:  # SystemExit, GeneratorExit...: the box's failure, not the run's end
                 raise self._raised(e, record) from e
@@ -469,12 +498,14 @@ class BoxCaller:
                 raise self._lacks(e.args[0], record) from None
             try:
                 result = self.function(value, other)
-            except (SNetError, KeyboardInterrupt):
+            except SNetError:
                 raise
             except BaseException as e:
                 raise self._raised(e, record) from e
         else:
             result = self._call(record)
+        if _pid != pid:  # the box forked, and this is the child coming back: it must not run the network
+            end_forked_child(self.name)
         if type(result) is dict:
             return self._output(result, record)
         outs = self._finish(result, record)
@@ -499,7 +530,7 @@ class BoxCaller:
             raise self._lacks(e.args[0], record) from None
         try:
             return self.function(*args) if kwargs is None else self.function(*args, **kwargs)
-        except (SNetError, KeyboardInterrupt):
+        except SNetError:
             raise
         except BaseException as e:  # SystemExit, GeneratorExit...: the box's failure, not the run's end
             raise self._raised(e, record) from e
@@ -508,7 +539,7 @@ class BoxCaller:
         """The outputs of a deferred call (see ``defer``), once ``future`` (of its coroutine) is done."""
         try:
             result = future.result()
-        except (SNetError, KeyboardInterrupt):
+        except SNetError:
             raise
         except BaseException as e:
             raise self._raised(e, record) from e
@@ -535,7 +566,7 @@ class BoxCaller:
                 raise self._not_records(result, record)
             else:
                 results = list(result)  # inside the try: a generator's exception is the box's
-        except (SNetError, KeyboardInterrupt):
+        except SNetError:
             raise
         except BaseException as e:  # SystemExit, GeneratorExit...: the box's failure, not the run's end
             raise self._raised(e, record) from e
@@ -643,6 +674,15 @@ class BoxCaller:
         return self({})
 
     def _raised(self, error: BaseException, record: Record) -> SNetBoxError:
+        """The box error for what the box raised; a Ctrl-C (KeyboardInterrupt in the main thread) is raised as is.
+
+        Python delivers SIGINT to the main thread only, so a KeyboardInterrupt
+        raised in any other thread (a FRONT worker, a session's thread) is the
+        box's own doing: a box failure like any other, skipped under
+        ``on_error="skip"``.
+        """
+        if isinstance(error, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
+            raise error
         detail = getattr(error, "__snet_traceback__", None)  # raised in a box process (processes.py)
         if detail is None:
             tb = error.__traceback__

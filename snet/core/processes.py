@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import io
 import multiprocessing
 import os
 import pickle
@@ -59,7 +60,7 @@ import traceback
 from types import ModuleType
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from snet.core.boxes import argument_binding, load_module_from_path
+from snet.core.boxes import argument_binding, end_forked_child, load_module_from_path
 from snet.errors import SNetBindingError
 
 _PATH_LOADED_PREFIX = "snet_boxes_"  # module names of snet.core.boxes.load_module_from_path
@@ -146,8 +147,11 @@ def _serve(connection: Any, path: list[str], shipped: dict[str, tuple]) -> None:
 
 def _answer(name: str, args: tuple, kwargs: dict) -> bytes:
     """One call in the process, pickled: ``(True, results)`` or ``(False, (exception or stand-in, traceback))``."""
+    pid = os.getpid()
     try:
         result = _functions[name](*args, **kwargs)
+        if os.getpid() != pid:  # a child the box forked, back from the call: it must not answer for the box
+            end_forked_child(name)
         if inspect.iscoroutine(result):
             import asyncio
 
@@ -260,12 +264,14 @@ class BoxProcesses:
     """
 
     def __init__(self, boxes: Mapping[str, Callable], counts: Mapping[str, int],
-                 labels: Mapping[str, Sequence[str]] | None = None):
+                 labels: Mapping[str, Sequence[str]] | None = None, max_calls: int | None = None,
+                 max_memory: int | None = None):
         self._pools: dict[str, _Pool] = {}
         labels = labels or {}
         try:
             for name, count in sorted(counts.items()):
-                self._pools[name] = _Pool(name, boxes[name], count, tuple(labels.get(name, ())))
+                self._pools[name] = _Pool(name, boxes[name], count, tuple(labels.get(name, ())),
+                                          max_calls, max_memory)
         except BaseException:
             self.close()
             raise
@@ -282,6 +288,10 @@ class BoxProcesses:
         """The process ids of the box processes running now (for tests and statistics)."""
         return [pid for pool in self._pools.values() for pid in pool.pids()]
 
+    def recycled(self) -> int:
+        """Box processes replaced so far because they reached ``max_calls`` or ``max_memory``."""
+        return sum(pool.recycled for pool in self._pools.values())
+
     def close(self) -> None:
         """Shut every pool down without waiting for calls that do not return."""
         for pool in self._pools.values():
@@ -295,18 +305,27 @@ class _Pool:
     for the answer without the GIL (``Connection.recv_bytes``) and puts the
     process back: one pickling and one pipe transfer each way, no manager
     thread.  A process that dies during a call (the pipe ends) is replaced.
+
+    Recycling: a process that has answered ``max_calls`` calls, or whose
+    resident memory (read from ``/proc`` after each call) has passed
+    ``max_memory`` bytes, is ended after its answer is read and a fresh one
+    takes its place, so a box that leaks memory runs in constant memory.
     """
 
-    def __init__(self, name: str, function: Callable, count: int, labels: tuple = ()):
+    def __init__(self, name: str, function: Callable, count: int, labels: tuple = (),
+                 max_calls: int | None = None, max_memory: int | None = None):
         self.name = name
         self.count = count
+        self.max_calls = max_calls
+        self.max_memory = max_memory
+        self.recycled = 0
         self._function = function
         self._labels = labels
         self._args = ([p for p in sys.path if p], {name: _shipped(name, function)})
         self._context = _context()
         self._lock = threading.Lock()
         self._closed = False
-        self._all: list = []  # (process, connection) of every process started and not yet ended
+        self._all: list = []  # the _Worker of every process started and not yet ended
         self._idle: queue.SimpleQueue = queue.SimpleQueue()
         with _main_hidden():
             for _ in range(count):
@@ -320,7 +339,7 @@ class _Pool:
                                         name=f"snet-box-{self.name}")
         process.start()
         there.close()
-        entry = (process, here)
+        entry = _Worker(process, here)
         with self._lock:
             self._all.append(entry)
         return entry
@@ -333,7 +352,7 @@ class _Pool:
         except Exception as e:  # before any process is taken: the pool is untouched
             raise self._not_sendable(args, kwargs, e) from None
         entry = self._idle.get()
-        process, connection = entry
+        connection = entry.connection
         try:
             connection.send_bytes(data)
             reply = connection.recv_bytes()
@@ -346,9 +365,15 @@ class _Pool:
         except BaseException:  # the wait was interrupted: the answer is lost with this process
             self._replace(entry)
             raise
-        self._idle.put(entry)
+        entry.calls += 1
+        if self._spent(entry):
+            with self._lock:
+                self.recycled += 1
+            self._replace(entry)
+        else:
+            self._idle.put(entry)
         try:
-            ok, value = pickle.loads(reply)
+            ok, value = _ReplyUnpickler(io.BytesIO(reply)).load()
         except Exception as e:  # e.g. a class of the result that the parent cannot import
             error = RemoteBoxException(type(e).__name__, f"the answer of its box process cannot be read: "
                                                          f"{type(e).__name__}: {e}", self.name)
@@ -381,8 +406,14 @@ class _Pool:
         failure.__snet_traceback__ = ""  # the box did not run: none of its frames to show
         return failure
 
-    def _replace(self, entry: tuple) -> None:
-        process, connection = entry
+    def _spent(self, entry: "_Worker") -> bool:
+        """Has this process reached its call limit or its memory limit?"""
+        if self.max_calls is not None and entry.calls >= self.max_calls:
+            return True
+        return self.max_memory is not None and _resident_bytes(entry.process.pid) > self.max_memory
+
+    def _replace(self, entry: "_Worker") -> None:
+        process, connection = entry.process, entry.connection
         with self._lock:
             if entry in self._all:
                 self._all.remove(entry)
@@ -395,7 +426,7 @@ class _Pool:
 
     def pids(self) -> list[int]:
         with self._lock:
-            return [process.pid for process, _ in self._all if process.is_alive()]
+            return [entry.process.pid for entry in self._all if entry.process.is_alive()]
 
     def close(self) -> None:
         with self._lock:
@@ -403,10 +434,55 @@ class _Pool:
                 return
             self._closed = True
             entries, self._all = self._all, []
-        for process, connection in entries:  # a call still running is abandoned with the run: never wait for it
-            connection.close()
-            if process.is_alive():
-                process.terminate()
+        for entry in entries:  # a call still running is abandoned with the run: never wait for it
+            entry.connection.close()
+            if entry.process.is_alive():
+                entry.process.terminate()
+
+
+#: modules whose functions act on the process itself (exit, signal, spawn...): an answer may name their classes
+#: (``os.stat_result``), never call their functions
+_PROCESS_MODULES = frozenset({"os", "posix", "nt", "signal", "_signal", "_thread", "threading", "faulthandler",
+                              "ctypes", "_ctypes", "subprocess", "_posixsubprocess", "multiprocessing", "sys"})
+_PROCESS_BUILTINS = frozenset({"exit", "quit", "exec", "eval", "compile", "__import__", "breakpoint", "input"})
+
+
+class _ReplyUnpickler(pickle.Unpickler):
+    """Reads a box process's answer without letting it end or take over the parent.
+
+    Unpickling runs whatever callables the pickle names.  A result whose
+    ``__reduce__`` names ``os._exit`` (say) would end the parent at once,
+    with nothing flushed; such an answer is refused instead, and the call
+    fails with an error naming the box, like any answer that cannot be read.
+    """
+
+    def find_class(self, module: str, name: str) -> Any:
+        found = super().find_class(module, name)
+        if isinstance(found, type):
+            return found
+        if module.partition(".")[0] in _PROCESS_MODULES or (module == "builtins" and name in _PROCESS_BUILTINS):
+            raise pickle.UnpicklingError(f"it would call {module}.{name} in the parent process")
+        return found
+
+
+class _Worker:
+    """One box process, the parent's end of its pipe, and the calls it has answered."""
+
+    __slots__ = ("process", "connection", "calls")
+
+    def __init__(self, process: Any, connection: Any):
+        self.process = process
+        self.connection = connection
+        self.calls = 0
+
+
+def _resident_bytes(pid: int | None) -> int:
+    """The resident memory of process ``pid`` (Linux ``/proc``; 0 where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _pickles(value: Any) -> bool:

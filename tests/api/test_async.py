@@ -211,3 +211,24 @@ def test_async_boxes_with_skip_and_request_futures(engine_options):
             else:
                 assert future.result(timeout=30) == [{"page": x}]
     assert session.stats().failures == 6
+
+
+def test_a_feed_waiting_for_the_consumer_is_refused_when_the_session_closes(engine_options):
+    """With max_pending outputs not taken, a feed waits for the consumer; aclose() takes them, so it must not wait on."""
+    net = snet.load(DOUBLE, boxes={"f": double})
+
+    async def main() -> None:
+        session = net.asession(max_pending=2, **engine_options)
+        await session.feed({"x": 1})
+        await session.feed({"x": 2})
+        deadline = time.monotonic() + 30
+        while session._outputs.qsize() < 2 and time.monotonic() < deadline:  # both outputs are waiting for us
+            await asyncio.sleep(0.01)
+        third = asyncio.ensure_future(session.feed({"x": 3}))
+        await asyncio.sleep(0)  # it starts, finds max_pending outputs not taken, and waits
+        assert not third.done()
+        assert await session.aclose() == [{"y": 2}, {"y": 4}]
+        with pytest.raises(snet.SNetUsageError, match="session is closed"):
+            await asyncio.wait_for(third, 10)
+
+    asyncio.run(main())

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 
 import pytest
 
@@ -297,3 +298,84 @@ def test_an_argument_the_box_process_cannot_unpickle_fails_that_call_only(tmp_pa
     assert values == "[1, 2]"
     assert error.startswith("box 'echo' raised ") and "its arguments cannot be read in the box process" in error
     assert "died" not in error
+
+
+EXITING_RESULT = '''
+import os
+
+
+class Exits:
+    """Unpickled, this calls os._exit: a result that would end whoever reads it."""
+
+    def __reduce__(self):
+        return (os._exit, (7,))
+
+
+def f(x):
+    return {"y": Exits() if x == 2 else x}
+'''
+
+
+def test_a_result_whose_unpickling_would_end_the_parent_fails_its_call_and_the_outputs_before_it_are_kept(tmp_path):
+    (tmp_path / "n.snet").write_text("box f ((x) -> (y)); net n connect f;")
+    (tmp_path / "n.py").write_text(EXITING_RESULT)
+    out = tmp_path / "out.jsonl"
+    done = subprocess.run([sys.executable, "-m", "snet", "run", str(tmp_path / "n.snet"), "-o", str(out),
+                           "--box-processes", "f=1", "-w", "1"],
+                          input="".join(json.dumps({"x": x}) + "\n" for x in range(4)),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert "box 'f'" in done.stderr and "_exit in the parent process" in done.stderr
+    assert [json.loads(line) for line in out.read_text().splitlines()] == [{"y": 0}, {"y": 1}]
+
+
+LEAKING = '''
+import os
+
+_kept = []
+
+
+def f(x):
+    _kept.append(b"x" * (40 * 2 ** 20))  # 40 MiB more resident memory per call, never given back
+    return {"y": x, "pid": os.getpid()}
+'''
+
+
+def _pid_of(x):
+    return {"y": x, "pid": os.getpid()}
+
+
+def test_a_box_process_is_replaced_after_its_call_limit(engine_options):
+    net = snet.load("box f ((x) -> (y, pid)); net n connect f;", boxes={"f": _pid_of})
+    with net.run([{"x": x} for x in range(6)], processes={"f": 1}, box_process_calls=2, **engine_options) as run:
+        outputs = list(run)
+    assert sorted(o["y"] for o in outputs) == list(range(6))
+    assert sorted(Counter(o["pid"] for o in outputs).values()) == [2, 2, 2]
+    assert os.getpid() not in {o["pid"] for o in outputs}
+
+
+def test_cli_a_box_process_that_leaks_is_replaced_past_its_memory_limit(tmp_path):
+    (tmp_path / "n.snet").write_text("box f ((x) -> (y, pid)); net n connect f;")
+    (tmp_path / "n.py").write_text(LEAKING)
+    done = subprocess.run([sys.executable, "-m", "snet", "run", str(tmp_path / "n.snet"),
+                           "--box-processes", "f=1,memory=200M", "-w", "1"],
+                          input="".join(json.dumps({"x": x}) + "\n" for x in range(10)),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    outputs = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [o["y"] for o in outputs] == list(range(10))
+    calls_per_process = Counter(o["pid"] for o in outputs)
+    # 10 calls hold 400 MiB: no process may keep more than 200 MiB, so none answers more than 5 calls
+    assert len(calls_per_process) >= 2 and max(calls_per_process.values()) <= 5, calls_per_process
+
+
+@pytest.mark.parametrize("value, message", [("2,cals=3", "'cals=3' in '2,cals=3' is neither"),
+                                            ("2,memory=lots", "memory=SIZE must be an int >= 1"),
+                                            ("2,calls=0", "calls=C must be at least 1")])
+def test_cli_bad_box_process_limits_are_usage_errors(tmp_path, value, message):
+    (tmp_path / "n.snet").write_text("box f ((x) -> (y, pid)); net n connect f;")
+    (tmp_path / "n.py").write_text(LEAKING)
+    done = subprocess.run([sys.executable, "-m", "snet", "run", str(tmp_path / "n.snet"), "--box-processes", value],
+                          input="", capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert message in done.stderr, done.stderr

@@ -6,6 +6,7 @@ import json
 import logging
 import subprocess
 import sys
+import threading
 from collections import Counter
 
 import pytest
@@ -76,6 +77,42 @@ def test_a_handler_that_raises_stops_the_run(engine_options):
     net = snet.load(DIVIDE, boxes={"f": divide})
     with pytest.raises(snet.SNetRuntimeError, match="the on_error handler raised ValueError: the dead-letter store"):
         list(net.run(inputs(50, bad=(5,)), on_error=handler, **engine_options))
+
+
+@pytest.mark.parametrize("raised, name", [(ValueError("store down"), "ValueError"), (SystemExit(3), "SystemExit"),
+                                           (KeyboardInterrupt(), "KeyboardInterrupt")])
+def test_a_handler_that_raises_is_called_once_and_stops_the_run_with_an_error(engine_options, raised, name):
+    """Every record fails; while the handler runs, other workers fail more records: none reaches the handler."""
+    failing = threading.Semaphore(0)
+
+    def fails(x):
+        failing.release()
+        raise ValueError("bad")
+
+    calls = []
+
+    def handler(error_record):
+        calls.append(error_record["record"])
+        if engine_options.get("workers", 1) > 1:  # let two more workers fail meanwhile (they wait for the handler)
+            for _ in range(2):
+                failing.acquire(timeout=10)
+        raise raised
+
+    net = snet.load(DIVIDE, boxes={"f": fails})
+    caught = []
+
+    def go():
+        try:
+            list(net.run(inputs(50, bad=()), on_error=handler, **engine_options))
+        except BaseException as e:
+            caught.append(e)
+
+    thread = threading.Thread(target=go)  # not the main thread: no KeyboardInterrupt there is a Ctrl-C
+    thread.start()
+    thread.join(60)
+    assert len(caught) == 1 and isinstance(caught[0], snet.SNetRuntimeError), caught
+    assert f"the on_error handler raised {name}" in str(caught[0])
+    assert len(calls) == 1
 
 
 def test_a_skipping_session_goes_on_after_a_failure(engine_options):

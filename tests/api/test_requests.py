@@ -229,3 +229,32 @@ def test_submitted_inputs_give_what_a_run_gives(folder, engine_options):
     from_no_input = session.close(timeout=60)  # an initialiser's outputs come from no input
     assert collections.Counter(map(json.dumps, [o for part in parts for o in part] + from_no_input)) == \
         collections.Counter(map(json.dumps, whole))
+
+
+def test_the_reference_engine_closed_during_a_box_call_leaves_the_request_undone():
+    """Closed from another thread while a tracked input's box call runs: the request is not finished with a partial
+    result when the call returns (the session fails it); it must never succeed with []."""
+    from concurrent.futures import Future
+
+    from snet.options import RunOptions
+    from snet.requests import Request
+
+    started, release = threading.Event(), threading.Event()
+
+    def held(x):
+        started.set()
+        release.wait(30)
+        return {"y": x}
+
+    net = snet.load("box f ((x) -> (y)); net n connect f;", boxes={"f": held})
+    future: Future = Future()
+    request = Request({"x": 1}, future)
+    execution = net.execute(iter([request]), RunOptions(engine="reference"))
+    reader = threading.Thread(target=lambda: list(execution))
+    reader.start()
+    assert started.wait(10)
+    execution.close()  # from this thread while the engine's thread is in the box call
+    release.set()
+    reader.join(30)
+    assert not reader.is_alive()
+    assert not request.finished and not future.done()

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import threading
 import time
 
 import pytest
 
 import snet
-from snet.errors import SNetBoxError
+from snet.errors import SNetBoxError, SNetRuntimeError
 
 NET = "box f ((x) -> (y)); net n connect f;"
 
@@ -59,3 +61,62 @@ def test_abort_does_not_wait_for_a_running_box_call(engine_options):
     t0 = time.monotonic()
     session.abort()
     assert time.monotonic() - t0 < 3.0
+
+
+def test_abort_fails_the_future_of_a_running_box_call_at_once(engine_options):
+    started, release = threading.Event(), threading.Event()
+
+    def held(x):
+        started.set()
+        release.wait(30)
+        return {"y": x}
+
+    net = snet.load(NET, boxes={"f": held})
+    session = net.session(**engine_options)
+    future = session.submit({"x": 1})
+    assert started.wait(10)
+    session.abort()
+    try:
+        with pytest.raises(SNetRuntimeError, match="the session ended before this input was done"):
+            future.result(timeout=5)
+    finally:
+        release.set()
+
+
+def _session_threads() -> set:
+    return {t for t in threading.enumerate() if t is not threading.main_thread()}
+
+
+def test_a_session_dropped_without_close_ends_its_threads(engine_options):
+    before = _session_threads()
+    net = snet.load(NET, boxes={"f": lambda x: {"y": x}})
+    session = net.session(**engine_options)
+    session.feed({"x": 1})
+    future = session.submit({"x": 2})
+    assert future.result(timeout=10) == [{"y": 2}]
+    started = _session_threads() - before
+    assert started, "the session runs in threads of its own"
+    del session
+    gc.collect()
+    deadline = time.monotonic() + 30
+    while any(t.is_alive() for t in started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [t.name for t in started if t.is_alive()] == []
+
+
+def test_an_async_session_dropped_without_aclose_ends_its_threads(engine_options):
+    before = _session_threads()
+    net = snet.load(NET, boxes={"f": lambda x: {"y": x}})
+
+    async def use_and_drop() -> None:
+        session = net.asession(**engine_options)
+        assert await session.submit({"x": 2}) == [{"y": 2}]
+        await session.feed({"x": 1})
+
+    asyncio.run(use_and_drop())
+    started = _session_threads() - before
+    gc.collect()
+    deadline = time.monotonic() + 30
+    while any(t.is_alive() for t in started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [t.name for t in started if t.is_alive()] == []
