@@ -275,3 +275,25 @@ def test_an_output_label_without_a_column_fails_naming_the_label_and_the_record(
         _Writer(schema, False).batch([{"y": 1}, {"y": 2, "<k>": 3}])
     assert "has label <k>, which no output column holds (columns: y)" in error.value.message
     assert "{'y': 2, '<k>': 3}" in error.value.message
+
+
+def test_the_first_records_run_on_the_driver_only_when_a_type_is_missing(spark, tmp_path, capfd):
+    """The run on the first records calls the boxes on the driver, so it happens only when a field is still
+    without a type: with --spark-schema typing y, each record reaches the box once (calls counted in a file,
+    executors and driver alike); without it, the first records reach it once more, on the driver."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    calls = tmp_path / "calls"
+    (tmp_path / "net.snet").write_text(ONE_BOX)
+    (tmp_path / "net.py").write_text(f"def f(x):\n    with open({str(calls)!r}, 'a') as out:\n"
+                                     "        out.write(f'{x}\\n')\n    return {'y': x}\n")
+    pq.write_table(pa.Table.from_pylist([{"x": i} for i in range(10)]), tmp_path / "in.parquet")
+    assert snet_main(str(tmp_path / "net.snet"), "-i", str(tmp_path / "in.parquet"), "-o",
+                     str(tmp_path / "typed.parquet"), "--spark", MASTER, "--spark-schema", "y long") == 0
+    assert sorted(int(x) for x in calls.read_text().split()) == list(range(10))
+    calls.unlink()
+    assert snet_main(str(tmp_path / "net.snet"), "-i", str(tmp_path / "in.parquet"), "-o",
+                     str(tmp_path / "inferred.parquet"), "--spark", MASTER) == 0, capfd.readouterr().err
+    assert sorted(int(x) for x in calls.read_text().split()) == sorted(list(range(10)) * 2)
+    assert str(pq.read_table(tmp_path / "inferred.parquet").schema.field("y").type) == "int64"
