@@ -26,7 +26,12 @@ Spark starts): the tasks have no driver to report skipped records to, and a
 record that kills its Python worker would fail the job anyway.
 
 The sink must not exist, as with Spark's default save mode; ``--spark-conf
-snet.mode=overwrite`` (or ``append``) picks another save mode.
+snet.mode=overwrite`` (or ``append``) picks another save mode.  In any mode
+a sink that is, holds or lies inside an input is refused before Spark starts
+(:func:`check_paths`).  Before the job, the source's columns are checked
+against the network's input type and every output column is typed
+(:mod:`snet.spark.schema`).  A failed run leaves no ``_SUCCESS`` in the sink
+(:func:`unmark`): what it holds then is partial output.
 """
 
 from __future__ import annotations

@@ -202,7 +202,8 @@ def driver_sample(network, df, size: int = SAMPLE):
     (:func:`_isolated`): a box that ends its process ends the child, not snet.  Outputs made before a
     failure count; the failure itself is the job's to report."""
     def sample() -> list[dict]:
-        records = [{k: v for k, v in row.asDict().items() if v is not None} for row in df.limit(size).collect()]
+        records = [{k: v for k, v in row.asDict(recursive=True).items() if v is not None}
+                   for row in df.limit(size).collect()]
         return _isolated(network, records)
     return sample
 
