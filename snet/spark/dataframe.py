@@ -28,9 +28,10 @@ caller's own transformations, on classic Spark and on Spark Connect alike.
   every label of the network's output type, every input column and every
   tag made anywhere in the network (flow inheritance can carry any of them
   through), tags as ``long``, fields with
-  the type of the input column of the same name.  An output field that is
-  no input column has no type to infer from, and the call says so and asks
-  for ``schema``.  A record with a label outside an inferred schema, or a
+  the type a box's return annotation gives, else that of the input column
+  of the same name (:mod:`snet.spark.schema`; ``snet run`` also runs the
+  network on the first records).  An output field with neither has no type
+  to infer from, and the call says so and asks for ``schema``.  A record with a label outside an inferred schema, or a
   value that does not fit its column's type, fails the task with an error
   naming the label.
 
