@@ -208,8 +208,8 @@ class Network:
         Args:
             df: a ``pyspark.sql.DataFrame`` (classic or Connect).
             schema: the output schema (StructType or DDL string), a
-                projection; default: inferred from the output type and the
-                input columns.
+                projection; default: inferred from the output type, the
+                input columns and the boxes' return annotations.
             partitions: the number of partitions (tasks); default: the
                 DataFrame's own, or the default parallelism when it must
                 be repartitioned by a tag.

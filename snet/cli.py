@@ -109,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="Spark source and sink, but a network whose state cannot be partitioned: run it on the "
                           "driver instead of stopping")
     run.add_argument("--spark-schema", metavar="DDL",
-                     help="output columns of a Spark-native run, e.g. 'x double, `<t>` long' (default: inferred)")
+                     help="types of output columns of a Spark-native run, e.g. 'x double, `<t>` long'; the others "
+                          "are inferred (default: all inferred)")
     loudness = run.add_mutually_exclusive_group()
     loudness.add_argument("-q", "--quiet", action="store_true",
                           help="print no warnings (errors, and what --stats and --progress ask for, still appear)")

@@ -28,9 +28,10 @@ caller's own transformations, on classic Spark and on Spark Connect alike.
   every label of the network's output type, every input column and every
   tag made anywhere in the network (flow inheritance can carry any of them
   through), tags as ``long``, fields with
-  the type of the input column of the same name.  An output field that is
-  no input column has no type to infer from, and the call says so and asks
-  for ``schema``.  A record with a label outside an inferred schema, or a
+  the type a box's return annotation gives, else that of the input column
+  of the same name (:mod:`snet.spark.schema`; ``snet run`` also runs the
+  network on the first records).  An output field with neither has no type
+  to infer from, and the call says so and asks for ``schema``.  A record with a label outside an inferred schema, or a
   value that does not fit its column's type, fails the task with an error
   naming the label.
 
@@ -48,7 +49,6 @@ import uuid
 from typing import Any, Iterator
 
 from snet.errors import SNetRuntimeError, SNetUsageError
-from snet.records import is_tag_like
 from snet.spark.distribute import Distribution, distribution
 
 log = logging.getLogger("snet.spark")
@@ -56,45 +56,34 @@ log = logging.getLogger("snet.spark")
 SEQ = "__snet_seq"  # the input sequence column added before a shuffle
 OUT_BATCH = 4096  # output records per Arrow batch
 
-def output_schema(graph, input_schema, schema=None, drop: tuple[str, ...] = (), cli: bool = False):
-    """The Spark schema of the outputs (see the module docstring); ``schema`` a StructType or DDL string;
-    ``cli``: errors name ``snet run``'s option, ``--spark-schema``, rather than ``schema=``."""
-    from pyspark.sql.types import LongType, StructField, StructType
+def output_schema(graph, input_schema, schema=None, drop: tuple[str, ...] = (), cli: bool = False, *,
+                  boxes=None, sample=None, override=None):
+    """The Spark schema of the outputs (see the module docstring and :mod:`snet.spark.schema`); ``schema``
+    a StructType or DDL string, the columns as given; else inferred, ``boxes`` giving return annotations,
+    ``sample()`` the outputs of a run on the first records, ``override`` (``snet run --spark-schema``)
+    types that replace or add to the inferred ones; ``cli``: errors name ``--spark-schema``, not ``schema=``."""
+    from snet.spark.schema import infer_types, merge, output_labels, parse
 
     if schema is not None:
-        if isinstance(schema, str):
-            from pyspark.sql.types import _parse_datatype_string
-
-            schema = _parse_datatype_string(schema)
-        if not isinstance(schema, StructType):
-            raise SNetUsageError(f"spark_apply: schema must be a StructType or a DDL string, not {schema!r}")
-        return schema
+        return parse(schema)
+    override = parse(override) if override is not None else None
     inputs = {f.name: f for f in input_schema.fields if f.name not in drop}
-    labels: list[str] = []
-    for variant in graph.root.out_type:
-        labels.extend(sorted(label for label in variant if label not in labels))
-    labels.extend(name for name in inputs if name not in labels)
-    # Tags made anywhere in the network may be inherited to the outputs; their type is known.
-    labels.extend(sorted({label for node in graph.nodes for variant in node.out_type for label in variant
-                          if is_tag_like(label) and label not in labels}))
-    fields, unknown = [], []
-    for label in labels:
-        if is_tag_like(label):
-            fields.append(StructField(label, LongType(), True))
-        elif label in inputs:
-            fields.append(StructField(label, inputs[label].dataType, True))
-        else:
-            unknown.append(label)
+    labels = output_labels(graph, inputs)
+    given = frozenset(override.fieldNames()) if override is not None else frozenset()
+    types, unknown = infer_types(graph, boxes, inputs, labels, sample, given)
     if unknown:
-        what = (f"cannot infer the type of output field{'s' if len(unknown) > 1 else ''} "
-                f"{', '.join(repr(u) for u in unknown)} (no input column of that name)")
+        plural = "s" if len(unknown) > 1 else ""
+        why = "no input column of that name, no box return annotation"
+        if sample is not None:
+            why += ", and no value in the outputs of the network on the first input records"
+        what = f"cannot infer the type of output field{plural} {', '.join(repr(u) for u in unknown)} ({why})"
         example = ", ".join(f"{u} double" for u in unknown)
         if cli:
-            raise SNetUsageError(f"{what}; give --spark-schema with every output column, e.g. "
-                                 f"--spark-schema '{example}, ...'")
+            raise SNetUsageError(f"{what}; give {'their' if plural else 'its'} column type{plural} with "
+                                 f"--spark-schema, e.g. --spark-schema '{example}'")
         raise SNetUsageError(f"spark_apply: {what}; pass schema=, e.g. schema=\"{example}, ...\" with every "
                              "output column")
-    return StructType(fields)
+    return merge(types, labels, override)
 
 _INTEGRAL = ("tinyint", "smallint", "int", "bigint")  # Spark's simpleString of the types a tag column may have
 
@@ -150,10 +139,12 @@ def prepare(network, df, partitions: int | None = None, order: str | None = None
     return df, how, drop
 
 def spark_apply(network, df, schema=None, *, partitions: int | None = None, order: str | None = None,
-                shipped_only: bool = False, task_warnings: bool = True, counter=None):
+                shipped_only: bool = False, task_warnings: bool = True, counter=None, project: bool | None = None):
     """See :meth:`snet.api.Network.spark_apply`; ``shipped_only``: box files from the shipped zips only
     (``snet.boxes=shipped`` of ``snet run``); ``task_warnings``: tasks log termination warnings (not under
-    ``snet run -q``); ``counter``: an accumulator the tasks add their output rows to (``snet run --stats``)."""
+    ``snet run -q``); ``counter``: an accumulator the tasks add their output rows to (``snet run --stats``);
+    ``project``: whether labels outside ``schema`` are left out (the default where a schema is given) or an
+    error (``snet run``, whose schema has every column)."""
     if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
         raise SNetUsageError(f"spark_apply: partitions must be a positive int, not {partitions!r}")
 
@@ -162,11 +153,12 @@ def spark_apply(network, df, schema=None, *, partitions: int | None = None, orde
                                      engine=TASK_ENGINE, warn=task_warnings)
         return function if counter is None else functools.partial(counted, function, counter)
 
-    return map_network(network, df, task, schema, partitions=partitions, order=order, shipped_only=shipped_only)
+    return map_network(network, df, task, schema, partitions=partitions, order=order, shipped_only=shipped_only,
+                       project=project)
 
 
 def map_network(network, df, task, schema=None, *, partitions: int | None = None, order: str | None = None,
-                shipped_only: bool = False):
+                shipped_only: bool = False, project: bool | None = None):
     """``df`` partitioned as the network needs, mapped by the ``mapInArrow`` function ``task(context, drop,
     schema_json, project)`` gives (the run's :func:`map_partition`, or :func:`snet.spark.salvage.salvage_partition`
     after a failed run)."""
@@ -178,11 +170,12 @@ def map_network(network, df, task, schema=None, *, partitions: int | None = None
     mapped, how, drop = prepare(network, df, partitions, order)
     if order is not None:
         drop = (order,)
-    out = output_schema(network.graph, df.schema, schema, drop)
+    out = output_schema(network.graph, df.schema, schema, drop, boxes=network.boxes)
     session = df.sparkSession
     context = make_context(network.graph, 0, network.boxes, shipped_only=shipped_only)
     ship(session, context, is_connect_session(session))
-    return mapped.mapInArrow(task(dump_context(context), drop, out.json(), schema is not None), out)
+    project = schema is not None if project is None else project
+    return mapped.mapInArrow(task(dump_context(context), drop, out.json(), project), out)
 
 # -- on the executors ----------------------------------------------------------
 
@@ -241,11 +234,7 @@ class _Writer:
             names = self.names
             for record in records:
                 if not names.issuperset(record):
-                    extra = record.keys() - names
-                    raise SNetRuntimeError(
-                        f"spark_apply: an output record has label{'s' if len(extra) > 1 else ''} "
-                        f"{', '.join(sorted(extra))} that the inferred output schema lacks "
-                        f"({', '.join(self.schema.names)}); pass schema= with the columns wanted")
+                    raise SNetRuntimeError(self._lacks(record))
         arrays = []
         for f in self.schema:
             name = f.name  # a pyarrow Field makes a new str at each read: once per column, not per record
@@ -258,6 +247,18 @@ class _Writer:
                                        f"({type(bad).__name__}), which does not fit its column type {f.type} "
                                        f"({e})") from None
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _lacks(self, record: dict) -> str:
+        """The error of an output record with a label that no column holds: the label and the record."""
+        from snet.records import format_labels
+
+        extra = sorted(record.keys() - self.names)
+        shown = repr(record)
+        shown = shown if len(shown) <= 300 else shown[:300] + "…"
+        return (f"spark_apply: the output record {format_labels(record)} has label{'s' if len(extra) > 1 else ''} "
+                f"{', '.join(extra)}, which no output column holds (columns: {', '.join(self.schema.names)}); "
+                f"give {'them' if len(extra) > 1 else 'it'} a column (--spark-schema, schema=): {shown}")
+
 
 def _fits(pa, value, type_) -> bool:
     try:

@@ -26,11 +26,17 @@ Spark starts): the tasks have no driver to report skipped records to, and a
 record that kills its Python worker would fail the job anyway.
 
 The sink must not exist, as with Spark's default save mode; ``--spark-conf
-snet.mode=overwrite`` (or ``append``) picks another save mode.
+snet.mode=overwrite`` (or ``append``) picks another save mode.  In any mode
+a sink that is, holds or lies inside an input is refused before Spark starts
+(:func:`check_paths`).  Before the job, the source's columns are checked
+against the network's input type and every output column is typed
+(:mod:`snet.spark.schema`).  A failed run leaves no ``_SUCCESS`` in the sink
+(:func:`unmark`): what it holds then is partial output.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -38,6 +44,7 @@ import sys
 import time
 
 from snet.errors import SNetNotDistributable, SNetRuntimeError, SNetUsageError
+from snet.records import format_labels
 from snet.spark.crash import looks_like_crash
 
 log = logging.getLogger("snet.spark")
@@ -112,13 +119,35 @@ def _reader(session, fmt: str, path: str):
 def check_paths(source: str, sink: str, mode: str) -> None:
     """Mistakes in -i and -o that the local file system shows, before Spark starts (exit status 2)."""
     source_path, sink_path = local_path(source), local_path(sink)
-    if source_path is not None and sink_path is not None \
-            and os.path.abspath(source_path) == os.path.abspath(sink_path):
-        raise SNetUsageError(f"the output {sink} is the input: writing it would destroy the input")
+    if source_path is not None and sink_path is not None:
+        _check_overlap(source, source_path, sink, sink_path)
     if mode in ("error", "errorifexists") and sink_path is not None and os.path.exists(sink_path):
         raise SNetUsageError(f"the output {sink} exists; remove it, or give --spark-conf snet.mode=overwrite")
     if source_path is not None and not any(ch in source_path for ch in "*?[") and not os.path.exists(source_path):
         raise SNetUsageError(f"input not found: {source}")
+
+
+def _check_overlap(source: str, source_path: str, sink: str, sink_path: str) -> None:
+    """Refuse an output that is, holds or lies inside an input (every path a glob matches, symbolic links
+    resolved), whatever the save mode: ``overwrite`` empties the output folder before the job reads its
+    input, and any mode writes part files where the input's directory listing would find them."""
+    import glob
+
+    output = os.path.realpath(sink_path)
+    pattern = any(ch in source_path for ch in "*?[")
+    inputs = sorted(glob.glob(source_path)) if pattern else [source_path]
+    for path in inputs:
+        given = path if pattern else source
+        path = os.path.realpath(path)
+        if path == output:
+            raise SNetUsageError(f"the output {sink} is the input{f' {given}' if pattern else ''}: writing it "
+                                 "would destroy the input")
+        if path.startswith(output.rstrip(os.sep) + os.sep):
+            raise SNetUsageError(f"the output {sink} holds the input {given}: writing the output folder would "
+                                 "destroy the input (give an output outside it)")
+        if output.startswith(path.rstrip(os.sep) + os.sep):
+            raise SNetUsageError(f"the output {sink} lies inside the input {given}: the run would read its own "
+                                 "output (give an output outside it)")
 
 
 def _analysis_error(error: Exception, source: str, sink: str) -> SNetUsageError | None:
@@ -160,11 +189,41 @@ def in_file_order(df):
         return df, None
 
 
-def write_sink(df, fmt: str, path: str, mode: str) -> None:
+SUCCESS = "_SUCCESS"  # the marker Hadoop's committer leaves in a folder whose write job succeeded
+MARK_SUCCESS = "mapreduce.fileoutputcommitter.marksuccessfuljobs"
+
+
+def write_sink(df, fmt: str, path: str, mode: str, complete: bool = True) -> None:
+    """Write the sink; ``complete=False`` for the outputs of a failed run (the salvage job, the driver
+    fallback's outputs before its failure): the folder gets no ``_SUCCESS``, which readers take for a
+    complete output."""
     writer = df.write.format(fmt).mode(mode)
     if fmt == "csv":
         writer = writer.option("header", "true")
+    if not complete:  # (a write option reaches the job's Hadoop configuration, and so its committer)
+        writer = writer.option(MARK_SUCCESS, "false")
     writer.save(path)
+
+
+def unmark(session, path: str) -> None:
+    """Remove the ``_SUCCESS`` marker from the sink of a failed run (an earlier run's, under
+    ``snet.mode=append``): a folder with the outputs made before a failure is no complete output."""
+    local = local_path(path)
+    if local is not None:
+        for name in (SUCCESS, f".{SUCCESS}.crc"):
+            try:
+                os.remove(os.path.join(local, name))
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                log.warning("warning: could not remove %s from %s after the failure: %s", name, path, e)
+        return
+    try:  # another file system (hdfs:, s3a: ...): Hadoop's, through the JVM
+        jvm = session.sparkContext._jvm
+        marker = jvm.org.apache.hadoop.fs.Path(path.rstrip("/") + "/" + SUCCESS)
+        marker.getFileSystem(session.sparkContext._jsc.hadoopConfiguration()).delete(marker, False)
+    except Exception as e:  # Spark Connect has no JVM here: the salvage job wrote no marker, an earlier may stay
+        log.debug("could not remove %s from %s: %s", SUCCESS, path, e)
 
 
 def _failure(error: Exception) -> SNetRuntimeError:
@@ -190,9 +249,29 @@ def _failure(error: Exception) -> SNetRuntimeError:
                 span = Span(Source(m.group(1), ""), int(m.group(2)), int(m.group(3)))
                 return SNetRuntimeError(m.group(4), span, detail)
             return SNetRuntimeError(message.removeprefix("error: "), None, detail)
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    first = next((line for line in lines if "Error" in line or "Exception" in line), lines[0] if lines else "")
-    return SNetRuntimeError(f"Spark job failed: {type(error).__name__}: {first.strip()[:500]}", None, text[:4000])
+    return SNetRuntimeError(f"Spark job failed: {spark_reason(error)}")
+
+
+def spark_reason(error: BaseException) -> str:
+    """Spark's error in one line: its first ``SomeException: message`` line that is no stack frame, the
+    exception's package left out (``SparkException: [FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER] …``).  The
+    whole text, the JVM's frames with it, goes to the ``snet.spark`` logger at DEBUG, not to the terminal."""
+    from snet.spark.session import startup_cause
+
+    log.debug("Spark's error: %s", error)
+    short = functools.partial(re.sub, r"^(?:[a-z_$][\w$]*\.)+(?=[A-Z])", "")
+    reason = short(startup_cause(error))
+    header = "Traceback (most recent call last):"
+    if reason.endswith(header):  # a Python error in a task: the last line of its traceback says what it is
+        lines = str(error).splitlines()
+        start = next(at for at, line in enumerate(lines) if line.endswith(header))
+        last = next((line for line in lines[start + 1:] if line.strip() and not line[0].isspace()), "")
+        reason = reason[:-len(header)] + last.strip()[:300] if last else reason
+    causes = [line.strip()[len("Caused by:"):].strip() for line in str(error).splitlines()
+              if line.strip().startswith("Caused by:") and not line.rstrip().endswith(header)]
+    if causes and short(causes[-1]) not in reason:  # the innermost cause, which often says what is wrong
+        reason += f" (caused by {short(causes[-1])[:300]})"
+    return reason
 
 
 def run_native(network, args, options, source: str, sink: str, stats_json=None) -> int:
@@ -220,6 +299,7 @@ def run_native(network, args, options, source: str, sink: str, stats_json=None) 
         raise SNetUsageError(f"--spark-conf {', '.join(ignored)} does not apply to a Spark-native run ({source} in, "
                              f"{sink} out): the snet keys it reads are snet.mode and snet.boxes (the tasks follow "
                              "the source's partitions)")
+    keyed = False
     try:
         how = distribution(network.graph)
         keyed = how.key is not None
@@ -250,30 +330,39 @@ def run_native(network, args, options, source: str, sink: str, stats_json=None) 
     outcome: dict = {}  # what a failed run wrote: "written", the records the salvage job wrote
     try:
         df = _reader(session, source, args.input)
+        from snet.spark.dataframe import check_columns, output_schema
+        from snet.spark.schema import check_source, driver_sample
+
+        check_columns(df.schema)
+        if keyed and how.key not in df.columns:  # (spark_apply says it of "the DataFrame")
+            raise SNetUsageError(f"the split at {how.where} keeps state per {how.key}, so the input is "
+                                 f"partitioned by its column {how.key}, which {args.input} lacks (columns: "
+                                 f"{', '.join(df.columns)})")
+        check_source(network.graph, df.columns, args.input)
+        # every output column, typed before the job (``--spark-schema`` sets some of them): a label of an output
+        # record that no column holds fails the run, never is dropped
+        schema = output_schema(network.graph, df.schema, None, cli=True, boxes=network.boxes,
+                               sample=driver_sample(network, df), override=schema)
         if fallback:
             log.warning("warning: the network cannot be partitioned over Spark tasks; it runs on the driver "
                         "(--spark-driver-fallback), every record passing through it")
             written = driver_run(network, session, df, sink, args, options, mode, schema)
         else:
-            from snet.spark.dataframe import output_schema
-
-            if keyed and how.key not in df.columns:  # (spark_apply says it of "the DataFrame")
-                raise SNetUsageError(f"the split at {how.where} keeps state per {how.key}, so the input is "
-                                     f"partitioned by its column {how.key}, which {args.input} lacks (columns: "
-                                     f"{', '.join(df.columns)})")
             df, order = (in_file_order(df) if keyed else (df, None))
-            if schema is None:  # an output field without a type: the error names --spark-schema
-                output_schema(network.graph, df.schema, None, (order,) if order else (), cli=True)
             counter = None if is_connect_session(session) else session.sparkContext.accumulator(0)
             out = spark_apply(network, df, schema, order=order, shipped_only=boxes_shipped,
-                              task_warnings=not args.quiet, counter=counter)
+                              task_warnings=not args.quiet, counter=counter, project=False)
             write_sink(out, sink, args.output, mode)
             written = counter.value if counter is not None else None
     except KeyboardInterrupt:
         _stop(jobs, args.output, sink_existed)
         jobs.close()
         raise
-    except (SNetUsageError, SNetRuntimeError):
+    except SNetUsageError:
+        jobs.close()
+        raise
+    except SNetRuntimeError:  # the driver fallback's network failed: its outputs before the failure are written
+        unmark(session, args.output)
         jobs.close()
         raise
     except Exception as e:
@@ -283,6 +372,8 @@ def run_native(network, args, options, source: str, sink: str, stats_json=None) 
             raise KeyboardInterrupt from None
         # (the driver fallback runs the network before it writes: a refused write there is a run-time failure)
         usage = _analysis_error(e, args.input, args.output) if df is None or not fallback else None
+        if usage is None and df is None:  # the source's schema could not be read (a corrupt file): never started
+            usage = SNetUsageError(f"cannot read the input {args.input}: {spark_reason(e)}")
         if usage is not None:
             jobs.close()
             raise usage from None
@@ -300,6 +391,7 @@ def run_native(network, args, options, source: str, sink: str, stats_json=None) 
             _stop(jobs, args.output, sink_existed)
             raise
         except SNetRuntimeError as error:
+            unmark(session, args.output)
             # as a failed run on the driver prints its statistics, before the error
             written = getattr(error, "records_written", outcome.get("written"))
             _report(source, sink, args, fallback, written, True, time.perf_counter() - started, stats_json)
@@ -398,7 +490,7 @@ def _salvaged(network, df, order, shipped_only: bool, schema, fmt: str, path: st
     log.warning("warning: the run failed; running the partitions again to write the outputs made before the "
                 "failure")
     try:
-        count = salvage(network, df, lambda out: write_sink(out, fmt, path, mode), order=order,
+        count = salvage(network, df, lambda out: write_sink(out, fmt, path, mode, complete=False), order=order,
                         shipped_only=shipped_only, schema=schema)
         outcome["written"] = count  # (None on Spark Connect: not counted)
     except Exception as e:  # the failure stands; say that nothing was written
@@ -467,8 +559,11 @@ class _Jobs:
 
 def _stop(jobs: _Jobs, output: str, sink_existed: bool) -> None:
     """Ctrl-C: cancel the run's Spark jobs; remove the output folder a cancelled write job left (when it did
-    not exist before and holds no part files)."""
+    not exist before and holds no part files), and a ``_SUCCESS`` marker of a local folder (no py4j call
+    now: one may be the interrupted one)."""
     jobs.cancel()
+    if local_path(output) is not None:
+        unmark(None, output)
     if not sink_existed:
         _remove_if_empty(output)
 
@@ -506,13 +601,10 @@ def _remove_if_empty(path: str) -> None:
 
 def driver_run(network, session, df, sink: str, args, options, mode: str, schema) -> int:
     """``--spark-driver-fallback``: the records through the driver, the network's splits on Spark as usual."""
-    from snet.spark.dataframe import check_columns, output_schema
-
-    check_columns(df.schema)
     ordered, order = in_file_order(df)  # the files by path, as a run over them one after the other
     if order is not None:
         df = ordered.orderBy(order).drop(order)
-    out_schema = output_schema(network.graph, df.schema, schema, cli=True)
+    out_schema = schema  # every output column (run_native)
     names = [f.name for f in out_schema.fields]
 
     def records():
@@ -531,11 +623,14 @@ def driver_run(network, session, df, sink: str, args, options, mode: str, schema
             failure = e                # run over record files writes them
             break
         extra = record.keys() - set(names)
-        if extra and schema is None:
-            raise SNetRuntimeError(f"an output record has label(s) {', '.join(sorted(extra))} that the inferred "
-                                   f"output schema lacks; give --spark-schema with the columns wanted")
+        if extra:  # (a run-time failure: the outputs before it are written, as a failing box's are)
+            failure = SNetRuntimeError(f"the output record {format_labels(record)} has label(s) "
+                                       f"{', '.join(sorted(extra))}, which no output column holds (columns: "
+                                       f"{', '.join(names)}); give it a column with --spark-schema: "
+                                       f"{repr(record)[:300]}")
+            break
         rows.append(tuple(record.get(n) for n in names))
-    write_sink(session.createDataFrame(rows, out_schema), sink, args.output, mode)
+    write_sink(session.createDataFrame(rows, out_schema), sink, args.output, mode, complete=failure is None)
     if failure is not None:
         note = _written(len(rows), args.output)
         failure.records_written = len(rows)

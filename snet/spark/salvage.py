@@ -54,7 +54,8 @@ def salvage(network, df, write, *, order: str | None, shipped_only: bool, schema
     def task(context: bytes, drop: tuple[str, ...], out_json: str, project: bool):
         return functools.partial(salvage_partition, context, drop, out_json, project, counter)
 
-    write(map_network(network, df, task, schema, order=order, shipped_only=shipped_only))
+    # (the run's schema has every output column: a label outside it fails the salvage task as it failed the run)
+    write(map_network(network, df, task, schema, order=order, shipped_only=shipped_only, project=False))
     return counter.value if counter is not None else None
 
 

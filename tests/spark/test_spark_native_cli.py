@@ -395,17 +395,22 @@ def test_progress_prints_the_spark_ui_address_of_a_spark_native_run_and_quiet_si
     assert canonical(got) == canonical([])  # every cell is left with one record of two
 
 
-def test_an_output_field_without_a_type_names_the_spark_schema_option(spark, tmp_path, capsys):
+def test_output_fields_are_typed_from_a_run_on_the_first_records(spark, tmp_path):
+    """No --spark-schema and fields (b, <even>) that are no input column: b takes the type of its values in
+    the outputs of a run of the network on the first records (on the driver), <even> is a tag (long); the run
+    writes every label of the records a run without Spark makes."""
+    import snet
+
     (tmp_path / "three.snet").write_text(THREE)
     (tmp_path / "three.py").write_text(THREE_PY)
-    (tmp_path / "in.json").write_text('{"a": 1}\n')
-    status = snet_main(str(tmp_path / "three.snet"), "-i", str(tmp_path / "in.json"), "-o",
-                       str(tmp_path / "out.json"), "--spark", MASTER)
-    assert status == 2
-    assert capsys.readouterr().err.splitlines() == [
-        "error: cannot infer the type of output field 'b' (no input column of that name); give --spark-schema with "
-        "every output column, e.g. --spark-schema 'b double, ...'"]
-    assert not (tmp_path / "out.json").exists()
+    records = [{"a": i} for i in range(7)]
+    (tmp_path / "in.json").write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "out.json"
+    assert snet_main(str(tmp_path / "three.snet"), "-i", str(tmp_path / "in.json"), "-o", str(out),
+                     "--spark", MASTER) == 0
+    got = [json.loads(line) for path in sorted(out.glob("part-*.json")) for line in path.read_text().splitlines()]
+    assert all(isinstance(r["b"], int) and isinstance(r["<even>"], int) for r in got), got
+    assert canonical(got) == canonical(snet.load(str(tmp_path / "three.snet")).run(records, engine="reference"))
 
 
 @pytest.mark.parametrize("uri", ["file://{}", "file:{}", "file://localhost{}"])
