@@ -59,6 +59,7 @@ def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], 
     """Lower ``graph`` for this run and start it on ``engine`` over ``records``; returns the execution."""
     from snet.plan import lower
 
+    from snet.core.guard import guard_boxes
     from snet.errorpolicy import policy_for
 
     options = options or RunOptions()
@@ -72,10 +73,12 @@ def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], 
     try:
         per_box = dict(options.box_concurrency_per_box)
         processes, boxes, options = _box_processes(graph, boxes, options, per_box)
+        boxes, guards = guard_boxes(sorted(graph.used_boxes()), boxes, options)  # timeouts, retries
         plan = lower(graph, boxes, box_concurrency=options.box_concurrency, box_concurrency_per_box=per_box,
                      executor=executor, on_error=policy, defer_async=getattr(run, "overlaps_async_boxes", False))
         execution = run(plan, records, options)
         execution.error_policy = policy
+        execution.guards = guards
         if processes is not None:
             execution.add_release(processes.close)
         return execution
@@ -87,7 +90,8 @@ def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], 
         raise
 
 
-PER_BOX = (("box_concurrency_per_box", "box concurrency"), ("box_processes_per_box", "box processes"))
+PER_BOX = (("box_concurrency_per_box", "box concurrency"), ("box_processes_per_box", "box processes"),
+           ("box_timeout_per_box", "box timeout"), ("box_retries_per_box", "box retries"))
 
 
 def check_box_names(graph: PropertyGraph, options: RunOptions) -> None:
