@@ -14,6 +14,7 @@ One call of a guarded box is one or more *attempts*:
   attempt in a helper thread (a daemon thread, so an abandoned attempt never
   holds up the end of the process); Python cannot stop a thread, so the
   abandoned attempt runs on until the box returns, its result discarded.
+  (The helper threads are reused from one attempt to the next.)
   A box given processes (``box_processes``) runs in its process as before;
   the process of an attempt that passed its timeout is terminated and a
   fresh one takes its place.  An ``async def`` box's coroutine is
@@ -38,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import os
 import threading
 import time
 from collections.abc import Mapping
@@ -182,10 +184,57 @@ class _Call:
             self.done.set()
 
 
+#: helper threads kept waiting for the next attempt, at most (more end when their attempt is done)
+IDLE_HELPERS = 64
+
+_idle: list = []  # helpers waiting for an attempt
+_idle_lock = threading.Lock()
+os.register_at_fork(after_in_child=_idle.clear)  # a forked child has none of the parent's threads
+
+
+class _Helper:
+    """A daemon thread that runs one attempt after another, and waits among the idle ones in between.
+
+    Starting a thread per attempt would cost about as much as a small box
+    call; a helper whose attempt was abandoned rejoins the idle ones when the
+    box returns at last.
+    """
+
+    __slots__ = ("call", "wake")
+
+    def __init__(self) -> None:
+        self.call: _Call | None = None
+        self.wake = threading.Lock()
+        self.wake.acquire()  # released by `run`, once per attempt
+        threading.Thread(target=self._serve, name="snet-box-call", daemon=True).start()
+
+    def run(self, call: "_Call") -> None:
+        self.call = call
+        self.wake.release()
+
+    def _serve(self) -> None:
+        while True:
+            self.wake.acquire()
+            call, self.call = self.call, None
+            call()
+            del call  # drop the attempt's outcome before waiting for the next one
+            with _idle_lock:
+                if len(_idle) >= IDLE_HELPERS:
+                    return
+                _idle.append(self)
+
+
+def _helper() -> _Helper:
+    with _idle_lock:
+        if _idle:
+            return _idle.pop()
+    return _Helper()
+
+
 def _in_thread(name: str, function: Callable, timeout: float, args: tuple, kwargs: dict) -> Any:
     """Run one attempt in a daemon helper thread; raise :class:`BoxTimeout` when it passes ``timeout``."""
     call = _Call(function, args, kwargs)
-    threading.Thread(target=call, name=f"snet-box-{name}", daemon=True).start()
+    _helper().run(call)
     if not call.done.wait(timeout):
         raise BoxTimeout(name, timeout)  # the thread runs on; its outcome is dropped with `call`
     if call.error is not None:
