@@ -73,7 +73,7 @@ def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], 
     try:
         per_box = dict(options.box_concurrency_per_box)
         processes, boxes, options = _box_processes(graph, boxes, options, per_box)
-        boxes, guards = guard_boxes(sorted(graph.used_boxes()), boxes, options)  # timeouts, retries
+        boxes, guards = guard_boxes(graph, boxes, options)  # timeouts, retries
         plan = lower(graph, boxes, box_concurrency=options.box_concurrency, box_concurrency_per_box=per_box,
                      executor=executor, on_error=policy, defer_async=getattr(run, "overlaps_async_boxes", False))
         execution = run(plan, records, options)

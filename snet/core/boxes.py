@@ -40,6 +40,7 @@ from types import CoroutineType, ModuleType
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from snet.core.aloop import run_coroutine
+from snet.core.guard import BoxTimeout
 from snet.errors import SNetBindingError, SNetBoxError, SNetError
 from snet.records import describe, format_labels
 from snet.source import render
@@ -694,8 +695,8 @@ class BoxCaller:
             detail = "".join(traceback.format_exception(type(error), error, tb))
         # the attempts of a box given a timeout or retries (snet.core.guard), when there were several
         attempts = getattr(error, "__snet_attempts__", 1)
-        tries = f" after {attempts} attempts" if attempts > 1 else ""
-        if type(error).__name__ == "BoxTimeout":
+        tries = f" (the last of {attempts} attempts)" if attempts > 1 else ""
+        if isinstance(error, BoxTimeout):
             return SNetBoxError(f"box '{self.name}' {error}{tries} (input record {describe(record)})", self.span, "")
         kind = getattr(error, "kind", None) if type(error).__name__ == "RemoteBoxException" else None
         return SNetBoxError(

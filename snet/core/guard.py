@@ -46,6 +46,9 @@ from collections.abc import Mapping
 from types import GeneratorType
 from typing import Any, Callable
 
+from snet.errors import SNetUsageError
+from snet.spg.nodes import BoxNode
+
 #: seconds before the first retry when ``box_retries`` gives no backoff
 DEFAULT_BACKOFF = 0.1
 
@@ -95,12 +98,21 @@ class GuardCounters:
             return {name: (r, t) for name, (r, t) in self._counts.items()}
 
 
-def guards_for(names: list[str], options: Any) -> dict[str, Guard]:
-    """The guard of each box in ``names`` that the run options give a timeout or retries."""
+def guards_for(graph: Any, options: Any) -> dict[str, Guard]:
+    """The guard of each box of ``graph`` that the run options or the box's metadata give a timeout or retries.
+
+    A setting for the box by name (``NAME=`` on the command line, a mapping
+    in the API) comes first, then the box's metadata (``<timeout>``,
+    ``<retries>``), then the run's default for every box.
+    """
+    written = box_metadata(graph)
     out = {}
-    for name in names:
-        timeout = options.box_timeout_per_box.get(name, options.box_timeout)
-        retries = options.box_retries_per_box.get(name, options.box_retries)
+    for name in sorted(graph.used_boxes()):
+        meta_timeout, meta_retries = written.get(name, (None, None))
+        timeout = options.box_timeout_per_box.get(name, meta_timeout)
+        timeout = options.box_timeout if timeout is None else timeout
+        retries = options.box_retries_per_box.get(name, meta_retries)
+        retries = options.box_retries if retries is None else retries
         if timeout is None and not retries:
             continue
         count, backoff = retries if retries else (0, DEFAULT_BACKOFF)
@@ -108,10 +120,65 @@ def guards_for(names: list[str], options: Any) -> dict[str, Guard]:
     return out
 
 
-def guard_boxes(names: list[str], boxes: Mapping[str, Callable], options: Any
+def box_metadata(graph: Any) -> dict[str, tuple[float | None, tuple[int, float] | None]]:
+    """The ``<timeout>`` and ``<retries>`` metadata of each box that has them (language.md §16).
+
+    ``<timeout>SECONDS</timeout>`` and ``<retries>N</retries>`` or
+    ``<retries>N,BACKOFF</retries>``, the forms of the command line.
+
+    Raises:
+        SNetUsageError: a value that is not of that form, or two occurrences
+            of one box with different values; the message gives the box's
+            position.
+    """
+    found: dict[str, tuple] = {}
+    where: dict[str, Any] = {}
+    for node in graph.nodes:
+        if not isinstance(node, BoxNode) or not ({"timeout", "retries"} & set(node.metadata)):
+            continue
+        at = f"{node.span.location}: " if node.span is not None else ""
+        try:
+            setting = (_metadata_timeout(node.metadata.get("timeout")), _metadata_retries(node.metadata.get("retries")))
+        except ValueError as e:
+            raise SNetUsageError(f"{at}error: metadata of box '{node.name}': {e}") from None
+        if found.setdefault(node.name, setting) != setting:
+            first = where[node.name]
+            raise SNetUsageError(f"{at}error: box '{node.name}' has other <timeout> or <retries> metadata here than "
+                                 f"at {first.location if first is not None else 'its other occurrence'}; one box "
+                                 f"has one setting")
+        where.setdefault(node.name, node.span)
+    return found
+
+
+def _metadata_timeout(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):
+        raise ValueError(f"<timeout> takes a number of seconds > 0, not '{text}'")
+    return seconds
+
+
+def _metadata_retries(text: str | None) -> tuple[int, float] | None:
+    if text is None:
+        return None
+    count, comma, backoff = text.strip().partition(",")
+    try:
+        setting = (int(count), float(backoff) if comma else DEFAULT_BACKOFF)
+    except ValueError:
+        setting = (-1, 0.0)
+    if setting[0] < 0 or not 0 <= setting[1] < float("inf"):
+        raise ValueError(f"<retries> takes N or N,BACKOFF (N >= 0, BACKOFF >= 0 seconds), not '{text}'")
+    return setting
+
+
+def guard_boxes(graph: Any, boxes: Mapping[str, Callable], options: Any
                 ) -> tuple[dict[str, Callable], GuardCounters | None]:
     """The box table with every guarded box replaced by its stand-in, and the counters (None: none guarded)."""
-    guards = guards_for(names, options)
+    guards = guards_for(graph, options)
     if not guards:
         return dict(boxes), None
     counters = GuardCounters(sorted(guards))

@@ -63,7 +63,7 @@ def test_retries_give_exact_output(engine_options):
 
 def test_spent_retries_raise_the_last_error_under_stop(engine_options):
     net = snet.load(NET, boxes={"f": Flaky(9), "g": g})
-    with pytest.raises(SNetBoxError, match=r"box 'f' raised OSError: try 3 of 1 after 3 attempts"):
+    with pytest.raises(SNetBoxError, match=r"box 'f' raised OSError: try 3 of 1 \(the last of 3 attempts\)"):
         list(net.run([{"x": 0}, {"x": 1}], box_retries={"f": (2, 0.0)}, **engine_options))
 
 
@@ -149,3 +149,53 @@ def test_no_stand_in_without_timeout_or_retries():
     execution = net.run([{"x": 1}], box_retries={"g": 1})
     assert list(execution) == [{"z": 10}]
     assert execution.stats().boxes["f"].retries is None and execution.stats().boxes["g"].retries == 0
+
+
+META = """net n {{
+  <metadata><box name="f">{f}</box></metadata>
+  box f ((x) -> (y));
+  box g ((y) -> (z));
+}} connect f .. g;"""
+
+
+def test_metadata_gives_a_box_its_timeout_and_retries(engine_options):
+    flaky = Flaky(1)
+    net = snet.load(META.format(f="<timeout>30</timeout><retries>1,0</retries>"), boxes={"f": flaky, "g": g})
+    execution = net.run([{"x": i} for i in range(6)], **engine_options)
+    assert sorted(o["z"] for o in execution) == [i * 10 for i in range(6)]
+    assert (execution.stats().boxes["f"].retries, execution.stats().boxes["g"].retries) == (3, None)
+
+
+def test_a_setting_by_name_overrides_the_metadata_which_overrides_the_default():
+    net = snet.load(META.format(f="<retries>0</retries>"), boxes={"f": Flaky(1), "g": g})
+    with pytest.raises(SNetBoxError, match="try 1 of 1"):  # the metadata's 0 wins over the default 2
+        list(net.run([{"x": 1}], box_retries=2))
+    assert list(net.run([{"x": 1}], box_retries={"f": (1, 0.0)})) == [{"z": 10}]
+    net = snet.load(META.format(f="<timeout>0.5</timeout>"), boxes={"f": hangs_at(1), "g": g})
+    errors = []
+    assert list(net.run([{"x": 1}], box_timeout=3600, on_error=errors.append)) == []
+    assert "timed out after 0.5 s" in errors[0]["error"]
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("<timeout>soon</timeout>", "<string>:5:11: error: metadata of box 'f': <timeout> takes a number of seconds > 0, "
+                                "not 'soon'"),
+    ("<timeout>-1</timeout>", "<timeout> takes a number of seconds > 0, not '-1'"),
+    ("<retries>2,x</retries>", "<retries> takes N or N,BACKOFF (N >= 0, BACKOFF >= 0 seconds), not '2,x'"),
+])
+def test_bad_metadata_is_refused_with_its_position(setting, message):
+    net = snet.load(META.format(f=setting), boxes={"f": Flaky(0), "g": g})
+    with pytest.raises(SNetUsageError) as caught:
+        net.run([{"x": 1}])
+    assert message in str(caught.value)
+
+
+def test_one_box_with_two_metadata_settings_is_refused():
+    source = """box f ((x) -> (x));
+net a { <metadata><box name="f"><timeout>1</timeout></box></metadata> } connect f;
+net b { <metadata><box name="f"><timeout>2</timeout></box></metadata> } connect f;
+net n connect a .. b;"""
+    net = snet.load(source, boxes={"f": lambda x: {"x": x}}, net="n")
+    with pytest.raises(SNetUsageError, match=r"<string>:3:81: error: box 'f' has other <timeout> or <retries> "
+                                             r"metadata here than at <string>:2:81"):
+        net.run([{"x": 1}])

@@ -164,7 +164,7 @@ def test_spent_retries_hand_the_last_error_to_the_policy(tmp_path, engine):
     assert sorted(e["record"]["x"] for e in errors) == [3, 13]
     for error in errors:
         assert error["exception"] == "ConnectionError" and error["attempts"] == 3
-        assert "flaky service, attempt 3 after 3 attempts" in error["error"]  # the last error
+        assert "flaky service, attempt 3 (the last of 3 attempts)" in error["error"]  # the last error
     assert (marks / "tries-3").read_text() == "..."
     assert "box slow: 4 calls retried, 0 timed out" in done.stderr
 
@@ -176,7 +176,7 @@ def test_the_stop_policy_stops_at_the_timeout_with_exit_1(tmp_path):
     done = snet_run(tmp_path / "n.snet", "-i", tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl",
                     "--box-timeout", "0.5", "--box-retries", "1,0")
     assert done.returncode == 1
-    assert "box 'slow' timed out after 0.5 s after 2 attempts" in done.stderr
+    assert "box 'slow' timed out after 0.5 s (the last of 2 attempts)" in done.stderr
 
 
 @pytest.mark.parametrize("args, message", [
