@@ -225,7 +225,8 @@ class RunStats:
             lines.append("  (share: of all the time spent in boxes)")
             for name, box in sorted(self.boxes.items()):
                 if box.retries is not None:
-                    lines.append(f"  box {name}: {box.retries:,} calls retried, {box.timeouts:,} timed out")
+                    lines.append(f"  box {name}: {box.retries:,} call{'s' if box.retries != 1 else ''} retried, "
+                                 f"{box.timeouts:,} timed out")
         if self.failures:
             lines.append(f"  records that failed and were skipped: {self.failures}")
         if self.held_in_cells is not None:
