@@ -113,9 +113,9 @@ def guards_for(graph: Any, options: Any) -> dict[str, Guard]:
         timeout = options.box_timeout if timeout is None else timeout
         retries = options.box_retries_per_box.get(name, meta_retries)
         retries = options.box_retries if retries is None else retries
-        if timeout is None and not retries:
-            continue
-        count, backoff = retries if retries else (0, DEFAULT_BACKOFF)
+        if timeout is None and (retries is None or retries[0] == 0):
+            continue  # nothing to guard: the box is called as it is
+        count, backoff = retries if retries is not None else (0, DEFAULT_BACKOFF)
         out[name] = Guard(timeout, count, backoff)
     return out
 
