@@ -43,9 +43,10 @@ import os
 import threading
 import time
 from collections.abc import Mapping
-from types import GeneratorType
+from types import CoroutineType, GeneratorType
 from typing import Any, Callable
 
+from snet.core.aloop import run_coroutine
 from snet.errors import SNetUsageError
 from snet.spg.nodes import BoxNode
 
@@ -225,8 +226,17 @@ def _attempt(name: str, function: Callable, timeout: float | None) -> Callable[[
 
 
 def _settled(result: Any) -> Any:
-    """A generator's outputs as a list (the box's code runs inside the attempt), anything else as it is."""
-    return list(result) if type(result) is GeneratorType else result
+    """What a call returned, with the box's code run inside the attempt.
+
+    A generator's outputs as a list; a coroutine (from a callable whose
+    ``__call__`` is ``async def``, which is not seen as an async box)
+    awaited on the box loop; anything else as it is.
+    """
+    if type(result) is GeneratorType:
+        return list(result)
+    if type(result) is CoroutineType:
+        return run_coroutine(result)
+    return result
 
 
 class _Call:

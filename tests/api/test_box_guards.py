@@ -44,7 +44,7 @@ class Flaky:
 
 def test_a_hanging_call_times_out_and_is_skipped(engine_options):
     net = snet.load(NET, boxes={"f": hangs_at(7), "g": g})
-    execution = net.run([{"x": i} for i in range(20)], box_timeout={"f": 0.5}, on_error="skip", **engine_options)
+    execution = net.run([{"x": i} for i in range(20)], box_timeout={"f": 2}, on_error="skip", **engine_options)
     assert [o["z"] for o in execution] == [i * 10 for i in range(20) if i != 7]
     stats = execution.stats()
     assert (stats.boxes["f"].retries, stats.boxes["f"].timeouts) == (0, 1)
@@ -110,19 +110,19 @@ def test_an_async_box_is_cancelled_at_its_timeout(engine_options):
 
     net = snet.load(NET, boxes={"f": f, "g": g})
     errors = []
-    execution = net.run([{"x": i} for i in range(5)], box_timeout=0.5, on_error=errors.append, **engine_options)
+    execution = net.run([{"x": i} for i in range(5)], box_timeout=2, on_error=errors.append, **engine_options)
     assert sorted(o["z"] for o in execution) == [0, 10, 30, 40]
     assert [e["record"] for e in errors] == [{"x": 2}] and errors[0]["exception"] == "BoxTimeout"
-    assert "box 'f' timed out after 0.5 s" in errors[0]["error"]
+    assert "box 'f' timed out after 2 s" in errors[0]["error"]
     assert cancelled == [2]
 
 
 def test_a_session_fails_the_future_of_a_call_that_timed_out():
     net = snet.load(NET, boxes={"f": hangs_at(3), "g": g})
-    with net.session(box_timeout=0.5, on_error="skip") as session:
+    with net.session(box_timeout=2, on_error="skip") as session:
         futures = [session.submit({"x": i}) for i in range(5)]
         assert futures[0].result(timeout=60) == [{"z": 0}]
-        with pytest.raises(SNetBoxError, match="timed out after 0.5 s"):
+        with pytest.raises(SNetBoxError, match="timed out after 2 s"):
             futures[3].result(timeout=60)
         assert futures[4].result(timeout=60) == [{"z": 40}]
         session.close(timeout=60)
@@ -199,3 +199,20 @@ net n connect a .. b;"""
     with pytest.raises(SNetUsageError, match=r"<string>:3:81: error: box 'f' has other <timeout> or <retries> "
                                              r"metadata here than at <string>:2:81"):
         net.run([{"x": 1}])
+
+
+def test_a_callable_with_an_async_call_method_is_retried_too(engine_options):
+    class Box:
+        def __init__(self):
+            self.tries = 0
+
+        async def __call__(self, x):
+            self.tries += 1
+            if self.tries < 3:
+                raise OSError("not yet")
+            return {"y": x}
+
+    box = Box()
+    net = snet.load(NET, boxes={"f": box, "g": g})
+    assert list(net.run([{"x": 4}], box_retries=(2, 0.0), **engine_options)) == [{"z": 40}]
+    assert box.tries == 3

@@ -174,9 +174,9 @@ def test_the_stop_policy_stops_at_the_timeout_with_exit_1(tmp_path):
     (tmp_path / "n.py").write_text(HANGING)
     write_inputs(tmp_path / "in.jsonl", [{"x": i} for i in range(RECORDS)])
     done = snet_run(tmp_path / "n.snet", "-i", tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl",
-                    "--box-timeout", "0.5", "--box-retries", "1,0")
+                    "--box-timeout", "1.5", "--box-retries", "1,0")
     assert done.returncode == 1
-    assert "box 'slow' timed out after 0.5 s (the last of 2 attempts)" in done.stderr
+    assert "box 'slow' timed out after 1.5 s (the last of 2 attempts)" in done.stderr
 
 
 @pytest.mark.parametrize("args, message", [
