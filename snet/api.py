@@ -288,4 +288,6 @@ class _LoggedExecution(Execution):
 
     def stats(self) -> RunStats:
         stats = self.inner.stats()
+        if self.inner.guards is not None:  # retries and timeouts beside each box's calls
+            stats = stats.with_guards(self.inner.guards.table())
         return attrs.evolve(stats, failures=self.failures) if self.failures else stats

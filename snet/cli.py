@@ -77,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run box calls in N worker processes: N for every box, or NAME=N for one box "
                           "(repeatable); for pure-Python boxes that need more than one core. calls=C and "
                           "memory=SIZE (512M, 2G) replace a box process after C calls or once it holds SIZE")
+    run.add_argument("--box-timeout", action="append", default=[], metavar="SECONDS|NAME=SECONDS",
+                     help="abandon a box call after SECONDS and fail its record (then --on-error applies): a "
+                          "default for every box, or NAME=SECONDS for one box (repeatable)")
+    run.add_argument("--box-retries", action="append", default=[], metavar="N[,BACKOFF]|NAME=N[,BACKOFF]",
+                     help="try a failing box call again up to N times, waiting BACKOFF seconds (default 0.1), "
+                          "doubling each time: a default for every box, or NAME=... for one box (repeatable)")
     run.add_argument("--no-steal", action="store_true",
                      help="disable work stealing between workers (for measurements)")
     run.add_argument("--seed", type=int, metavar="S",

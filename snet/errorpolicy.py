@@ -19,8 +19,10 @@ run under every policy.
 
 An error record (interfaces.md §4) has the keys ``error`` (the message),
 ``at`` (``FILE:LINE:COL``), ``box`` (the box's name, when a box failed),
-``exception`` (the type name of what was raised) and ``record`` (the input
-record of the failing step).
+``exception`` (the type name of what was raised; ``BoxTimeout`` for a call
+that passed its box's timeout), ``attempts`` (for a box given a timeout or
+retries: the calls made, retries included) and ``record`` (the input record
+of the failing step).
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ def error_record(error: SNetRuntimeError, record: Record, box: str | None) -> di
     if box is not None:
         out["box"] = box
     out["exception"] = type(cause).__name__ if cause is not None else type(error).__name__
+    attempts = getattr(cause, "__snet_attempts__", None)  # a box given a timeout or retries (snet.core.guard)
+    if attempts is not None:
+        out["attempts"] = attempts
     out["record"] = record
     return out
 

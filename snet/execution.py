@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator
 
 if TYPE_CHECKING:
+    from snet.core.guard import GuardCounters
     from snet.errorpolicy import ErrorPolicy
     from snet.stats import RunStats
 
@@ -34,6 +35,8 @@ class Execution:
 
     #: the policy that skips failing records (``on_error`` other than "stop"), set by the caller that starts the run
     error_policy: "ErrorPolicy | None" = None
+    #: the retry and timeout counters of the boxes given them (``box_timeout``, ``box_retries``), or None
+    guards: "GuardCounters | None" = None
 
     def __init__(self) -> None:
         self.warnings: list[str] = []

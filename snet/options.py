@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 
+from snet.core.guard import DEFAULT_BACKOFF
 from snet.errors import SNetOptionError, SNetUsageError
 
 SEED_RANGE = (-2**31, 2**31 - 1)  # the scheduler takes the seed as a C int
@@ -76,6 +77,74 @@ def _per_box(_, attribute: attrs.Attribute, value: Any) -> None:
             raise SNetOptionError(attribute.name, f" takes box names as keys, not {name!r}")
         if not _is_int(limit) or limit < 1:
             raise SNetOptionError(attribute.name, f" must be at least 1 for box '{name}', not {limit!r}")
+
+
+def _seconds_value(value: Any) -> str | None:
+    """Why ``value`` is not a timeout (a finite number of seconds > 0), or None."""
+    if not _is_number(value) or not 0 < value < float("inf"):
+        return f"must be a number of seconds > 0, not {value!r}"
+    return None
+
+
+def _retries_value(value: Any) -> str | None:
+    """Why ``value`` is not a retry setting (N >= 0, BACKOFF >= 0 seconds), or None."""
+    if not (isinstance(value, tuple) and len(value) == 2 and _is_int(value[0]) and _is_number(value[1])):
+        return f"takes N or (N, BACKOFF), not {value!r}"
+    if value[0] < 0 or not 0 <= value[1] < float("inf"):
+        return f"needs N >= 0 and BACKOFF >= 0 seconds, not {value!r}"
+    return None
+
+
+def _timeout(_, attribute: attrs.Attribute, value: Any) -> None:
+    problem = None if value is None else _seconds_value(value)
+    if problem:
+        raise SNetOptionError(attribute.name, f" {problem}")
+
+
+def _timeouts(_, attribute: attrs.Attribute, value: Any) -> None:
+    _per_box_values(attribute, value, _seconds_value)
+
+
+def _retry(_, attribute: attrs.Attribute, value: Any) -> None:
+    problem = None if value is None else _retries_value(value)
+    if problem:
+        raise SNetOptionError(attribute.name, f" {problem}")
+
+
+def _retry_table(_, attribute: attrs.Attribute, value: Any) -> None:
+    _per_box_values(attribute, value, _retries_value)
+
+
+def _per_box_values(attribute: attrs.Attribute, value: Any, problem_of: Any) -> None:
+    if not isinstance(value, dict):
+        raise SNetOptionError(attribute.name, f" must be a mapping from box name to a value, not {value!r}")
+    for name, setting in value.items():
+        if not isinstance(name, str):
+            raise SNetOptionError(attribute.name, f" takes box names as keys, not {name!r}")
+        problem = problem_of(setting)
+        if problem:
+            raise SNetOptionError(attribute.name, f" for box '{name}' {problem}")
+
+
+def _retries(value: Any) -> Any:
+    """``N`` as ``(N, DEFAULT_BACKOFF)``, ``(N, BACKOFF)`` as a pair of int and float; anything else as given."""
+    if _is_int(value):
+        return int(value), DEFAULT_BACKOFF
+    if isinstance(value, (tuple, list)) and len(value) == 2 and _is_int(value[0]) and _is_number(value[1]):
+        return int(value[0]), float(value[1])
+    return value
+
+
+def _retries_table(value: Any) -> Any:
+    return {name: _retries(v) for name, v in value.items()} if isinstance(value, Mapping) else value
+
+
+def _timeout_number(value: Any) -> Any:
+    return float(value) if _is_number(value) else value
+
+
+def _timeouts_table(value: Any) -> Any:
+    return {name: _timeout_number(v) for name, v in value.items()} if isinstance(value, Mapping) else value
 
 
 # engine name -> "module:function"; the function has the signature of `start`.
@@ -183,6 +252,14 @@ class RunOptions:
     box_process_memory: int | None = attrs.field(default=None, converter=_size, validator=_positive_or_none)
     # "stop" (the default), "skip", or a callable taking an error record (snet.errorpolicy)
     on_error: Any = attrs.field(default="stop", validator=_on_error)
+    # a box call abandoned after this many seconds, and a failed call retried N times after BACKOFF seconds,
+    # doubling: for every box, and per box name (snet.core.guard)
+    box_timeout: float | None = attrs.field(default=None, converter=_timeout_number, validator=_timeout)
+    box_timeout_per_box: dict[str, float] = attrs.field(factory=dict, converter=_timeouts_table,
+                                                        validator=_timeouts)
+    box_retries: tuple[int, float] | None = attrs.field(default=None, converter=_retries, validator=_retry)
+    box_retries_per_box: dict[str, tuple[int, float]] = attrs.field(factory=dict, converter=_retries_table,
+                                                                    validator=_retry_table)
 
     @classmethod
     def from_keywords(cls, **keywords: Any) -> "RunOptions":
@@ -205,11 +282,18 @@ class RunOptions:
                 raise SNetUsageError("give per-box limits either as box_concurrency or as box_concurrency_per_box, "
                                      "not both")
             keywords["box_concurrency_per_box"] = keywords.pop("box_concurrency")
+        guarded = [name for name in ("box_timeout", "box_retries") if isinstance(keywords.get(name), Mapping)]
+        for name in guarded:  # a mapping per box name (snet.core.guard)
+            if name + "_per_box" in keywords:
+                raise SNetUsageError(f"give per-box values either as {name} or as {name}_per_box, not both")
+            keywords[name + "_per_box"] = keywords.pop(name)
         try:
             return cls(**keywords)
         except SNetOptionError as e:
             if per_box and e.option == "box_concurrency_per_box":
                 raise e.relabelled("box_concurrency") from None
+            if e.option.removesuffix("_per_box") in guarded:
+                raise e.relabelled(e.option.removesuffix("_per_box")) from None
             raise
 
 

@@ -1,7 +1,8 @@
 """Statistics of a run: one typed snapshot, two formatters.
 
 ``Execution.stats()`` returns a :class:`RunStats`: what every engine
-measures (records in and out, seconds, calls and seconds per box) as
+measures (records in and out, seconds, calls and seconds per box, and the
+retries and timeouts of boxes given them) as
 attributes, and what only one engine measures in an optional part:
 :class:`FrontStats` (entities, scheduling counters, one
 :class:`WorkerStats` per worker), :class:`ReferenceStats`, and
@@ -38,6 +39,9 @@ class BoxStats:
 
     calls: int = 0
     seconds: float = 0.0
+    # calls tried again, and calls abandoned past the timeout: for a box given a timeout or retries, else None
+    retries: int | None = None
+    timeouts: int | None = None
 
     @property
     def seconds_per_call(self) -> float:
@@ -178,6 +182,13 @@ class RunStats:
                    records_out=data["records_out"], boxes=BoxStats.table(data["boxes"]), front=front,
                    held_in_cells=held_in_cells, **executor_part(executor))
 
+    def with_guards(self, table: Mapping[str, tuple[int, int]]) -> "RunStats":
+        """These statistics with the retries and timeouts of the boxes given them (``{name: (retries, timeouts)}``)."""
+        boxes = dict(self.boxes)
+        for name, (retries, timeouts) in table.items():
+            boxes[name] = attrs.evolve(boxes.get(name, BoxStats()), retries=retries, timeouts=timeouts)
+        return attrs.evolve(self, boxes=boxes)
+
     # -- the two formatters ---------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
@@ -212,6 +223,10 @@ class RunStats:
                 lines.append(f"  {name:<{width}}  {box.calls:>10,}  {format_duration(box.seconds):>11}  "
                              f"{format_duration(box.seconds_per_call):>9}  {share:>5}")
             lines.append("  (share: of all the time spent in boxes)")
+            for name, box in sorted(self.boxes.items()):
+                if box.retries is not None:
+                    lines.append(f"  box {name}: {box.retries:,} call{'s' if box.retries != 1 else ''} retried, "
+                                 f"{box.timeouts:,} timed out")
         if self.failures:
             lines.append(f"  records that failed and were skipped: {self.failures}")
         if self.held_in_cells is not None:
@@ -245,7 +260,8 @@ def format_duration(seconds: float) -> str:
 
 
 def _boxes_json(boxes: Mapping[str, BoxStats]) -> dict[str, dict[str, Any]]:
-    return {name: attrs.asdict(box) for name, box in sorted(boxes.items())}
+    # retries and timeouts only for the boxes given them
+    return {name: attrs.asdict(box, filter=lambda _, v: v is not None) for name, box in sorted(boxes.items())}
 
 
 __all__ = ["RunStats", "BoxStats", "FrontStats", "EntityStats", "WorkerStats", "ReferenceStats", "SparkStats",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import logging
 import os
 from typing import Callable, Iterable
 
@@ -22,7 +23,7 @@ import attrs
 from snet.errors import SNetUsageError
 from snet.execution import Execution
 from snet.options import DEFAULT_ENGINE, ENGINES, RunOptions, engine_names  # re-exported here
-from snet.spg.nodes import PropertyGraph
+from snet.spg.nodes import BoxNode, PropertyGraph
 
 Record = dict
 
@@ -59,6 +60,7 @@ def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], 
     """Lower ``graph`` for this run and start it on ``engine`` over ``records``; returns the execution."""
     from snet.plan import lower
 
+    from snet.core.guard import guard_boxes
     from snet.errorpolicy import policy_for
 
     options = options or RunOptions()
@@ -72,10 +74,14 @@ def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], 
     try:
         per_box = dict(options.box_concurrency_per_box)
         processes, boxes, options = _box_processes(graph, boxes, options, per_box)
+        boxes, guards = guard_boxes(graph, boxes, options)  # timeouts, retries
+        if executor is not None and guards is not None:
+            _warn_unguarded(graph, executor.selected, guards.table())
         plan = lower(graph, boxes, box_concurrency=options.box_concurrency, box_concurrency_per_box=per_box,
                      executor=executor, on_error=policy, defer_async=getattr(run, "overlaps_async_boxes", False))
         execution = run(plan, records, options)
         execution.error_policy = policy
+        execution.guards = guards
         if processes is not None:
             execution.add_release(processes.close)
         return execution
@@ -87,7 +93,25 @@ def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], 
         raise
 
 
-PER_BOX = (("box_concurrency_per_box", "box concurrency"), ("box_processes_per_box", "box processes"))
+def _warn_unguarded(graph: PropertyGraph, splits: Iterable[int], guarded: Iterable[str]) -> None:
+    """Warn that the boxes given timeouts or retries are called without them inside splits run on Spark."""
+    inside = set()
+    stack = [graph.nodes[i] for i in splits]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, BoxNode):
+            inside.add(node.name)
+        stack.extend(node.children())
+    names = sorted(inside & set(guarded))
+    if names:
+        logging.getLogger("snet").warning(
+            "warning: box %s %s a timeout or retries, which do not apply inside the splits that run on Spark "
+            "(Spark retries a failed task itself)", ", ".join(repr(n) for n in names),
+            "has" if len(names) == 1 else "have")
+
+
+PER_BOX = (("box_concurrency_per_box", "box concurrency"), ("box_processes_per_box", "box processes"),
+           ("box_timeout_per_box", "box timeout"), ("box_retries_per_box", "box retries"))
 
 
 def check_box_names(graph: PropertyGraph, options: RunOptions) -> None:

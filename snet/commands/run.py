@@ -54,6 +54,8 @@ FLAGS = {
     "spark_conf": "--spark-conf", "spark_splits": "--spark-splits", "spark_batch": "--spark-batch",
     "box_processes": "--box-processes", "box_processes_per_box": "--box-processes", "on_error": "--on-error",
     "box_process_calls": "--box-processes ...,calls=C", "box_process_memory": "--box-processes ...,memory=SIZE",
+    "box_timeout": "--box-timeout", "box_timeout_per_box": "--box-timeout",
+    "box_retries": "--box-retries", "box_retries_per_box": "--box-retries",
 }
 
 
@@ -80,6 +82,35 @@ def parse_box_concurrency(values: list[str], flag: str = "--box-concurrency") ->
             per_box[name] = n
         else:
             default = n
+    return default, per_box
+
+
+def parse_box_guards(values: list[str], flag: str) -> tuple[Any, dict[str, Any]]:
+    """``--box-timeout [NAME=]SECONDS`` or ``--box-retries [NAME=]N[,BACKOFF]`` values: (default, per box).
+
+    Only the text is read here; :mod:`snet.options` checks the numbers.
+    """
+    default: Any = None
+    per_box: dict[str, Any] = {}
+    shape = "SECONDS or NAME=SECONDS" if flag == "--box-timeout" else "N[,BACKOFF] or NAME=N[,BACKOFF]"
+    for value in values:
+        name, eq, setting = value.partition("=")
+        if not eq:
+            name, setting = "", value
+        try:
+            if flag == "--box-timeout":
+                parsed: Any = float(setting)
+            else:
+                count, comma, backoff = setting.partition(",")
+                parsed = (int(count), float(backoff)) if comma else int(count)
+        except ValueError:
+            raise SNetUsageError(f"{flag} takes {shape}, not '{value}'") from None
+        if eq and not name:
+            raise SNetUsageError(f"{flag} takes {shape}, not '{value}' (no box name before '=')")
+        if eq:
+            per_box[name] = parsed
+        else:
+            default = parsed
     return default, per_box
 
 
@@ -125,6 +156,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
     default, per_box = parse_box_concurrency(args.box_concurrency)
     process_counts, process_limits = split_process_limits(args.box_processes)
     processes, processes_per_box = parse_box_concurrency(process_counts, "--box-processes")
+    timeout, timeout_per_box = parse_box_guards(args.box_timeout, "--box-timeout")
+    retries, retries_per_box = parse_box_guards(args.box_retries, "--box-retries")
     on_error: Any = args.on_error or "stop"
     if args.errors is not None:
         if args.on_error == "stop":
@@ -149,6 +182,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             box_processes_per_box=processes_per_box,
             box_process_calls=_number(process_limits.get("calls")),
             box_process_memory=process_limits.get("memory"),
+            box_timeout=timeout, box_timeout_per_box=timeout_per_box,
+            box_retries=retries, box_retries_per_box=retries_per_box,
         )
     except SNetOptionError as e:
         raise e.relabelled(FLAGS.get(e.option, e.option)) from None

@@ -40,6 +40,7 @@ from types import CoroutineType, ModuleType
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from snet.core.aloop import run_coroutine
+from snet.core.guard import BoxTimeout
 from snet.errors import SNetBindingError, SNetBoxError, SNetError
 from snet.records import describe, format_labels
 from snet.source import render
@@ -686,15 +687,21 @@ class BoxCaller:
         detail = getattr(error, "__snet_traceback__", None)  # raised in a box process (processes.py)
         if detail is None:
             tb = error.__traceback__
-            # Skip this module's frame: the user wants the box's own frames.  (Compiled, the frame
-            # names the .py source, not __file__, so the module is told by its globals.)
-            while tb is not None and tb.tb_frame.f_globals.get("__name__") == __name__:
+            # Skip this module's frames and the timeout/retry stand-in's (snet.core.guard): the user
+            # wants the box's own frames.  (Compiled, the frame names the .py source, not __file__, so
+            # the module is told by its globals.)
+            while tb is not None and tb.tb_frame.f_globals.get("__name__") in (__name__, "snet.core.guard"):
                 tb = tb.tb_next
             detail = "".join(traceback.format_exception(type(error), error, tb))
+        # the attempts of a box given a timeout or retries (snet.core.guard), when there were several
+        attempts = getattr(error, "__snet_attempts__", 1)
+        tries = f" (the last of {attempts} attempts)" if attempts > 1 else ""
+        if isinstance(error, BoxTimeout):
+            return SNetBoxError(f"box '{self.name}' {error}{tries} (input record {describe(record)})", self.span, "")
         kind = getattr(error, "kind", None) if type(error).__name__ == "RemoteBoxException" else None
         return SNetBoxError(
-            f"box '{self.name}' raised {kind or type(error).__name__}: {error} (input record {describe(record)})",
-            self.span, detail)
+            f"box '{self.name}' raised {kind or type(error).__name__}: {error}{tries} "
+            f"(input record {describe(record)})", self.span, detail)
 
     def _lacks(self, label: str, record: Record) -> SNetBoxError:
         return SNetBoxError(f"box '{self.name}' cannot take record {describe(record)}: it lacks {label}", self.span)

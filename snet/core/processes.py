@@ -61,6 +61,7 @@ from types import ModuleType
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from snet.core.boxes import argument_binding, end_forked_child, load_module_from_path
+from snet.core.guard import BoxTimeout
 from snet.errors import SNetBindingError
 
 _PATH_LOADED_PREFIX = "snet_boxes_"  # module names of snet.core.boxes.load_module_from_path
@@ -344,7 +345,8 @@ class _Pool:
             self._all.append(entry)
         return entry
 
-    def call(self, args: tuple, kwargs: dict) -> Any:
+    def call(self, args: tuple, kwargs: dict, timeout: float | None = None) -> Any:
+        """The box's result for these arguments; past ``timeout`` seconds its process is replaced (BoxTimeout)."""
         if self._closed:
             raise BoxProcessDied(f"the box processes of box '{self.name}' were shut down with the run")
         try:
@@ -355,7 +357,8 @@ class _Pool:
         connection = entry.connection
         try:
             connection.send_bytes(data)
-            reply = connection.recv_bytes()
+            late = timeout is not None and not connection.poll(timeout)
+            reply = b"" if late else connection.recv_bytes()
         except (EOFError, OSError):
             self._replace(entry)
             died = BoxProcessDied(f"the box process running box '{self.name}' died (killed, exited or crashed) "
@@ -365,6 +368,9 @@ class _Pool:
         except BaseException:  # the wait was interrupted: the answer is lost with this process
             self._replace(entry)
             raise
+        if late:  # the call is abandoned with its process: terminated, a fresh one takes its place
+            self._replace(entry)
+            raise BoxTimeout(self.name, timeout)
         entry.calls += 1
         if self._spent(entry):
             with self._lock:
@@ -506,6 +512,10 @@ class ProcessBox:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._pool.call(args, kwargs)
+
+    def call_within(self, timeout: float, args: tuple, kwargs: dict) -> Any:
+        """One call that fails with BoxTimeout past ``timeout`` seconds (its process replaced): see snet.core.guard."""
+        return self._pool.call(args, kwargs, timeout)
 
 
 __all__ = ["BoxArgumentNotSendable", "BoxProcesses", "BoxProcessDied", "ProcessBox", "RemoteBoxException"]

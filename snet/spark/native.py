@@ -406,7 +406,8 @@ def run_native(network, args, options, source: str, sink: str, stats_json=None) 
 # The options of the driver's engine, which the tasks of a Spark-native run do not take.
 ENGINE_OPTIONS = (("engine", "--engine"), ("workers", "-w/--workers"), ("throttle", "--throttle"),
                   ("box_concurrency", "--box-concurrency"), ("box_processes", "--box-processes"),
-                  ("no_steal", "--no-steal"), ("seed", "--seed"))
+                  ("no_steal", "--no-steal"), ("seed", "--seed"), ("box_timeout", "--box-timeout"),
+                  ("box_retries", "--box-retries"))
 
 
 def _warn_engine_options(args) -> None:
