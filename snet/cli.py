@@ -91,6 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "time and share, records held in synchro-cells, peak entities")
     run.add_argument("--stats-json", metavar="FILE",
                      help="write every statistic of the run, the engine's own counters too, to FILE as JSON")
+    run.add_argument("--metrics-port", metavar="[HOST:]PORT",
+                     help="serve the run's figures in the Prometheus text format at http://127.0.0.1:PORT/metrics "
+                          "while it runs (HOST:PORT: another address; 0: any free port); the address is printed "
+                          "on standard error; needs prometheus-client")
     run.add_argument("--progress", type=float, nargs="?", const=PROGRESS_SECONDS, default=None, metavar="SECONDS",
                      help="show progress on standard error: on a terminal a live display (records in and out, "
                           "rate, and for an input file the share of its bytes read); elsewhere a line every "

@@ -29,6 +29,7 @@ from typing import Any
 import attrs
 
 from snet.errors import SNetOptionError, SNetUsageError
+from snet.metrics import parse_address  # imports no prometheus_client: that is asked for when serving
 
 SEED_RANGE = (-2**31, 2**31 - 1)  # the scheduler takes the seed as a C int
 
@@ -66,6 +67,15 @@ def _throttle(_, attribute: attrs.Attribute, value: Any) -> None:
     if not (offset >= 1 and factor >= 0):  # also refuses NaN
         raise SNetOptionError(attribute.name, f" needs OFFSET >= 1 and FACTOR >= 0, or no input is ever "
                                               f"admitted; not ({offset:g}, {factor:g})")
+
+
+def _metrics_address(_, attribute: attrs.Attribute, value: Any) -> None:
+    if value is None:
+        return
+    try:
+        parse_address(value)
+    except ValueError as e:
+        raise SNetOptionError(attribute.name, f" {e}") from None
 
 
 def _per_box(_, attribute: attrs.Attribute, value: Any) -> None:
@@ -183,6 +193,9 @@ class RunOptions:
     box_process_memory: int | None = attrs.field(default=None, converter=_size, validator=_positive_or_none)
     # "stop" (the default), "skip", or a callable taking an error record (snet.errorpolicy)
     on_error: Any = attrs.field(default="stop", validator=_on_error)
+    # serve the run's figures at http://HOST:PORT/metrics (snet.metrics): a port (on the loopback address;
+    # 0: any free port) or "HOST:PORT"
+    metrics_port: int | str | None = attrs.field(default=None, validator=_metrics_address)
 
     @classmethod
     def from_keywords(cls, **keywords: Any) -> "RunOptions":
