@@ -4,8 +4,8 @@ A :class:`MetricsServer` binds its address when it is made, so that a port
 already in use is an error before the run starts (and before ``snet run``
 opens its output); :meth:`MetricsServer.watch` then names the execution
 whose figures it serves at ``/metrics``, and :meth:`MetricsServer.close`
-stops it.  The server is ``prometheus_client``'s own, in a thread of its
-own; the package is an optional dependency (the ``metrics`` extra), asked
+stops it.  The server is ``prometheus_client``'s threading WSGI server
+and page, in a thread of its own; the package is an optional dependency (the ``metrics`` extra), asked
 for only when the option is used.
 
 Nothing is counted here: on each scrape :class:`RunCollector` asks the
@@ -36,8 +36,11 @@ it is called.
 
 from __future__ import annotations
 
+import selectors
+import socket
 import threading
 import weakref
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 from typing import Any, Iterable, Iterator
 
 from snet.errors import SNetUsageError
@@ -79,25 +82,50 @@ class MetricsServer:
 
     def __init__(self, address: Any, flag: str = "metrics_port"):
         try:
-            from prometheus_client import CollectorRegistry, start_http_server
+            from prometheus_client import CollectorRegistry, make_wsgi_app
+            from prometheus_client.exposition import ThreadingWSGIServer
         except ImportError:
             raise SNetUsageError(f"{flag} {MISSING}") from None
         host, port = parse_address(address)
         self.collector = RunCollector()
         registry = CollectorRegistry(auto_describe=False)
         registry.register(self.collector)
+
+        class Server(ThreadingWSGIServer):
+            address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
         try:
-            self._httpd, self._thread = start_http_server(port, host, registry)
-        except OSError as e:
+            self._httpd = make_server(host, port, make_wsgi_app(registry), Server, handler_class=_QuietHandler)
+        except (OSError, UnicodeError) as e:  # in use, no such host, a host name IDNA cannot spell
             shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-            raise SNetUsageError(f"{flag}: cannot serve metrics at {shown}: {e.strerror or e}") from None
-        bound_host, self.port = self._httpd.server_address[:2]
+            raise SNetUsageError(f"{flag}: cannot serve metrics at {shown}: "
+                                 f"{getattr(e, 'strerror', None) or e}") from None
+        self._wake, self._woken = socket.socketpair()  # close() writes one, the serving loop wakes on the other
+        self._thread = threading.Thread(target=self._serve, name="snet-metrics", daemon=True)
+        self._thread.start()
+        self.port = self._httpd.server_address[1]
         self.host = host
         shown_host = f"[{host}]" if ":" in host else host
         #: where the figures are: http://HOST:PORT/metrics, with the port chosen when 0 was asked for
         self.url = f"http://{shown_host}:{self.port}/metrics"
         self._closed = False
         self._lock = threading.Lock()
+
+    def _serve(self) -> None:
+        """Hand each connection to the server (a thread per request) until :meth:`close` wakes the loop.
+
+        A loop of its own rather than ``serve_forever``, which looks every
+        poll interval whether it is to stop: closing is immediate, and an
+        idle server never wakes.
+        """
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._httpd, selectors.EVENT_READ)
+            selector.register(self._woken, selectors.EVENT_READ)
+            while True:
+                ready = selector.select()
+                if any(key.fileobj is self._woken for key, _ in ready):
+                    return
+                self._httpd.handle_request()  # the connection is waiting: this does not block
 
     def watch(self, execution: Any, boxes: Iterable[str] = ()) -> None:
         """Serve the figures of ``execution`` (its ``stats()`` and ``error_policy``), with a series for each box."""
@@ -109,12 +137,21 @@ class MetricsServer:
             if self._closed:
                 return
             self._closed = True
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._wake.send(b"x")
         self._thread.join(5.0)
+        self._httpd.server_close()
+        self._wake.close()
+        self._woken.close()
 
     def __repr__(self) -> str:
         return f"<snet.MetricsServer {self.url}>"
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """Serves a request without logging it: standard error belongs to the run."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
 
 
 class RunCollector:
