@@ -168,3 +168,14 @@ def test_without_prometheus_client_the_option_is_one_line_and_exit_2(netdir):
         "error: --metrics-port needs the prometheus-client package: pip install 'snet-lang[metrics]' "
         "(or pip install prometheus-client)"]
     assert result.stdout == ""
+
+
+def test_a_spark_native_run_refuses_the_option_before_spark_starts(netdir):
+    (netdir / "in.parquet").mkdir()
+    result = subprocess.run(SNET + ["run", "net.snet", "--spark", "local[1]", "-i", "in.parquet", "-o", "out.parquet",
+                                    "--metrics-port", "0"], cwd=netdir, capture_output=True, text=True, timeout=WAIT)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "error: --metrics-port serves the figures of a run on this machine; a Spark source and sink run the whole "
+        "network inside Spark (see its UI)"]
+    assert not (netdir / "out.parquet").exists()
