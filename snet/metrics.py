@@ -5,8 +5,8 @@ already in use is an error before the run starts (and before ``snet run``
 opens its output); :meth:`MetricsServer.watch` then names the execution
 whose figures it serves at ``/metrics``, and :meth:`MetricsServer.close`
 stops it.  The server is ``prometheus_client``'s threading WSGI server
-and page, in a thread of its own; the package is an optional dependency (the ``metrics`` extra), asked
-for only when the option is used.
+and page, in a thread of its own; the package is an optional dependency
+(the ``metrics`` extra), asked for only when the option is used.
 
 Nothing is counted here: on each scrape :class:`RunCollector` asks the
 execution for a :meth:`~snet.execution.Execution.stats` snapshot (what
@@ -40,8 +40,8 @@ import selectors
 import socket
 import threading
 import weakref
-from wsgiref.simple_server import WSGIRequestHandler, make_server
 from typing import Any, Iterable, Iterator
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from snet.errors import SNetUsageError
 
@@ -100,6 +100,7 @@ class MetricsServer:
             shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
             raise SNetUsageError(f"{flag}: cannot serve metrics at {shown}: "
                                  f"{getattr(e, 'strerror', None) or e}") from None
+        self._httpd.timeout = 0  # handle_request never waits: a connection gone before it is taken is dropped
         self._wake, self._woken = socket.socketpair()  # close() writes one, the serving loop wakes on the other
         self._thread = threading.Thread(target=self._serve, name="snet-metrics", daemon=True)
         self._thread.start()
@@ -125,7 +126,7 @@ class MetricsServer:
                 ready = selector.select()
                 if any(key.fileobj is self._woken for key, _ in ready):
                     return
-                self._httpd.handle_request()  # the connection is waiting: this does not block
+                self._httpd.handle_request()  # takes the waiting connection and hands it to a thread
 
     def watch(self, execution: Any, boxes: Iterable[str] = ()) -> None:
         """Serve the figures of ``execution`` (its ``stats()`` and ``error_policy``), with a series for each box."""
