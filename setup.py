@@ -75,7 +75,10 @@ PACKAGE_DATA = {"snet": ["py.typed"], "snet.syntax": ["*.lark"], "snet.core": ["
 
 # snet lsp, the language server for editors; the tests drive it, so the test extra has it.
 LSP = ["pygls>=2.0,<3"]
-TEST = LSP + ["pytest>=8", "pytest-benchmark>=4", "hypothesis>=6", "interegular>=0.3", "numpy>=1.24", "mypy>=1.10"]
+# snet run --metrics-port, metrics_port=: the run's figures for Prometheus (snet.metrics); tests scrape them.
+METRICS = ["prometheus-client>=0.17"]
+TEST = LSP + METRICS + ["pytest>=8", "pytest-benchmark>=4", "hypothesis>=6", "interegular>=0.3", "numpy>=1.24",
+                        "mypy>=1.10"]
 # pyspark[connect] brings the Spark Connect client (grpcio, zstandard, ...) for sc:// masters.
 # cloudpickle: the fallback of snet.spark.replicas where pyspark's own copy is missing.
 SPARK = ["pyspark[connect]>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=18", "cloudpickle>=2.0"]
@@ -125,6 +128,7 @@ if __name__ == "__main__":  # the build runs this file as a script; tests import
             "test": TEST,
             "spark": SPARK,
             "lsp": LSP,
+            "metrics": METRICS,
             # Everything: what CI installs, and the README's test command.
             "all": sorted(set(TEST + SPARK + EXAMPLES)),
         },

@@ -9,7 +9,9 @@
 and answers with every output of that record, ``{"outputs": [...]}``.  A
 record that fails in a box is answered with status 422 and the error; the
 session skips it and goes on (``on_error="skip"``).  A body that is not a
-record gets 400.  ``GET /stats`` answers the session's statistics.
+record gets 400.  ``GET /stats`` answers the session's statistics;
+with ``--metrics-port`` the same figures are served for Prometheus too
+(``snet.metrics``, printed at start: ``metrics on http://...``).
 ``max_pending`` bounds the requests inside the network: beyond it a
 request waits, and gets 503 after ``--wait`` seconds.
 
@@ -343,11 +345,14 @@ async def serve(args: argparse.Namespace, listener: socket.socket, limits: Limit
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    async with net.asession(workers=args.workers, max_pending=args.max_pending, on_error="skip") as session:
+    async with net.asession(workers=args.workers, max_pending=args.max_pending, on_error="skip",
+                            metrics_port=args.metrics_port) as session:
         server = Server(listener, Service(session, args.wait, limits))
         accepting = asyncio.create_task(server.accept())
         host, port = listener.getsockname()[:2]
         print(f"serving {net.name} on http://{host}:{port}", flush=True)
+        if session.metrics_url is not None:
+            print(f"metrics on {session.metrics_url}", flush=True)
         await stop.wait()
         await server.drain(limits.drain_timeout)
         accepting.cancel()
@@ -397,6 +402,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds for the client to take a whole answer (then the connection is dropped)")
     parser.add_argument("--drain-timeout", type=float, default=defaults.drain_timeout,
                         help="seconds a stop (SIGTERM, Ctrl-C) waits for the answers in flight")
+    parser.add_argument("--metrics-port", metavar="[HOST:]PORT",
+                        help="serve the session's figures for Prometheus at http://127.0.0.1:PORT/metrics "
+                             "(0: any free port, printed at start; needs prometheus-client)")
     args = parser.parse_args(argv)
     for name in ("max_body", "max_depth", "max_connections", "read_timeout", "write_timeout", "drain_timeout"):
         if getattr(args, name) <= 0:
@@ -408,7 +416,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot listen on {args.host}:{args.port}: {os.strerror(e.errno) if e.errno else e}",
               file=sys.stderr)
         return 2
-    asyncio.run(serve(args, listener, limits))
+    try:
+        asyncio.run(serve(args, listener, limits))
+    except snet.SNetUsageError as e:  # the metrics port: in use, or prometheus-client missing
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -181,6 +181,11 @@ class AsyncSession:
         return self._session.stats()
 
     @property
+    def metrics_url(self) -> str | None:
+        """Where the session serves its figures (``metrics_port=``), or None."""
+        return self._session.metrics_url
+
+    @property
     def warnings(self) -> list[str]:
         return self._session.warnings
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import weakref
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable, Mapping, Sequence
 
 import attrs
@@ -192,7 +193,28 @@ class Network:
         The records are not checked here: the callers (:meth:`run`, the
         record readers of ``snet run``) have checked them already.
         """
-        return _LoggedExecution(start(options.engine, self.graph, self.boxes, records, options))
+        return self.execute_served(records, options, None)
+
+    def execute_served(self, records: Iterable[Mapping], options: RunOptions, server: Any) -> Execution:
+        """As :meth:`execute`, serving the run's figures with ``server``, a :class:`~snet.metrics.MetricsServer`.
+
+        ``server`` None: one is made here when ``options.metrics_port`` asks
+        for it (``snet run`` makes its own earlier, before it opens the
+        output).  The server is closed with the execution.
+        """
+        if server is None and options.metrics_port is not None:
+            from snet.metrics import MetricsServer
+
+            server = MetricsServer(options.metrics_port)
+        try:
+            execution = _LoggedExecution(start(options.engine, self.graph, self.boxes, records, options))
+        except BaseException:
+            if server is not None:
+                server.close()
+            raise
+        if server is not None:
+            execution.serve_metrics(server, {d.name for d in self.graph.boxes})
+        return execution
 
     def spark_apply(self, df: Any, schema: Any = None, *, partitions: int | None = None,
                     order: str | None = None) -> Any:
@@ -268,11 +290,16 @@ class _LoggedExecution(Execution):
         self.warnings = inner.warnings
         self._summarised = False
         self.error_policy = inner.error_policy
+        self.metrics: Any = None  # the MetricsServer serving this run's figures, if any
 
     def __next__(self) -> Record:
         try:
             return next(self.inner)
-        except StopIteration:
+        except BaseException as e:
+            if self.metrics is not None:  # the run is over (or failed): nothing more to serve
+                self.metrics.close()
+            if not isinstance(e, StopIteration):
+                raise
             if not self._summarised:  # repeated warnings of a kind: a few, then their count
                 self._summarised = True
                 self.warnings[:] = summarise(self.warnings)
@@ -284,7 +311,22 @@ class _LoggedExecution(Execution):
         return self.inner.ready()
 
     def close(self) -> None:
-        self.inner.close()
+        try:
+            self.inner.close()
+        finally:
+            if self.metrics is not None:
+                self.metrics.close()
+
+    def serve_metrics(self, server: Any, boxes: Iterable[str]) -> None:
+        """Serve this run's figures with ``server`` until the execution is closed (see :mod:`snet.metrics`)."""
+        self.metrics = server
+        server.watch(self, boxes)  # by a weak reference: a run dropped unclosed stops serving when collected
+        weakref.finalize(self, server.close)
+
+    @property
+    def metrics_url(self) -> str | None:
+        """``http://127.0.0.1:PORT/metrics`` when the run serves its figures (``metrics_port``), else None."""
+        return self.metrics.url if self.metrics is not None else None
 
     def stats(self) -> RunStats:
         stats = self.inner.stats()

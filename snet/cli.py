@@ -97,6 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "time and share, records held in synchro-cells, peak entities")
     run.add_argument("--stats-json", metavar="FILE",
                      help="write every statistic of the run, the engine's own counters too, to FILE as JSON")
+    run.add_argument("--metrics-port", metavar="[HOST:]PORT",
+                     help="serve the run's figures in the Prometheus text format at http://127.0.0.1:PORT/metrics "
+                          "while it runs (HOST:PORT: another address; 0: any free port); the address is printed "
+                          "on standard error; needs prometheus-client")
     run.add_argument("--progress", type=float, nargs="?", const=PROGRESS_SECONDS, default=None, metavar="SECONDS",
                      help="show progress on standard error: on a terminal a live display (records in and out, "
                           "rate, and for an input file the share of its bytes read); elsewhere a line every "
@@ -149,6 +153,22 @@ def build_parser() -> argparse.ArgumentParser:
                        help="draw the named net NET as one node with its signature (repeatable)")
     graph.set_defaults(func=_graph, parser=graph)
 
+    explain = sub.add_parser("explain", help="draw the network with a run's figures: each box coloured by its "
+                                             "share of the time in boxes and labelled with its calls and times")
+    explain.add_argument("net_file", metavar="NET.snet")
+    explain.add_argument("--stats-json", required=True, metavar="RUN.json",
+                         help="the figures of a run, as 'snet run --stats-json' wrote them")
+    explain.add_argument("-o", "--output", default="-", metavar="FILE",
+                         help="output file: .dot or .gv for DOT text; .svg, .png, .pdf... are drawn by Graphviz's "
+                              "dot (default: DOT on standard output)")
+    explain.add_argument("--net", metavar="NAME", help="the top-level net to draw")
+    _add_dialect_options(explain)
+    explain.add_argument("--compact", action="store_true",
+                         help="draw each combinator once around its operands, boxes by name only")
+    explain.add_argument("--left-to-right", action="store_true",
+                         help="lay the stages out from left to right (default: top to bottom)")
+    explain.set_defaults(func=_explain, parser=explain)
+
     fmt = sub.add_parser("fmt", help="rewrite .snet files in the canonical layout (comments kept)")
     fmt.add_argument("files", nargs="+", metavar="FILE.snet",
                      help="files, or folders of .snet files; - alone: standard input to standard output")
@@ -187,6 +207,11 @@ def _check(args: argparse.Namespace) -> int:
 def _graph(args: argparse.Namespace) -> int:
     from snet.commands.graph import graph_command
     return graph_command(args)
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from snet.commands.explain import explain_command
+    return explain_command(args)
 
 
 def _fmt(args: argparse.Namespace) -> int:

@@ -75,6 +75,7 @@ class ErrorPolicy:
         self.handler = handler
         self.quiet = quiet  # no warnings: a policy that only collects (a split's replicas on an executor)
         self.failures = 0
+        self.box_failures: dict[str, int] = {}  # failures by box name (the metrics' snet_box_failures_total)
         self.broken: SNetRuntimeError | None = None  # the error that ended the run when the handler raised
         self._lock = threading.Lock()
 
@@ -88,6 +89,9 @@ class ErrorPolicy:
         """Count, warn and hand on one error record (made here, or by a split's replicas on an executor)."""
         with self._lock:
             self.failures += 1
+            box = record.get("box")
+            if box is not None:
+                self.box_failures[box] = self.box_failures.get(box, 0) + 1
             if not self.quiet:
                 if self.failures <= LOGGED_FAILURES:
                     where = f"{record['at']}: " if record.get("at") else ""

@@ -30,6 +30,7 @@ import attrs
 
 from snet.core.guard import DEFAULT_BACKOFF
 from snet.errors import SNetOptionError, SNetUsageError
+from snet.metrics import parse_address  # imports no prometheus_client: that is asked for when serving
 
 SEED_RANGE = (-2**31, 2**31 - 1)  # the scheduler takes the seed as a C int
 
@@ -67,6 +68,15 @@ def _throttle(_, attribute: attrs.Attribute, value: Any) -> None:
     if not (offset >= 1 and factor >= 0):  # also refuses NaN
         raise SNetOptionError(attribute.name, f" needs OFFSET >= 1 and FACTOR >= 0, or no input is ever "
                                               f"admitted; not ({offset:g}, {factor:g})")
+
+
+def _metrics_address(_, attribute: attrs.Attribute, value: Any) -> None:
+    if value is None:
+        return
+    try:
+        parse_address(value)
+    except ValueError as e:
+        raise SNetOptionError(attribute.name, f" {e}") from None
 
 
 def _per_box(_, attribute: attrs.Attribute, value: Any) -> None:
@@ -260,6 +270,9 @@ class RunOptions:
     box_retries: tuple[int, float] | None = attrs.field(default=None, converter=_retries, validator=_retry)
     box_retries_per_box: dict[str, tuple[int, float]] = attrs.field(factory=dict, converter=_retries_table,
                                                                     validator=_retry_table)
+    # serve the run's figures at http://HOST:PORT/metrics (snet.metrics): a port (on the loopback address;
+    # 0: any free port) or "HOST:PORT"
+    metrics_port: int | str | None = attrs.field(default=None, validator=_metrics_address)
 
     @classmethod
     def from_keywords(cls, **keywords: Any) -> "RunOptions":

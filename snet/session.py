@@ -318,6 +318,11 @@ class Session:
     def stats(self) -> RunStats:
         return self._execution.stats()
 
+    @property
+    def metrics_url(self) -> str | None:
+        """Where the session serves its figures (``metrics_port=``): ``http://127.0.0.1:PORT/metrics``, or None."""
+        return getattr(self._execution, "metrics_url", None)
+
     def __repr__(self) -> str:
         run = self._run
         state = "failed" if run.error is not None else "finished" if run.done.is_set() else \

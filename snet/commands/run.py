@@ -56,6 +56,7 @@ FLAGS = {
     "box_process_calls": "--box-processes ...,calls=C", "box_process_memory": "--box-processes ...,memory=SIZE",
     "box_timeout": "--box-timeout", "box_timeout_per_box": "--box-timeout",
     "box_retries": "--box-retries", "box_retries_per_box": "--box-retries",
+    "metrics_port": "--metrics-port",
 }
 
 
@@ -184,6 +185,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             box_process_memory=process_limits.get("memory"),
             box_timeout=timeout, box_timeout_per_box=timeout_per_box,
             box_retries=retries, box_retries_per_box=retries_per_box,
+            metrics_port=args.metrics_port,
         )
     except SNetOptionError as e:
         raise e.relabelled(FLAGS.get(e.option, e.option)) from None
@@ -226,6 +228,9 @@ def run_command(args: argparse.Namespace) -> int:
 
     formats = native_formats(args)  # a Spark source and sink: the whole run inside Spark (docs/spark.md)
     if formats is not None:
+        if options.metrics_port is not None:
+            raise SNetUsageError("--metrics-port serves the figures of a run on this machine; a Spark source and "
+                                 "sink run the whole network inside Spark (see its UI)")
         return run_native(network, args, options, *formats, stats_json=_open_stats_json(args.stats_json))
 
     in_format = detect_format(args.input, args.input_format or args.format)
@@ -255,6 +260,7 @@ def run_command(args: argparse.Namespace) -> int:
             address = ui_address(session)
             if address:
                 print(f"snet progress: Spark UI at {address}", file=sys.stderr)
+    metrics = serve_metrics(options)  # bound before the output is opened: a port in use leaves it untouched
     writer = open_writer(record_destination(args.output, args.progress), out_format, allow_pickle=args.allow_pickle,
                          hint=lambda label: _made_by(network, label), xml_mode=getattr(args, "xml_mode", "textual"))
     where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
@@ -268,12 +274,25 @@ def run_command(args: argparse.Namespace) -> int:
     # SIGTERM (what service managers send) stops the run as Ctrl-C does.
     try:
         with contextlib.redirect_stdout(sys.stderr), _terminate_as_interrupt():
-            return _run(network, records, options, writer, where, args, stats_json, input_file)
+            return _run(network, records, options, writer, where, args, stats_json, input_file, metrics)
     finally:
+        if metrics is not None:
+            metrics.close()
         if input_file is not None:
             input_file.close()
         if dead is not None:
             dead.close()
+
+
+def serve_metrics(options: RunOptions):
+    """``--metrics-port``: the bound :class:`~snet.metrics.MetricsServer`, its address on standard error; or None."""
+    if options.metrics_port is None:
+        return None
+    from snet.metrics import MetricsServer
+
+    server = MetricsServer(options.metrics_port, "--metrics-port")
+    print(f"snet metrics: serving {server.url}", file=sys.stderr, flush=True)
+    return server
 
 
 def _open_input(path: str | None):
@@ -363,8 +382,9 @@ def _terminate_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-def _run(network, records, options, writer, where: str, args: argparse.Namespace, stats_json, input_file) -> int:
-    execution = network.execute(records, options)
+def _run(network, records, options, writer, where: str, args: argparse.Namespace, stats_json, input_file,
+         metrics=None) -> int:
+    execution = network.execute_served(records, options, metrics)
     progress = start_progress(execution, args.progress, input_file) if args.progress is not None else None
     written = 0  # records handed to the writer: what --stats reports as written
     started = time.monotonic()

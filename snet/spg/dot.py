@@ -30,7 +30,7 @@ property-graph node ids, so a drawing can be matched with messages.
 from __future__ import annotations
 
 import difflib
-from typing import Iterable
+from typing import Callable, Iterable
 
 from snet.errors import SNetUsageError
 from snet.records import format_labels
@@ -58,11 +58,27 @@ def _patterns(patterns: tuple[Pattern, ...]) -> str:
     return ", ".join(format_labels(p.labels) + (" if <…>" if p.guard is not None else "") for p in patterns)
 
 
+#: what a caller adds to each box of a drawing: a line under its label and attributes (``snet explain``)
+BoxDecoration = Callable[[BoxNode], tuple[str, dict[str, str]]]
+
+
 class _Dot:
-    def __init__(self, collapse: frozenset[str] = frozenset()) -> None:
+    def __init__(self, collapse: frozenset[str] = frozenset(), decorate: BoxDecoration | None = None) -> None:
         self.lines: list[str] = []
         self.indent = 1
         self.collapse = collapse  # named nets drawn as one node
+        self.decorate = decorate
+
+    def box(self, n: BoxNode, label: str) -> None:
+        """The node of box `n`, with what ``decorate`` adds."""
+        attrs = {"shape": "box"}
+        if n.initialiser:
+            attrs["peripheries"] = "2"
+        if self.decorate is not None:
+            extra, more = self.decorate(n)
+            label = f"{label}\n{extra}" if extra else label
+            attrs.update(more)
+        self.node(f"n{n.id}", label, **attrs)
 
     def emit(self, line: str) -> None:
         self.lines.append("  " * self.indent + line)
@@ -93,10 +109,7 @@ class _Dot:
             outs = " | ".join("(" + ", ".join(v) + ")" for v in n.variants)
             head = f"box {n.name}" + (" (initialiser)" if n.initialiser else "")
             sig = f"({'' if n.initialiser else '(' + args + ')'} -> {outs})"
-            attrs = {"shape": "box"}
-            if n.initialiser:
-                attrs["peripheries"] = "2"
-            self.node(name, f"{head}\n{sig}", **attrs)
+            self.box(n, f"{head}\n{sig}")
             return name, name
         if isinstance(n, IdentityNode):
             self.node(f"n{n.id}", "[]", shape="circle", width="0.3")
@@ -196,10 +209,7 @@ class _CompactDot(_Dot):
 
     def draw(self, n: Node) -> tuple[str, str]:
         if isinstance(n, BoxNode):
-            attrs = {"shape": "box"}
-            if n.initialiser:
-                attrs["peripheries"] = "2"
-            self.node(f"n{n.id}", n.name, **attrs)
+            self.box(n, n.name)
             return f"n{n.id}", f"n{n.id}"
         if isinstance(n, FilterNode):
             self.node(f"n{n.id}", f"filter {format_labels(n.pattern)}", shape="trapezium")
@@ -240,7 +250,7 @@ class _CompactDot(_Dot):
 
 
 def to_dot(graph: PropertyGraph, *, compact: bool = False, left_to_right: bool = False,
-           collapse: Iterable[str] = ()) -> str:
+           collapse: Iterable[str] = (), decorate: BoxDecoration | None = None, note: str = "") -> str:
     """The DOT text of `graph`'s run net.
 
     Args:
@@ -250,6 +260,10 @@ def to_dot(graph: PropertyGraph, *, compact: bool = False, left_to_right: bool =
             to bottom, which keeps a long pipeline readable on a screen).
         collapse: names of nets drawn as one node with their signature
             instead of their inside.
+        decorate: for each box, a line added under its label and DOT
+            attributes (a fill colour); ``snet explain`` draws a run's
+            figures so.
+        note: a line under the drawing's title.
 
     Raises:
         SNetUsageError: a name in `collapse` that is no net of the drawing.
@@ -262,9 +276,9 @@ def to_dot(graph: PropertyGraph, *, compact: bool = False, left_to_right: bool =
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise SNetUsageError(f"no net '{unknown[0]}' to collapse in net {graph.net_name} "
                              f"({hint}nets: {', '.join(known) or 'none'})")
-    dot = _CompactDot(collapse) if compact else _Dot(collapse)
-    for attribute in attributes({"rankdir": "LR" if left_to_right else "TB", "labelloc": "t",
-                                 "label": f"net {graph.net_name}: {graph.signature}"}):
+    dot = _CompactDot(collapse, decorate) if compact else _Dot(collapse, decorate)
+    title = f"net {graph.net_name}: {graph.signature}" + (f"\n{note}" if note else "")
+    for attribute in attributes({"rankdir": "LR" if left_to_right else "TB", "labelloc": "t", "label": title}):
         dot.emit(f"{attribute};")
     dot.emit(f"node [{', '.join(attributes({'fontname': 'Helvetica', 'fontsize': '10'}))}];")
     dot.emit(f"edge [{', '.join(attributes({'fontname': 'Helvetica', 'fontsize': '9'}))}];")

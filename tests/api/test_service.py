@@ -321,3 +321,32 @@ def test_a_port_in_use_is_one_line_and_exit_status_2():
                               timeout=120)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
+def test_the_example_service_serves_its_metrics():
+    parser = pytest.importorskip("prometheus_client.parser",
+                                 reason="the metrics need prometheus-client (the 'metrics' extra)")
+    proc = subprocess.Popen([sys.executable, str(SERVICE), "--port", "0", "--metrics-port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = Lines(proc.stdout)
+        port = int(lines.next().rsplit(":", 1)[1])
+        metrics = lines.next().strip()
+        assert metrics.startswith("metrics on http://127.0.0.1:") and metrics.endswith("/metrics"), metrics
+        assert post(port, b'{"text": "one two three"}')[0] == 200
+        assert post(port, b'{"text": 5}')[0] == 422
+        with urllib.request.urlopen(metrics.split()[-1], timeout=60) as response:
+            text = response.read().decode()
+        samples = {(s.name, tuple(s.labels.items())): s.value
+                   for family in parser.text_string_to_metric_families(text) for s in family.samples}
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=60) as response:
+            stats = json.loads(response.read())
+        assert stats["boxes"]["clean"]["calls"] == 2
+        for name, entry in stats["boxes"].items():
+            assert samples[("snet_box_calls_total", (("box", name),))] == entry["calls"]
+        assert samples[("snet_box_failures_total", (("box", "clean"),))] == 1
+        assert samples[("snet_records_in_total", ())] == stats["records_in"] == 2
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    assert proc.returncode == 0

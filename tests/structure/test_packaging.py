@@ -70,6 +70,15 @@ def test_the_default_test_extra_needs_no_spark_and_all_has_everything():
     assert ast.unparse(setup_keywords()["extras_require"]).count("sorted(set(TEST + SPARK + EXAMPLES))") == 1
 
 
+def test_prometheus_client_is_an_extra_not_a_base_requirement():
+    setup = load_setup()
+    keywords = setup_keywords()
+    assert "prometheus" not in ast.unparse(keywords["install_requires"])
+    assert "'metrics': METRICS" in ast.unparse(keywords["extras_require"])
+    assert any(r.startswith("prometheus-client") for r in setup.METRICS)
+    assert set(setup.METRICS) <= set(setup.TEST)  # so "all" has it too
+
+
 # What ``pip install snet-lang-X.tar.gz`` compiles FRONT and the box caller from.
 COMPILED_SOURCES = ("snet_front/*.pyx", "snet_front/*.pxi", "snet_front/*.pxd", "snet_front/includes/*.h",
                     "snet/core/*.pxd")
