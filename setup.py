@@ -78,7 +78,7 @@ LSP = ["pygls>=2.0,<3"]
 # snet run --metrics-port, metrics_port=: the run's figures for Prometheus (snet.metrics); tests scrape them.
 METRICS = ["prometheus-client>=0.17"]
 TEST = LSP + METRICS + ["pytest>=8", "pytest-benchmark>=4", "hypothesis>=6", "interegular>=0.3", "numpy>=1.24",
-                        "mypy>=1.10"]
+                        "mypy>=1.10", "trove-classifiers"]
 # pyspark[connect] brings the Spark Connect client (grpcio, zstandard, ...) for sc:// masters.
 # cloudpickle: the fallback of snet.spark.replicas where pyspark's own copy is missing.
 SPARK = ["pyspark[connect]>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=18", "cloudpickle>=2.0"]
