@@ -83,6 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--on-error", choices=("stop", "skip"), default=None,
                      help="at a run-time error in a box or filter: stop the run (default), or skip the record "
                           "with a warning and go on (exit 0 when the input was all read)")
+    run.add_argument("--max-held", type=int, metavar="N",
+                     help="stop with an error when the network holds more than N records and star replicas at "
+                          "once (a star that keeps unfolding; default 250000; 0: no bound)")
+    run.add_argument("--memory-limit", metavar="SIZE",
+                     help="stop with an error when the run has grown the process's memory by more than SIZE "
+                          "(bytes, or 512M, 2G; default: no limit)")
     run.add_argument("--errors", metavar="FILE",
                      help="write one JSON Lines error record per failing record to FILE; implies --on-error skip")
     run.add_argument("--stats", action="store_true",

@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 
+from snet.core.limits import DEFAULT_MAX_HELD, parse_size
 from snet.errors import SNetOptionError, SNetUsageError
 
 SEED_RANGE = (-2**31, 2**31 - 1)  # the scheduler takes the seed as a C int
@@ -122,11 +123,29 @@ def _on_error(_, attribute: attrs.Attribute, value: Any) -> None:
                                               f"not {value!r}")
 
 
+def _memory_limit(_, attribute: attrs.Attribute, value: Any) -> None:
+    if value is None:
+        return
+    if not _is_int(value) or value < 1:
+        raise SNetOptionError(attribute.name, f" must be a size in bytes (an int >= 1, or text such as '512M' "
+                                              f"or '2G') or None, not {value!r}")
+
+
 # -- converters: normalise the accepted shapes, pass anything else on to the validator ---
 
 def _pair(value: Any) -> Any:
     if isinstance(value, (tuple, list)) and len(value) == 2 and all(map(_is_number, value)):
         return float(value[0]), float(value[1])
+    return value
+
+
+def _size(value: Any) -> Any:
+    """``"512M"`` as bytes; an unreadable text is left for the validator to refuse."""
+    if isinstance(value, str):
+        try:
+            return parse_size(value)
+        except ValueError:
+            return value
     return value
 
 
@@ -163,6 +182,10 @@ class RunOptions:
     box_processes_per_box: dict[str, int] = attrs.field(factory=dict, converter=_dict, validator=_per_box)
     # "stop" (the default), "skip", or a callable taking an error record (snet.errorpolicy)
     on_error: Any = attrs.field(default="stop", validator=_on_error)
+    # bounds on a run that keeps growing (snet.core.limits): records and state held at once
+    # (None: no bound), and growth of the resident memory in bytes (None: no limit)
+    max_held: int | None = attrs.field(default=DEFAULT_MAX_HELD, validator=_positive_or_none)
+    memory_limit: int | None = attrs.field(default=None, converter=_size, validator=_memory_limit)
 
     @classmethod
     def from_keywords(cls, **keywords: Any) -> "RunOptions":

@@ -53,6 +53,7 @@ FLAGS = {
     "steal": "--no-steal", "seed": "--seed", "stats": "--stats", "spark_master": "--spark",
     "spark_conf": "--spark-conf", "spark_splits": "--spark-splits", "spark_batch": "--spark-batch",
     "box_processes": "--box-processes", "box_processes_per_box": "--box-processes", "on_error": "--on-error",
+    "max_held": "--max-held", "memory_limit": "--memory-limit",
 }
 
 
@@ -118,9 +119,20 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             on_error=on_error,
             box_processes=processes,
             box_processes_per_box=processes_per_box,
+            **_bounds(args),
         )
     except SNetOptionError as e:
         raise e.relabelled(FLAGS.get(e.option, e.option)) from None
+
+
+def _bounds(args: argparse.Namespace) -> dict[str, Any]:
+    """``--max-held N`` (0: no bound) and ``--memory-limit SIZE`` as run options; absent ones keep the defaults."""
+    bounds: dict[str, Any] = {}
+    if args.max_held is not None:
+        bounds["max_held"] = None if args.max_held == 0 else args.max_held
+    if args.memory_limit is not None:
+        bounds["memory_limit"] = args.memory_limit  # RunOptions reads the size, and refuses what it cannot read
+    return bounds
 
 
 class NetFile(os.PathLike):
