@@ -394,7 +394,12 @@ cdef class Entity:
         self.rt = rt
         self.node = node
         self.ctx = ctx
-        self.inbox = deque()
+        if ctx is not None and ctx.inst.mark is not None:
+            # In a looping star's shared operand: the deepest replica's records first here too,
+            # or a busy stage's FIFO would unfold the star breadth first (docs/runtime.md).
+            self.inbox = new_depth_inbox(ctx.inst.mark)
+        else:
+            self.inbox = deque()
         self.counters = rt.counters
         if ctx is not None and ctx.inst.members is not None:
             ctx.inst.members.append(self)  # a reclaimable split replica's entity (`reclaim_fresh`)

@@ -48,6 +48,7 @@ cdef class Instance:
     cdef Instance root  # the split replica this instance is part of (itself, or a star incarnation's)
     cdef Entity owner  # a split replica's split
     cdef object key  # a split replica's tag value
+    cdef Group mark  # a looping star's operand instance: the depth mark its entities' inboxes order by
 
 
 cdef class Ctx:

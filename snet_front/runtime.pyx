@@ -154,6 +154,11 @@ cdef class Runtime(Network):
         entries.sort(key=lambda e: e[0])
         return [(node, cell.filled(), cell.shape.count) for _, cell, node in entries if cell.filled() > 0]
 
+    def held_now(self):
+        """What the bound ``max_held`` counts now: (records in flight, entities alive, sync-star cells)."""
+        return (snet_atomic_load(&self.pending), snet_atomic_load(&self.counters.alive),
+                snet_atomic_load(&self.cells_held))
+
     def held_in_cells(self):
         """Records held now in synchro-cells that have not fired (patterns filled, summed over the cells)."""
         spin_lock(&self.partial_lock)
