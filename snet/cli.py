@@ -13,7 +13,7 @@ import logging
 import sys
 
 from snet._version import __version__
-from snet.errors import EXIT_STARTUP, SNetCompileError, SNetError
+from snet.errors import EXIT_STARTUP, SNetCompileError, SNetError, SNetInterrupted
 
 PROGRESS_SECONDS = 2.0  # --progress without a number
 
@@ -238,6 +238,9 @@ def _loggers_kept(*names: str):
             lg.setLevel(level)
 
 
+interrupted = False  # the last command ended by Ctrl-C or SIGTERM (`python -m snet` then ends at once)
+
+
 def main(argv: list[str] | None = None) -> int:
     with _loggers_kept("snet", "snet.spark"):
         return _main(argv)
@@ -257,13 +260,16 @@ def _main(argv: list[str] | None) -> int:
 
         def command() -> int:
             return args.func(args)  # type: ignore[no-any-return]
+    global interrupted
     try:
         return command()
     except SNetError as error:
         report(error)
+        interrupted = isinstance(error, SNetInterrupted)
         return error.exit_status
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
+        interrupted = True
         return 1
     except BrokenPipeError:
         return 1
