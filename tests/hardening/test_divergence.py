@@ -121,6 +121,24 @@ def test_front_holds_a_doubling_star_at_a_bounded_size():
     assert first <= OUTPUT_BOUND + 64 and later <= OUTPUT_BOUND + 64, (first, later)
 
 
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_front_unfolds_a_doubling_star_depth_first_with_several_workers(workers):
+    """Every stage of the shared operand takes the deepest record first: the records in flight stay few.
+
+    With the depth-first order at the star's incarnation only, a second worker queued records
+    in the busy filter's FIFO and the star unfolded breadth first: 800,000 records in flight
+    after 100,000 outputs.
+    """
+    net = snet.load(DOUBLING)
+    taken = 0
+    with net.run([{"<n>": 40}], engine="front", workers=workers, max_held=60_000) as execution:
+        for _ in execution:
+            taken += 1
+            if taken == 150_000:
+                break
+    assert taken == 150_000
+
+
 # -- in a child process: the command line, signals, an embedding process ----------
 
 def _env() -> dict:
