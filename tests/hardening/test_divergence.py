@@ -158,16 +158,21 @@ def _start_run(tmp_path, program: str, records: list, *extra: str) -> subprocess
     child = subprocess.Popen([sys.executable, "-m", "snet", "run", "-v", "-i", str(tmp_path / "in.jsonl"),
                               str(tmp_path / "net.snet"), *extra], stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, env=_env(), text=True)
-    line = "-"
-    while line and " engine" not in line:  # "info: front engine; input ...": the run starts now
-        line = child.stderr.readline()
-    assert line, "the child ended before its run started"
-    started = _cpu_seconds(child.pid)
-    deadline = time.monotonic() + 30
-    while _cpu_seconds(child.pid) - started < 0.2:  # the network is running (it takes a core)
-        assert child.poll() is None, child.stderr.read()
-        assert time.monotonic() < deadline, "the child never got busy"
-        time.sleep(0.01)
+    try:
+        line = "-"
+        while line and " engine" not in line:  # "info: front engine; input ...": the run starts now
+            line = child.stderr.readline()
+        assert line, "the child ended before its run started"
+        started = _cpu_seconds(child.pid)
+        deadline = time.monotonic() + 30
+        while _cpu_seconds(child.pid) - started < 0.2:  # the network is running (it takes a core)
+            assert child.poll() is None, child.stderr.read()
+            assert time.monotonic() < deadline, "the child never got busy"
+            time.sleep(0.01)
+    except BaseException:
+        child.kill()  # a network that runs for ever must not outlive the test
+        child.wait()
+        raise
     return child
 
 
