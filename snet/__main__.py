@@ -11,11 +11,35 @@ import sys
 
 def main(argv=None):
     try:
-        from snet.cli import main as cli_main
-        return cli_main(argv)
+        from snet import cli
+        status = cli.main(argv)
     except KeyboardInterrupt:
         sys.stderr.write("error: interrupted\n")
-        return 1
+        _end_now(1)
+    if cli.interrupted:
+        _end_now(status)
+    return status
+
+
+def _end_now(status):
+    """End an interrupted command at once: exit handlers run, streams are flushed, the teardown is skipped.
+
+    The outputs were written and flushed before the message.  Tearing down
+    the interpreter (freeing every module and what a diverging network had
+    built) took seconds on a busy machine, and waits for the GIL that an
+    abandoned worker may hold in a long call: Ctrl-C or SIGTERM must end
+    the process promptly.
+    """
+    import atexit
+    import os
+
+    atexit._run_exitfuncs()  # pools of box processes, Spark's gateway, coverage...
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(status)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import logging
 import sys
 
 from snet._version import __version__
-from snet.errors import EXIT_STARTUP, SNetCompileError, SNetError
+from snet.errors import EXIT_STARTUP, SNetCompileError, SNetError, SNetInterrupted
 
 PROGRESS_SECONDS = 2.0  # --progress without a number
 
@@ -90,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--on-error", choices=("stop", "skip"), default=None,
                      help="at a run-time error in a box or filter: stop the run (default), or skip the record "
                           "with a warning and go on (exit 0 when the input was all read)")
+    run.add_argument("--max-held", type=int, metavar="N",
+                     help="stop with an error when the network holds more than N records and star replicas at "
+                          "once (a star that keeps unfolding; default 250000; 0: no bound)")
+    run.add_argument("--memory-limit", metavar="SIZE",
+                     help="stop with an error when the run has grown the process's memory by more than SIZE "
+                          "(bytes, or 512M, 2G; default: no limit)")
     run.add_argument("--errors", metavar="FILE",
                      help="write one JSON Lines error record per failing record to FILE; implies --on-error skip")
     run.add_argument("--stats", action="store_true",
@@ -315,6 +321,9 @@ def _loggers_kept(*names: str):
             lg.setLevel(level)
 
 
+interrupted = False  # the last command ended by Ctrl-C or SIGTERM (`python -m snet` then ends at once)
+
+
 def main(argv: list[str] | None = None) -> int:
     with _loggers_kept("snet", "snet.spark"):
         return _main(argv)
@@ -334,13 +343,16 @@ def _main(argv: list[str] | None) -> int:
 
         def command() -> int:
             return args.func(args)  # type: ignore[no-any-return]
+    global interrupted
     try:
         return command()
     except SNetError as error:
         report(error)
+        interrupted = isinstance(error, SNetInterrupted)
         return error.exit_status
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
+        interrupted = True
         return 1
     except BrokenPipeError:
         return 1

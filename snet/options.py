@@ -29,6 +29,7 @@ from typing import Any
 import attrs
 
 from snet.core.guard import DEFAULT_BACKOFF
+from snet.core.limits import DEFAULT_MAX_HELD, parse_size
 from snet.errors import SNetOptionError, SNetUsageError
 from snet.metrics import parse_address  # imports no prometheus_client: that is asked for when serving
 
@@ -201,6 +202,14 @@ def _on_error(_, attribute: attrs.Attribute, value: Any) -> None:
                                               f"not {value!r}")
 
 
+def _memory_limit(_, attribute: attrs.Attribute, value: Any) -> None:
+    if value is None:
+        return
+    if not _is_int(value) or value < 1:
+        raise SNetOptionError(attribute.name, f" must be a size in bytes (an int >= 1, or text such as '512M' "
+                                              f"or '2G') or None, not {value!r}")
+
+
 # -- converters: normalise the accepted shapes, pass anything else on to the validator ---
 
 def _pair(value: Any) -> Any:
@@ -209,20 +218,14 @@ def _pair(value: Any) -> Any:
     return value
 
 
-_SIZE_UNITS = {"": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
-
-
 def _size(value: Any) -> Any:
-    """A size in bytes from ``"512M"``, ``"2G"``, ``"1048576"`` (binary units, a trailing B allowed); else as given."""
-    if not isinstance(value, str):
-        return value
-    text = value.strip().upper().removesuffix("B").removesuffix("I")
-    unit = text[-1:] if text[-1:] in _SIZE_UNITS and text[-1:] else ""
-    number = text[:-1] if unit else text
-    try:
-        return int(float(number) * _SIZE_UNITS[unit])
-    except ValueError:
-        return value  # the validator names the option and the value
+    """``"512M"`` as bytes; an unreadable text is left for the validator to refuse."""
+    if isinstance(value, str):
+        try:
+            return parse_size(value)
+        except ValueError:
+            return value
+    return value
 
 
 def _dict(value: Any) -> Any:
@@ -273,6 +276,10 @@ class RunOptions:
     # serve the run's figures at http://HOST:PORT/metrics (snet.metrics): a port (on the loopback address;
     # 0: any free port) or "HOST:PORT"
     metrics_port: int | str | None = attrs.field(default=None, validator=_metrics_address)
+    # bounds on a run that keeps growing (snet.core.limits): records and state held at once
+    # (None: no bound), and growth of the resident memory in bytes (None: no limit)
+    max_held: int | None = attrs.field(default=DEFAULT_MAX_HELD, validator=_positive_or_none)
+    memory_limit: int | None = attrs.field(default=None, converter=_size, validator=_memory_limit)
 
     @classmethod
     def from_keywords(cls, **keywords: Any) -> "RunOptions":

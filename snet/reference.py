@@ -55,12 +55,14 @@ fixes.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import deque
 from typing import Any, Iterable, Iterator
 
 from snet.execution import Execution
 from snet.errors import SNetRuntimeError
+from snet.core.limits import MEMORY_CHECK_S, Limits, diverging, resident_bytes, unfolds_for_ever
 from snet.core.semantics import SyncCell, cannot_terminate, log_parked, unfinished_warning
 from snet.plan import Kind, Plan, PlanNode
 from snet.requests import NO_INPUT_YET, Request, current_request, set_current_request
@@ -68,6 +70,7 @@ from snet.stats import BoxStats, ReferenceStats, RunStats, executor_part
 
 Record = dict
 Target = tuple  # (instance, port)
+BOUND_CHECK_STEPS = 1024  # steps between two looks at the run's bounds (and besides when the stack passes max_held)
 
 
 class _Instance:
@@ -180,6 +183,7 @@ class _Star(_Instance):
         engine.emit(self.replicas[port], record)
 
     def create(self, engine, port, record):
+        engine.unfolded(self.node, record)
         target = engine.build(self.node.children[0], (self, port + 1))
         self.replicas.append(target)
         engine.emit(target, record)
@@ -227,8 +231,10 @@ class _SyncStar(_Instance):
                 engine.park(self.node, record)
                 return
             entry = self._walk(record, after) if hits is None else self._indexed(hits, after)
-            if entry is None:
+            fresh = entry is None
+            if fresh:
                 entry = self._new_cell(engine)
+                engine.unfolded(self.node, record)
             k, cell = entry
             before = tuple(cell.empty)
             result = cell.accept(record)
@@ -238,7 +244,10 @@ class _SyncStar(_Instance):
             if result is None:  # stored
                 return
             if cell.fired:
+                if fresh:  # it filled every pattern alone: it comes out unchanged, before every replica
+                    raise unfolds_for_ever(self.node.span, record)
                 del self.cells[k]
+                engine.held -= 1
             elif hits is None and k == self.replicas - 1:  # a fresh cell let it pass: so would every later one
                 engine.park(self.node, result)
                 return
@@ -266,6 +275,7 @@ class _SyncStar(_Instance):
         entry = (self.replicas, self.shape.new_cell())
         self.replicas += 1
         engine.instances += 1
+        engine.held += 1
         engine.cells.append((entry[1], self.cell_node))
         self.cells[entry[0]] = entry
         for q in self.waiting:
@@ -386,8 +396,15 @@ _FIRE = object()  # marks a stack item that fires an initialiser
 class ReferenceEngine:
     """Builds the instance tree and runs records through it depth-first."""
 
-    def __init__(self, plan: Plan):
+    def __init__(self, plan: Plan, limits: Limits = Limits()):
         self.plan = plan
+        # Bounds on a run that keeps growing (snet.core.limits): star replicas and sync-star cells
+        # held (`held`) plus records on the stack, and the growth of the resident memory.
+        self.limits = limits
+        self.held = 0
+        self.unfolding: tuple[PlanNode, Record] | None = None  # the last replica opened, and for what
+        self.memory_base = resident_bytes() if limits.memory_limit else 0
+        self.memory_next = 0.0
         self.executor = plan.executor  # a snet.splitexec.SplitExecutor, or None
         self.executor_splits: list[_ExecutorSplit] = []
         self.stack: list = []
@@ -400,6 +417,7 @@ class ReferenceEngine:
         self.instances = 0
         self.parked: list[tuple[PlanNode, Record]] = []  # records that stay in a sync-star for ever
         self.stopped = False
+        self.stars: list[_Star] = []  # every star instance, so that `dismantle` can cut their cycles
 
     # -- building ---------------------------------------------------------
 
@@ -438,7 +456,9 @@ class ReferenceEngine:
             par.branches = [self.build(b, out) for b in node.children]
             return self._gated(node, (par, 0))
         if kind == Kind.STAR:
-            return self._gated(node, (_Star(node, out), 0))
+            star = _Star(node, out)
+            self.stars.append(star)
+            return self._gated(node, (star, 0))
         if kind == Kind.SYNC_STAR:
             return self._gated(node, (_SyncStar(node, out, self.plan.nodes[node.cell]), 0))
         if kind == Kind.SPLIT:
@@ -507,6 +527,29 @@ class ReferenceEngine:
             log_parked(node.span, record)
         self.parked.append((node, record))
 
+    def unfolded(self, node: PlanNode, record: Record) -> None:
+        """A star opened a replica for ``record``: it counts as held state."""
+        self.held += 1
+        self.unfolding = (node, record)
+
+    def check_bounds(self) -> None:
+        """Raise the divergence error past ``max_held``, or (looked at every 0.1 s) the memory limit."""
+        limits = self.limits
+        held = self.held + len(self.stack) + len(self.parked)
+        if limits.max_held is not None and held > limits.max_held:
+            raise self._diverging(held=held, limit=limits.max_held)
+        if limits.memory_limit is not None:
+            now = time.monotonic()
+            if now >= self.memory_next:
+                self.memory_next = now + MEMORY_CHECK_S
+                grown = resident_bytes() - self.memory_base
+                if grown > limits.memory_limit:
+                    raise self._diverging(grown=grown, memory_limit=limits.memory_limit)
+
+    def _diverging(self, **figures) -> SNetRuntimeError:
+        node, record = self.unfolding if self.unfolding is not None else (None, None)
+        return diverging(node.span if node is not None else None, record, **figures)
+
     def count_box(self, name: str, seconds: float) -> None:
         entry = self.box_calls.get(name)
         if entry is None:
@@ -519,9 +562,14 @@ class ReferenceEngine:
         """Process the stack to empty, yielding outputs as they reach the sink."""
         stack = self.stack
         outbox = self.sink.outbox
+        steps = 0
+        max_stack = self.limits.max_held if self.limits.max_held is not None else sys.maxsize
         while stack:
             if self.stopped:  # closed from another thread (a session's abort)
                 return
+            steps += 1
+            if steps % BOUND_CHECK_STEPS == 0 or len(stack) > max_stack:
+                self.check_bounds()
             inst, port, record = stack.pop()
             if inst is _FIRE:
                 port.fire(self)
@@ -595,6 +643,17 @@ class ReferenceEngine:
         if len(self.parked) == parked:  # else a record of it stays in the network for ever: never done
             request.finish()
 
+    def dismantle(self) -> None:
+        """Cut the reference cycles of a stopped run's star replicas (each replica leads back to its star).
+
+        Reference counting then frees them at once; left to the cycle
+        collector, the replicas of a star that unfolded to its bound took
+        seconds to free, at the end of a run stopped by Ctrl-C.
+        """
+        for star in self.stars:
+            star.replicas.clear()
+        self.stars.clear()
+
     def termination_warnings(self) -> list[str]:
         warnings = [unfinished_warning(node.span, cell.filled(), cell.shape.count)
                     for cell, node in self.cells if not cell.fired and cell.filled() > 0]
@@ -606,9 +665,9 @@ class ReferenceEngine:
 class ReferenceExecution(Execution):
     """An execution of the reference engine: a plain generator underneath."""
 
-    def __init__(self, plan: Plan, records: Iterable[Record]):
+    def __init__(self, plan: Plan, records: Iterable[Record], limits: Limits = Limits()):
         super().__init__()
-        self.engine = ReferenceEngine(plan)
+        self.engine = ReferenceEngine(plan, limits)
         self._gen = self.engine.run(records)
         self._started = time.perf_counter()
         self._finished: float | None = None
@@ -634,6 +693,7 @@ class ReferenceExecution(Execution):
         self._gen.close()
         if self.engine.executor is not None:
             self.engine.executor.close()
+        self.engine.dismantle()
         self.release()
 
     def stats(self) -> RunStats:
@@ -647,8 +707,11 @@ class ReferenceExecution(Execution):
 
 
 def start(plan: Plan, records: Iterable[Record], options: object = None) -> ReferenceExecution:
-    """Run ``plan`` on the reference engine; the run's options concern threads and do not apply."""
-    return ReferenceExecution(plan, records)
+    """Run ``plan`` on the reference engine; of the run's options only the bounds apply (the rest concern threads)."""
+    limits = Limits()
+    if options is not None:
+        limits = Limits(max_held=options.max_held, memory_limit=options.memory_limit)
+    return ReferenceExecution(plan, records, limits)
 
 
 __all__ = ["ReferenceEngine", "ReferenceExecution", "start"]

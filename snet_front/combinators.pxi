@@ -138,9 +138,11 @@ cdef class StarEntity(Entity):
             nxt.sh = sh
             nxt.k = self.k + 1
             self.nxt = nxt
+            rt.unfolded(self.node, rec)  # the bound on a star that keeps unfolding (snet.core.limits)
             inst = Instance.__new__(Instance)
             inst.members = sh.ctx.inst.members
             inst.root = sh.ctx.inst.root  # inside a reclaimable replica: its entities are the replica's
+            inst.mark = sh.mark  # a looping star: its operand's inboxes take the deepest first
             cop = new_ctx(nxt, inst, sh.ctx)
             dest = open_replica(rt, w, self.node, cop, st)
             if sh.loops:

@@ -111,6 +111,7 @@ import threading
 from collections import deque
 from heapq import heappush, heappop
 
+from snet.core.limits import MEMORY_CHECK_S, diverging, resident_bytes
 from snet.core.semantics import log_parked, log_throttle_overridden
 from snet.errors import SNetRuntimeError
 from snet.tagexpr import DivisionByZero
@@ -393,7 +394,12 @@ cdef class Entity:
         self.rt = rt
         self.node = node
         self.ctx = ctx
-        self.inbox = deque()
+        if ctx is not None and ctx.inst.mark is not None:
+            # In a looping star's shared operand: the deepest replica's records first here too,
+            # or a busy stage's FIFO would unfold the star breadth first (docs/runtime.md).
+            self.inbox = new_depth_inbox(ctx.inst.mark)
+        else:
+            self.inbox = deque()
         self.counters = rt.counters
         if ctx is not None and ctx.inst.members is not None:
             ctx.inst.members.append(self)  # a reclaimable split replica's entity (`reclaim_fresh`)
@@ -483,6 +489,9 @@ cdef class Writer:
         raise NotImplementedError
 
     cdef int drop(self, GStack st) except -1:
+        raise NotImplementedError
+
+    cdef bint safe_point(self) except -1:
         raise NotImplementedError
 
 
@@ -689,3 +698,33 @@ cdef class Network:
         self.notify()
         self.wake_idle(True)
 
+    # -- bounds on a run that keeps growing (snet.core.limits) -----------------
+
+    cdef int unfolded(self, int node, object record) except -1:
+        """A star opened a replica for ``record`` (a new incarnation, a sync-star's new cell): check the bound."""
+        self.unfolding = (node, record)
+        if self.max_held and self.held() > self.max_held:
+            self.over_bound(0)
+        return 0
+
+    cdef long held(self):
+        return (snet_atomic_load(&self.pending) + snet_atomic_load(&self.counters.alive)
+                + snet_atomic_load(&self.cells_held))
+
+    cdef int check_bounds(self, double now) except -1:
+        """At a safe point: the held bound, and every `MEMORY_CHECK_S` the memory limit."""
+        if self.max_held and self.held() > self.max_held:
+            self.over_bound(0)
+        if self.mem_limit and now >= self.mem_next:
+            self.mem_next = now + MEMORY_CHECK_S
+            grown = resident_bytes() - self.mem_base
+            if grown > self.mem_limit:
+                self.over_bound(grown)
+        return 0
+
+    cdef int over_bound(self, long grown) except -1:
+        node, record = self.unfolding if self.unfolding is not None else (-1, None)
+        span = self.span_of(node) if node >= 0 else None
+        if grown:
+            raise diverging(span, record, grown=grown, memory_limit=self.mem_limit)
+        raise diverging(span, record, held=self.held(), limit=self.max_held)

@@ -11,6 +11,7 @@ from functools import partial
 
 from snet.core.aloop import box_loop
 from snet.core.boxes import Deferred, _FREE_THREADED_BUILD
+from snet.core.limits import unfolds_for_ever
 from snet.core.boxes cimport BoxCaller
 from snet.tagexpr import DivisionByZero
 from snet.requests import set_current_request
@@ -371,7 +372,10 @@ cdef class SyncStarEntity(Entity):
             entry = self.first_after(after) if hits is None else self.first_waiting(hits, after)
             fresh = entry is None
             if fresh:
+                if w.safe_point():  # a long walk along new replicas: the run may be stopping
+                    return 0
                 entry = self.new_cell()
+                self.rt.unfolded(self.node, rec)
             cell = entry[1]
             before = tuple(cell.empty)
             res = cell.take(rec, hits, self.later)
@@ -382,7 +386,10 @@ cdef class SyncStarEntity(Entity):
                 self.rt.note_partial(cell, self.sync_node, False)
                 return 0
             if cell.fired:
+                if fresh:  # it filled every pattern alone: it comes out unchanged, before every replica
+                    raise unfolds_for_ever(self.rt.span_of(self.node), rec)
                 del self.cells[entry[0]]
+                snet_atomic_add(&self.rt.cells_held, -1)
                 self.rt.note_partial(cell, self.sync_node, True)
                 if not self.cells and self.ctx.inst.members is not None:
                     # Back to its fresh state: its split may drop the replica (docs/runtime.md).
@@ -438,6 +445,7 @@ cdef class SyncStarEntity(Entity):
         entry = (self.replicas, new_cell_state(self.shape))
         self.replicas += 1
         self.cells[entry[0]] = entry
+        snet_atomic_add(&self.rt.cells_held, 1)
         cdef Py_ssize_t i
         for i in range(len(self.waiting)):
             q = self.waiting[i]

@@ -48,6 +48,7 @@ cdef class Instance:
     cdef Instance root  # the split replica this instance is part of (itself, or a star incarnation's)
     cdef Entity owner  # a split replica's split
     cdef object key  # a split replica's tag value
+    cdef Group mark  # a looping star's operand instance: the depth mark its entities' inboxes order by
 
 
 cdef class Ctx:
@@ -151,8 +152,11 @@ cdef class Writer:
     cdef double busy
     cdef double *box_time  # per node: seconds in box calls
     cdef long *box_calls  # per node: box calls
+    cdef long ticks  # invocations and unfoldings since the last look at the clock (`safe_point`)
+    cdef double next_yield  # when the worker next lets other threads take the GIL
 
     cdef int write(self, Entity dest, object item, bint last) except -1
+    cdef bint safe_point(self) except -1
     cdef int add_licences(self, Entity e, long n) except -1
     cdef int drop(self, GStack st) except -1
 
@@ -219,6 +223,14 @@ cdef class Network:
     cdef long parked
     cdef object parked_first  # (node id, record) of the first
 
+    # Bounds on a run that keeps growing (snet.core.limits; checked at unfoldings and safe points)
+    cdef long max_held  # records in flight + entities alive + sync-star cells at which the run fails (0: none)
+    cdef long mem_limit  # bytes the resident memory may grow by during the run (0: no limit)
+    cdef long mem_base  # the resident memory when the run started
+    cdef double mem_next  # when the memory is looked at next
+    cdef long cells_held  # unfired cells of synchro-cell stars (atomic)
+    cdef object unfolding  # (node id, record): the last star replica opened and the record that opened it
+
     # Unfired synchro-cells holding records (termination warnings)
     cdef dict partial
     cdef int partial_lock  # a lock word (spin_lock) over `partial`, `parked_first` and `parked`'s first change
@@ -248,6 +260,10 @@ cdef class Network:
     cdef void note_partial(self, object cell, int node, bint fired)
     cdef int park(self, int node, object record) except -1
     cdef void fail(self, object error)
+    cdef int unfolded(self, int node, object record) except -1
+    cdef int check_bounds(self, double now) except -1
+    cdef long held(self)
+    cdef int over_bound(self, long grown) except -1
 
 
 cdef void register_factory(int kind, EntityFactory factory)

@@ -41,12 +41,17 @@ cdef class Runtime(Network):
     """One run of one plan: the network state, the workers, the output channel."""
 
     def __init__(self, plan, records, int workers, conc, throttle=None, bint steal=True, int seed=0,
-                 long output_bound=OUTPUT_BOUND):
+                 long output_bound=OUTPUT_BOUND, max_held=None, memory_limit=None):
         """``conc[i]``: concurrent calls of box node ``i``; ``throttle``: ``(offset, factor)`` or None.
 
         ``output_bound``: outputs not yet taken by the consumer at which input
-        admission stops (0: no bound).
+        admission and the workers stop (0: no bound).  ``max_held`` and
+        ``memory_limit`` (bytes): the bounds of snet.core.limits (None: none).
         """
+        self.max_held = max_held or 0
+        self.mem_limit = memory_limit or 0
+        if self.mem_limit:
+            self.mem_base = resident_bytes()
         self.load_plan(plan, conc)
         self.outputs = deque()
         self.input_iter = iter(records)
@@ -148,6 +153,11 @@ cdef class Runtime(Network):
             snet_unlock(&self.partial_lock)
         entries.sort(key=lambda e: e[0])
         return [(node, cell.filled(), cell.shape.count) for _, cell, node in entries if cell.filled() > 0]
+
+    def held_now(self):
+        """What the bound ``max_held`` counts now: (records in flight, entities alive, sync-star cells)."""
+        return (snet_atomic_load(&self.pending), snet_atomic_load(&self.counters.alive),
+                snet_atomic_load(&self.cells_held))
 
     def held_in_cells(self):
         """Records held now in synchro-cells that have not fired (patterns filled, summed over the cells)."""

@@ -24,6 +24,13 @@ cdef enum:
     IDLE_MAX_US = 200
     IDLE_NAPS = 100  # short naps (about 20 ms in all) before an idle worker sleeps on the condition
     SWEEP_EVERY = 256  # work_own scans between sweeps of lapsed licences
+    TICKS_PER_LOOK = 64  # invocations between two looks at the clock in `safe_point`
+
+# How long a worker may hold the GIL without a safe point (seconds): the
+# interpreter's own switch interval, so that a network whose every step is
+# C code (no bytecode that would give the GIL up) still lets the main thread
+# handle Ctrl-C and SIGTERM, and other threads of an embedding process run.
+cdef double YIELD_S = 0.005
 
 # Longest sleep of an idle worker on the condition (seconds).  Writers wake a
 # sleeper when they add a licence, so this only bounds a lost wake-up (a
@@ -99,6 +106,32 @@ cdef class Worker(Writer):
         self.add_licences(dest, 1)
         return 0
 
+    cdef bint safe_point(self) except -1:
+        """Called at every invocation and unfolding; True when the run is stopping.
+
+        Every ``YIELD_S`` of work the worker lets the GIL go (a waiting
+        thread, the main one handling a signal included, takes it then) and
+        checks the run's bounds (snet.core.limits), which raise the
+        divergence error.  So however long one entity or one walk runs,
+        Ctrl-C, SIGTERM and the bounds get their turn (docs/runtime.md).
+        """
+        cdef double now
+        cdef Network rt = self.rt
+        self.ticks += 1
+        if self.ticks < TICKS_PER_LOOK:
+            return False
+        self.ticks = 0
+        now = snet_now()
+        if now < self.next_yield:
+            return False
+        with nogil:  # a thread that asked for the GIL gets it now (CPython's forced switch)
+            now = snet_now()
+        self.next_yield = now + YIELD_S
+        if snet_flag_load(&rt.stop):
+            return True
+        rt.check_bounds(now)
+        return False
+
     cdef int add_licences(self, Entity e, long n) except -1:
         cdef Licence ref
         spin_lock(&self.list_lock)
@@ -152,7 +185,7 @@ cdef class Worker(Writer):
             item = self.cont_item
             self.cont_e = None
             self.cont_item = None
-            if snet_flag_load(&rt.stop):
+            if snet_flag_load(&rt.stop) or self.safe_point():
                 return 0
 
     cdef bint work_own(self) except -1:
@@ -160,7 +193,10 @@ cdef class Worker(Writer):
         cdef Licence ref
         cdef Entity e
         cdef Py_ssize_t i = 0
+        cdef Network rt = self.rt
         refs = self.refs
+        if self.safe_point():
+            return False
         spin_lock(&self.list_lock)
         try:
             self.scans += 1
@@ -352,7 +388,12 @@ cdef class Worker(Writer):
         try:
             while not snet_flag_load(&rt.stop) and not snet_flag_load(&rt.done):
                 t0 = snet_now()
-                if (self.work_own() or (len(rt.completions) and self.try_completion()) or self.try_input()
+                if rt.out_bound and len(rt.outputs) >= rt.out_bound:
+                    # Outputs wait for the consumer: make no more (it wakes a sleeper when it
+                    # takes them), or a network that unfolds many outputs from one input would
+                    # hold them all (backpressure inside the network, as for its input).
+                    pass
+                elif (self.work_own() or (len(rt.completions) and self.try_completion()) or self.try_input()
                         or (rt.steal_enabled and self.try_steal())):
                     self.busy += snet_now() - t0
                     idle = 0

@@ -65,7 +65,8 @@ class FrontExecution(Execution):
         if options.throttle is not None:
             throttle = (float(options.throttle[0]), float(options.throttle[1]))
         self.runtime = Runtime(plan, records, self.workers, box_limits(plan, self.workers), throttle,
-                               bool(options.steal), int(options.seed or 0))
+                               bool(options.steal), int(options.seed or 0),
+                               max_held=options.max_held, memory_limit=options.memory_limit)
         self._closed = False
         self._ended = False
         self.runtime.start()

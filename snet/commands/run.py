@@ -57,6 +57,7 @@ FLAGS = {
     "box_timeout": "--box-timeout", "box_timeout_per_box": "--box-timeout",
     "box_retries": "--box-retries", "box_retries_per_box": "--box-retries",
     "metrics_port": "--metrics-port",
+    "max_held": "--max-held", "memory_limit": "--memory-limit",
 }
 
 
@@ -186,9 +187,20 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             box_timeout=timeout, box_timeout_per_box=timeout_per_box,
             box_retries=retries, box_retries_per_box=retries_per_box,
             metrics_port=args.metrics_port,
+            **_bounds(args),
         )
     except SNetOptionError as e:
         raise e.relabelled(FLAGS.get(e.option, e.option)) from None
+
+
+def _bounds(args: argparse.Namespace) -> dict[str, Any]:
+    """``--max-held N`` (0: no bound) and ``--memory-limit SIZE`` as run options; absent ones keep the defaults."""
+    bounds: dict[str, Any] = {}
+    if args.max_held is not None:
+        bounds["max_held"] = None if args.max_held == 0 else args.max_held
+    if args.memory_limit is not None:
+        bounds["memory_limit"] = args.memory_limit  # RunOptions reads the size, and refuses what it cannot read
+    return bounds
 
 
 class NetFile(os.PathLike):
