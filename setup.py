@@ -73,7 +73,8 @@ PACKAGES = find_packages(where=HERE, include=["snet", "snet.*", "snet_front"])
 PACKAGE_DATA = {"snet": ["py.typed"], "snet.syntax": ["*.lark"], "snet.core": ["*.pxd"],
                 "snet_front": ["*.pxd", "*.pxi", "*.pyi", "py.typed", "includes/*"]}
 
-TEST = ["pytest>=8", "pytest-benchmark>=4", "hypothesis>=6", "interegular>=0.3", "numpy>=1.24", "mypy>=1.10"]
+# Cython: the source-distribution test runs setup.py sdist, which cythonizes (a build requirement otherwise).
+TEST = ["Cython>=3.1,<3.4", "pytest>=8", "pytest-benchmark>=4", "hypothesis>=6", "interegular>=0.3", "numpy>=1.24", "mypy>=1.10"]
 # pyspark[connect] brings the Spark Connect client (grpcio, zstandard, ...) for sc:// masters.
 # cloudpickle: the fallback of snet.spark.replicas where pyspark's own copy is missing.
 SPARK = ["pyspark[connect]>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=18", "cloudpickle>=2.0"]
@@ -112,7 +113,8 @@ if __name__ == "__main__":  # the build runs this file as a script; tests import
         package_data=PACKAGE_DATA,
         exclude_package_data={"": ["*.c", "*.html"]},
         ext_modules=front_extensions(),
-        install_requires=["lark>=1.2,<2", "attrs>=23", "tqdm>=4.66"],
+        # cloudpickle: box processes send functions from __main__, notebooks and closures by value.
+        install_requires=["lark>=1.2,<2", "attrs>=23", "tqdm>=4.66", "cloudpickle>=2.0"],
         extras_require={
             "examples": EXAMPLES,
             "test": TEST,
