@@ -170,6 +170,10 @@ def run_command(args: argparse.Namespace) -> int:
     if args.errors is not None and (_same_file(args.input, args.errors) or _same_file(args.errors, args.output)
                                     or args.errors == args.output):
         raise SNetUsageError(f"the error file {args.errors} is also the input or the output file")
+    if (options.engine or DEFAULT_ENGINE) == "front":  # an unbuilt tree: one line, before any file is made
+        from snet.backends.front import load_runtime
+
+        load_runtime()
     stats_json = _open_stats_json(args.stats_json)
     input_file = _open_input(args.input)
     records = read_records(args.input if input_file is None else input_file, in_format, name=args.input
