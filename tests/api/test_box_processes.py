@@ -135,6 +135,7 @@ def test_processes_for_a_box_the_network_does_not_use_is_a_usage_error(boxes_fil
         net.run([], processes=0)
 
 
+@pytest.mark.slow
 def test_cli_box_processes_and_ctrl_c(tmp_path, boxes_file):
     (tmp_path / "p.snet").write_text("box nap ((n) -> (n, s, pid)); net p connect nap;")
     (tmp_path / "p.py").write_text(BOXES)

@@ -112,6 +112,7 @@ def test_unfinished_cell_warning_and_stats(netdir):
         assert stats["records_in"] == 1 and stats["records_out"] == 0 and stats["held_in_cells"] == 1
 
 
+@pytest.mark.slow
 def test_progress_lines(netdir):
     (netdir / "slow.snet").write_text("box slow ((a) -> (a)); net slownet connect slow;\n")
     (netdir / "slow.py").write_text("import time\n\ndef slow(a):\n    time.sleep(0.01)\n    return {'a': a}\n")
@@ -149,6 +150,7 @@ def interrupt(proc: subprocess.Popen, mark: Path) -> str:
         return proc.communicate()[1]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT delivery to a child process")
 @pytest.mark.parametrize("engine", ["reference", "front"])
 def test_ctrl_c_stops_cleanly_with_outputs_written(netdir, engine):
@@ -184,6 +186,7 @@ def test_stats_summary_lists_each_spark_split():
     assert "split at net.snet:1:35: 2 batches, 8 records, 4 tasks, 1.5 s" in lines, text
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT delivery to a child process")
 @pytest.mark.parametrize("engine", ["reference", "front"])
 def test_after_ctrl_c_the_stats_count_the_records_written(netdir, engine):

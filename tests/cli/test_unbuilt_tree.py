@@ -46,6 +46,7 @@ def run_copy(tree: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_an_unbuilt_tree_says_in_one_line_how_to_build_it(tmp_path):
     tree = copy_of_the_tree(tmp_path / "clone")
     (tmp_path / "n.snet").write_text(NET)

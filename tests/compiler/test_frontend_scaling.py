@@ -333,6 +333,7 @@ def _type_time(program, rounds: int = 5) -> float:
     return best
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("generate", [_wide_filters, serial_chain])
 def test_type_rules_take_linear_time(generate):
     small, large = parse(generate(1000), "s.snet"), parse(generate(8000), "l.snet")

@@ -17,6 +17,8 @@ import sys
 import tarfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -73,6 +75,7 @@ COMPILED_SOURCES = ("snet_front/*.pyx", "snet_front/*.pxi", "snet_front/*.pxd", 
                     "snet/core/*.pxd")
 
 
+@pytest.mark.slow
 def test_the_source_distribution_carries_every_source_of_the_compiled_modules(tmp_path):
     """Without MANIFEST.in the archive held the generated .c files, which setup.py does not read, and no .pyx:
     an install from it had no FRONT.  Built from a copy, since an earlier build's file list would be reused."""
