@@ -77,8 +77,9 @@ PACKAGE_DATA = {"snet": ["py.typed"], "snet.syntax": ["*.lark"], "snet.core": ["
 LSP = ["pygls>=2.0,<3"]
 # snet run --metrics-port, metrics_port=: the run's figures for Prometheus (snet.metrics); tests scrape them.
 METRICS = ["prometheus-client>=0.17"]
-TEST = LSP + METRICS + ["pytest>=8", "pytest-benchmark>=4", "hypothesis>=6", "interegular>=0.3", "numpy>=1.24",
-                        "mypy>=1.10", "trove-classifiers"]
+# Cython: the source-distribution test runs setup.py sdist, which cythonizes (a build requirement otherwise).
+TEST = LSP + METRICS + ["Cython>=3.1,<3.4", "pytest>=8", "pytest-benchmark>=4", "hypothesis>=6",
+                        "interegular>=0.3", "numpy>=1.24", "mypy>=1.10", "trove-classifiers"]
 # pyspark[connect] brings the Spark Connect client (grpcio, zstandard, ...) for sc:// masters.
 # cloudpickle: the fallback of snet.spark.replicas where pyspark's own copy is missing.
 SPARK = ["pyspark[connect]>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=18", "cloudpickle>=2.0"]
@@ -122,7 +123,8 @@ if __name__ == "__main__":  # the build runs this file as a script; tests import
         package_data=PACKAGE_DATA,
         exclude_package_data={"": ["*.c", "*.html"]},
         ext_modules=front_extensions(),
-        install_requires=["lark>=1.2,<2", "attrs>=23", "tqdm>=4.66"],
+        # cloudpickle: box processes send functions from __main__, notebooks and closures by value.
+        install_requires=["lark>=1.2,<2", "attrs>=23", "tqdm>=4.66", "cloudpickle>=2.0"],
         extras_require={
             "examples": EXAMPLES,
             "test": TEST,

@@ -35,3 +35,15 @@ def run_net(engine_options):
         return outputs, list(execution.warnings)
 
     return run
+
+
+# Fixtures that start Spark (a JVM) for a test, in this process or in a child: such tests are slow.
+SPARK_FIXTURES = {"spark", "spark_installed", "spark_options", "cluster", "standalone_cluster"}
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Mark every test that starts Spark ``slow``: ``python3 -m pytest -m "not slow"`` is the quick loop
+    of work in progress (CONTRIBUTING.md), and CI runs everything."""
+    for item in items:
+        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -37,6 +37,32 @@ ASYNC_BOX_CONCURRENCY = 256  # calls of one async def box instance in flight at 
 Record = dict
 
 
+def load_runtime() -> type:
+    """The compiled runtime's ``Runtime`` class.
+
+    A tree whose extensions were never built (a clone before ``pip install -e .``), or were built against
+    another version of the box caller, cannot run this engine: that is one line that says how to build
+    it, an :class:`~snet.errors.SNetUsageError` (exit status 2), not the import's traceback.
+    """
+    try:
+        from snet_front.runtime import Runtime
+    except ImportError as e:
+        if e.name not in ("snet_front.runtime", "snet_front"):
+            raise
+        why = "is not built"
+    except ValueError as e:  # Cython's check of an imported extension type: "... size changed ..."
+        if "size changed" not in str(e):
+            raise
+        why = "was built from other sources than snet's (rebuild it)"
+    else:
+        return Runtime  # type: ignore[no-any-return]
+    from snet.errors import SNetUsageError
+
+    tree = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # above snet/
+    raise SNetUsageError(f"the FRONT engine {why} in {tree}: run 'python3 -m pip install -e .' there, or "
+                         f"'python3 setup.py build_ext --inplace' (or run with --engine reference)") from None
+
+
 def box_limits(plan: Plan, workers: int) -> list[int]:
     """Concurrent calls per box instance, per node id (1 for other nodes)."""
     limits = []
@@ -56,7 +82,7 @@ class FrontExecution(Execution):
 
     def __init__(self, plan: Plan, records: Iterable[Record], options: RunOptions):
         super().__init__()
-        from snet_front.runtime import Runtime
+        Runtime = load_runtime()
 
         self.plan = plan
         self.executor = plan.executor

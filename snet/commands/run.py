@@ -251,6 +251,10 @@ def run_command(args: argparse.Namespace) -> int:
         raise SNetUsageError("--xml-mode binary applies to XML output only; the output format is jsonl")
     if args.input not in (None, "-") and (not os.path.exists(args.input) or os.path.isdir(args.input)):
         raise SNetUsageError(f"input file not found: {args.input}")
+    if (options.engine or DEFAULT_ENGINE) == "front":  # an unbuilt tree: one line, before any file is made
+        from snet.backends.front import load_runtime
+
+        load_runtime()
     stats_json = _open_stats_json(args.stats_json)
     input_file = _open_input(args.input)
     records = read_records(args.input if input_file is None else input_file, in_format, name=args.input

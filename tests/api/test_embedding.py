@@ -62,7 +62,7 @@ def test_session_survives_many_feeds(engine_options):
         for batch in range(50):
             for i in range(20):
                 session.feed({"a": batch * 20 + i})
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 120  # an upper bound only, for a busy machine
             while len(got) < (batch + 1) * 20 and time.monotonic() < deadline:
                 out = session.get(timeout=1.0)
                 if out is not None:

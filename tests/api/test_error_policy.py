@@ -153,6 +153,7 @@ def test_cli_errors_file_gets_one_error_record_per_failure_and_the_run_exits_0(t
     assert "snet: 2 records failed and were skipped (error records in dead.jsonl)" in proc.stderr.splitlines()
 
 
+@pytest.mark.slow
 def test_cli_on_error_skip_and_stop(tmp_path):
     skip = cli(tmp_path, "--on-error", "skip")
     assert skip.returncode == 0 and len(skip.stdout.splitlines()) == 198

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 PROGRAM = '''\
@@ -53,6 +55,7 @@ def mypy(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_load_and_run_have_their_declared_types_under_strict_mypy(tmp_path):
     result = mypy(tmp_path, PROGRAM)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -67,6 +70,7 @@ def test_load_and_run_have_their_declared_types_under_strict_mypy(tmp_path):
     ], result.stdout
 
 
+@pytest.mark.slow
 def test_a_misuse_of_the_api_is_a_type_error(tmp_path):
     result = mypy(tmp_path, MISUSE)
     assert result.returncode == 1, result.stdout + result.stderr

@@ -112,6 +112,7 @@ def test_unfinished_cell_warning_and_stats(netdir):
         assert stats["records_in"] == 1 and stats["records_out"] == 0 and stats["held_in_cells"] == 1
 
 
+@pytest.mark.slow
 def test_progress_lines(netdir):
     (netdir / "slow.snet").write_text("box slow ((a) -> (a)); net slownet connect slow;\n")
     (netdir / "slow.py").write_text("import time\n\ndef slow(a):\n    time.sleep(0.01)\n    return {'a': a}\n")
@@ -134,10 +135,13 @@ def default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def interrupt(proc: subprocess.Popen, after: float) -> str:
-    """Ctrl-C for ``proc`` after ``after`` seconds; its standard error.  Killed if it is still running
-    30 s later (the test then fails on its exit status), so that no run is left behind."""
-    time.sleep(after)
+def interrupt(proc: subprocess.Popen, mark: Path) -> str:
+    """Ctrl-C for ``proc`` once its boxes have made ``mark`` (a file; 300 s at most, an upper bound only);
+    its standard error.  Killed if it is still running 30 s after Ctrl-C (the test then fails on its exit
+    status), so that no run is left behind."""
+    deadline = time.monotonic() + 300
+    while not mark.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
     try:
         return proc.communicate(timeout=30)[1]
@@ -146,16 +150,21 @@ def interrupt(proc: subprocess.Popen, after: float) -> str:
         return proc.communicate()[1]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT delivery to a child process")
 @pytest.mark.parametrize("engine", ["reference", "front"])
 def test_ctrl_c_stops_cleanly_with_outputs_written(netdir, engine):
     (netdir / "slow.snet").write_text("box slow ((a) -> (a)); net slownet connect slow;\n")
-    (netdir / "slow.py").write_text("import time\n\ndef slow(a):\n    time.sleep(0.02)\n    return {'a': a}\n")
+    # The 100th call leaves a mark: by then the calls before it have made their outputs (with fewer than
+    # 100 workers), and Ctrl-C comes.
+    (netdir / "slow.py").write_text("import time\n\ndef slow(a):\n    if a == 100:\n"
+                                    "        open('called-100', 'w').close()\n"
+                                    "    time.sleep(0.02)\n    return {'a': a}\n")
     (netdir / "many.jsonl").write_text("".join(json.dumps({"a": i}) + "\n" for i in range(100000)))
     proc = subprocess.Popen(SNET + ["run", "slow.snet", "-i", "many.jsonl", "-o", "out.jsonl", "--engine",
                                     engine], cwd=netdir, stderr=subprocess.PIPE, text=True,
                             preexec_fn=default_sigint)
-    err = interrupt(proc, 2.0)
+    err = interrupt(proc, netdir / "called-100")
     assert proc.returncode == 1
     assert "interrupted" in err
     out = read_jsonl((netdir / "out.jsonl").read_text())
@@ -177,16 +186,21 @@ def test_stats_summary_lists_each_spark_split():
     assert "split at net.snet:1:35: 2 batches, 8 records, 4 tasks, 1.5 s" in lines, text
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT delivery to a child process")
 @pytest.mark.parametrize("engine", ["reference", "front"])
 def test_after_ctrl_c_the_stats_count_the_records_written(netdir, engine):
     (netdir / "fast.snet").write_text("box keep ((a) -> (a)); net fastnet connect keep .. keep;\n")
-    (netdir / "fast.py").write_text("import time\n\ndef keep(a):\n    time.sleep(0.0005)\n    return {'a': a}\n")
+    # The 1000th call of the first `keep` leaves a mark (the second `keep` sees inputs 0..999 too, so some
+    # outputs have been made by then), and Ctrl-C comes.
+    (netdir / "fast.py").write_text("import time\n\ndef keep(a):\n    if a == 1000:\n"
+                                    "        open('called-1000', 'w').close()\n"
+                                    "    time.sleep(0.0005)\n    return {'a': a}\n")
     (netdir / "many.jsonl").write_text("".join(json.dumps({"a": i}) + "\n" for i in range(200000)))
     proc = subprocess.Popen(SNET + ["run", "fast.snet", "-i", "many.jsonl", "-o", "out.jsonl", "--engine", engine,
                                     "-w", "2", "--stats", "--stats-json", "s.json"],
                             cwd=netdir, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
-    err = interrupt(proc, 2.5)
+    err = interrupt(proc, netdir / "called-1000")
     assert proc.returncode == 1, err
     written = len(read_jsonl((netdir / "out.jsonl").read_text()))
     assert 0 < written < 200000

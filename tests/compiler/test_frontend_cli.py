@@ -191,6 +191,7 @@ def test_the_readme_example_draws_no_wider_than_two_and_a_half_times_its_height(
     assert width <= 2.5 * height, (width, height)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
 def test_left_to_right_is_there_on_request_and_compact_is_smaller(tmp_path):
     for name, options in [("full", []), ("wide", ["--left-to-right"]), ("small", ["--compact"])]:

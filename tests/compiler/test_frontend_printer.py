@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -119,6 +120,7 @@ def test_printed_tag_expressions_parse_back_inside_brackets(expr):
     assert f.clauses[0].outputs[0].items[0].expr == expr
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(connect_exprs)
 def test_printed_connect_expressions_keep_their_shape(expr):

@@ -41,6 +41,16 @@ def test_the_user_pages_exist_and_are_linked_from_the_readme():
         assert f"docs/{name}" in readme, f"README.md does not link docs/{name}"
 
 
+def test_the_readme_lists_the_users_pages_for_users():
+    """Running on several cores, on Spark, and what to do about an error are a user's questions: their pages are
+    listed under the README's "For users", not only for contributors."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    users = text[text.index("For users:"):text.index("For contributors:")]
+    for name in ("cores.md", "spark.md", "troubleshooting.md"):
+        assert (DOCS / name).is_file()
+        assert f"(docs/{name})" in users, f"README.md does not list docs/{name} for users"
+
+
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_links_stay_in_the_repository(page):
     for target in links(page):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -148,8 +149,10 @@ sys.exit(main(["check", "nothing.snet"]))
 
 
 def test_ctrl_c_while_the_command_starts_is_one_line_not_a_traceback(tmp_path):
+    # SIGINT as a terminal delivers it: a shell that runs the tests in the background without job control
+    # starts them with SIGINT ignored, and the child would inherit that (and rightly carry on).
     proc = subprocess.run([sys.executable, "-c", INTERRUPT_WHILE_IMPORTING], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=60)
+                          cwd=tmp_path, timeout=60, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.returncode == 1
     assert proc.stderr == "error: interrupted\n"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import math
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from recordio_helpers import read_text, write_text
@@ -85,6 +86,7 @@ def tuples_as_lists(value):
     return value
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(records_of(C4SNET_VALUES), max_size=5))
 def test_xml_round_trips_c4snet_values_without_pickle(records):

@@ -18,6 +18,7 @@ import os
 import json
 import time
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from front_graphs import B, C, T, box, feedback, filt, graph, ident, init, out, par, pat, serial, split, star, sync
@@ -153,6 +154,7 @@ def key(record):
 @given(spec=network(), n=st.integers(0, 12), with_b=st.booleans(),
        entrance=st.sampled_from(["none", "sync", "syncstar", "syncstardet"]), steal=st.booleans(),
        seed=st.integers(0, 3))
+@pytest.mark.slow
 def test_random_networks_match_the_reference(spec, n, with_b, entrance, steal, seed):
     whole = spec
     recs = inputs(n, with_b)

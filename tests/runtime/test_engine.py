@@ -192,6 +192,7 @@ def test_throttle_bounds_records_in_flight():
     assert front_threads() == 0
 
 
+@pytest.mark.slow
 def test_steal_off_and_seeds_give_the_same_results():
     records = [{"a": i} for i in range(200)]
     expected = [(i + 1) * 10 + 1 for i in range(200)]

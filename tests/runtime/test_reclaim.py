@@ -17,6 +17,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import snet
@@ -89,6 +90,7 @@ draw_records = st.lists(st.tuples(st.integers(0, 47), st.integers(0, 2), st.inte
 
 @settings(max_examples=int(os.environ.get("SNET_RECLAIM_EXAMPLES", "40")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.slow
 @given(name=st.sampled_from(sorted(NETWORKS)), draws=draw_records)
 def test_reclaiming_networks_match_the_reference(name, draws):
     net = snet.load(source(NETWORKS[name]))
@@ -166,6 +168,7 @@ def test_a_replica_with_an_initialiser_is_not_reclaimed():
     assert stats.front.entities.reclaimed == 0
 
 
+@pytest.mark.slow
 def test_fibonacci_keeps_few_entities():
     execution = snet.load(FIBONACCI).run([{"<n>": 25, "<id>": 1}], workers=1)
     try:

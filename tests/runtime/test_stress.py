@@ -72,6 +72,7 @@ def test_million_records_through_ten_boxes_in_bounded_memory():
     assert execution.stats().front.entities.peak <= 12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2])
 def test_fibonacci_in_pure_coordination(workers):
     net = snet.load(str(NETS / "fibonacci.snet"))
@@ -112,6 +113,7 @@ def test_sieve_feedback_form(workers):
     assert execution.stats().front.entities.peak <= 8
 
 
+@pytest.mark.slow
 def test_long_stateful_run_keeps_a_bounded_entity_graph():
     """Running maximum (the conformance case stateful_feedback) over 200,000 values."""
     net = snet.load(str(CASES_DIR / "stateful_feedback" / "net.snet"))
@@ -170,6 +172,7 @@ def test_stateful_star_stays_small_with_several_workers_on_a_stream():
         assert entities.peak < entities.created // 10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [2, 4])
 def test_stateful_star_unthrottled_keeps_a_small_peak(workers):
     """Without a throttle too: a worker waiting for a busy entity admits no input,

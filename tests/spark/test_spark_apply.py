@@ -322,7 +322,8 @@ CHAIN_OUT = "y long, id string, `<t>` long, `<big>` long"
 
 def test_a_chain_of_boxes_runs_without_the_engine_and_equals_it():
     """The executor's function on Arrow batches, no Spark session: nested chains, 0/1/n outputs, inheritance."""
-    import pyarrow as pa
+    pa = pytest.importorskip("pyarrow", reason="needs pyarrow, which the spark extra installs "
+                                                "(pip install -e '.[spark]' or '.[all]')")
 
     import snet
     from snet.spark.dataframe import _plan, box_chain, map_partition

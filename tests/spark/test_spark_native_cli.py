@@ -583,14 +583,19 @@ def test_ctrl_c_during_the_salvage_run_stops_it_as_an_interruption(spark_install
     import pyarrow.parquet as pq
 
     # The salvage run's box calls wait while `mark` is there: every call after the failing one, which
-    # leaves `failed` behind (made before the run starts, the mark cannot come too late for them).
-    mark, failed = tmp_path / "salvaging", tmp_path / "failed"
+    # leaves `failed` behind (made before the run starts, the mark cannot come too late for them).  A call
+    # that waits in a salvage child (a forked child with its channel open) leaves `salvaging-now`: the
+    # moment the salvage job runs, when Ctrl-C comes.
+    mark, failed, waiting = tmp_path / "salvaging", tmp_path / "failed", tmp_path / "salvaging-now"
     mark.touch()
     (tmp_path / "net.snet").write_text(ONE_BOX)
     (tmp_path / "net.py").write_text(
-        "import os, time\n"
+        "import os, sys, time\n"
         "def f(x):\n"
         f"    while os.path.exists({str(failed)!r}) and os.path.exists({str(mark)!r}):\n"
+        "        crash = sys.modules.get('snet.spark.crash')\n"
+        "        if crash is not None and crash._CHANNEL:\n"
+        f"            open({str(waiting)!r}, 'w').close()\n"
         "        time.sleep(0.05)\n"
         "    if x == 5:\n"
         f"        open({str(failed)!r}, 'w').close()\n"
@@ -600,7 +605,9 @@ def test_ctrl_c_during_the_salvage_run_stops_it_as_an_interruption(spark_install
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen([sys.executable, "-m", "snet", "run", "net.snet", "-i", "in.parquet", "-o",
                                 "out.parquet", "--spark", "local[2]", "--spark-schema", "y long"],
-                               cwd=tmp_path, stderr=subprocess.PIPE, text=True, env=env)
+                               cwd=tmp_path, stderr=subprocess.PIPE, text=True, env=env,
+                               # SIGINT as a terminal delivers it, even where the tests run with it ignored
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         lines = []
         for line in process.stderr:
@@ -608,9 +615,12 @@ def test_ctrl_c_during_the_salvage_run_stops_it_as_an_interruption(spark_install
             if "running the partitions again" in line:
                 break
         assert failed.exists(), "".join(lines)
-        time.sleep(4)
+        deadline = time.monotonic() + 300  # an upper bound only: the salvage job's first box call
+        while not waiting.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert waiting.exists(), "".join(lines)
         process.send_signal(signal.SIGINT)
-        rest = process.communicate(timeout=60)[1]
+        rest = process.communicate(timeout=120)[1]
     finally:
         mark.unlink(missing_ok=True)
         if process.poll() is None:

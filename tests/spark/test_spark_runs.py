@@ -230,6 +230,7 @@ print("CONNECT OK")
 '''
 
 
+@pytest.mark.slow  # a Spark Connect server in a child process
 def test_spark_connect_takes_the_dataframe_path(tmp_path):
     pytest.importorskip("grpc", reason="Spark Connect needs the connect client packages (grpcio, ...)")
     pytest.importorskip("zstandard", reason="Spark Connect needs the connect client packages")

@@ -17,6 +17,8 @@ import sys
 import tarfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -65,7 +67,7 @@ def test_the_distribution_name_is_free_and_the_command_is_snet():
 def test_the_default_test_extra_needs_no_spark_and_all_has_everything():
     setup = load_setup()
     names = lambda reqs: {r.split("[")[0].split(">")[0].split("<")[0].split("=")[0] for r in reqs}  # noqa: E731
-    assert not names(setup.TEST) & {"pyspark", "pandas", "pyarrow", "cloudpickle"}
+    assert not names(setup.TEST) & {"pyspark", "pandas", "pyarrow"}
     assert {"pytest", "hypothesis", "mypy"} <= names(setup.TEST)
     assert ast.unparse(setup_keywords()["extras_require"]).count("sorted(set(TEST + SPARK + EXAMPLES))") == 1
 
@@ -84,6 +86,7 @@ COMPILED_SOURCES = ("snet_front/*.pyx", "snet_front/*.pxi", "snet_front/*.pxd", 
                     "snet/core/*.pxd")
 
 
+@pytest.mark.slow
 def test_the_source_distribution_carries_every_source_of_the_compiled_modules(tmp_path):
     """Without MANIFEST.in the archive held the generated .c files, which setup.py does not read, and no .pyx:
     an install from it had no FRONT.  Built from a copy, since an earlier build's file list would be reused."""
@@ -100,3 +103,16 @@ def test_the_source_distribution_carries_every_source_of_the_compiled_modules(tm
     needed = {p.relative_to(ROOT).as_posix() for pattern in COMPILED_SOURCES for p in ROOT.glob(pattern)}
     assert {"snet_front/runtime.pyx", "snet_front/core.pxi", "snet/core/boxes.pxd"} <= needed  # patterns match
     assert sorted(needed - inside) == []
+
+
+def requirement_names(reqs) -> set[str]:
+    return {r.split("[")[0].split(">")[0].split("<")[0].split("=")[0] for r in reqs}
+
+
+def test_box_processes_need_no_extra_and_the_tests_can_build_a_source_distribution():
+    """Box processes (a core feature) send functions from ``__main__``, notebooks and closures by value with
+    cloudpickle, so every install has it, not only the Spark extra's; the test extra has Cython, which
+    ``setup.py sdist`` (the source-distribution test above) runs, while a build gets it from pyproject.toml."""
+    base = requirement_names(ast.literal_eval(setup_keywords()["install_requires"]))
+    assert "cloudpickle" in base
+    assert "Cython" in requirement_names(load_setup().TEST)

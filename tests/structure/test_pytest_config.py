@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_an_empty_parameter_set_is_a_collection_error(tmp_path):
     (tmp_path / "test_nothing.py").write_text(
         "import pytest\n\n@pytest.mark.parametrize('case', [])\ndef test_case(case):\n    pass\n")
