@@ -31,7 +31,7 @@ HOT = (215, 48, 31)  # the fill of a box that took all of it
 
 def explain_command(args: argparse.Namespace) -> int:
     from snet.commands.check import compile_options
-    from snet.commands.graph import DOT_TEXT, render
+    from snet.commands.graph import write_drawing
     from snet.spg.build import compile_file
     from snet.spg.dot import to_dot
     from snet.warningsummary import summarise
@@ -51,17 +51,8 @@ def explain_command(args: argparse.Namespace) -> int:
                              f"does not have (its boxes: {', '.join(sorted(names)) or 'none'})")
     text = to_dot(graph, compact=args.compact, left_to_right=args.left_to_right,
                   decorate=lambda n: box_figures(boxes, n.name), note=run_line(run, boxes))
-    output = args.output or "-"
-    if output == "-":
-        sys.stdout.write(text)
-        return 0
-    extension = os.path.splitext(output)[1].lower()
-    if extension in DOT_TEXT:
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(text)
-        return 0
-    render(text, output, extension)
-    return 0
+    return write_drawing(text, args.output or "-",
+                         {"the network file": args.net_file, "the figures file (--stats-json)": args.stats_json})
 
 
 def read_run(path: str) -> Mapping[str, Any]:

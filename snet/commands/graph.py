@@ -39,10 +39,21 @@ def graph_command(args: argparse.Namespace) -> int:
         print(warning, file=sys.stderr)
     text = to_dot(graph, compact=getattr(args, "compact", False), left_to_right=getattr(args, "left_to_right", False),
                   collapse=getattr(args, "collapse", None) or ())
-    output = getattr(args, "output", "-") or "-"
+    return write_drawing(text, getattr(args, "output", "-") or "-", {"the network file": args.net_file})
+
+
+def write_drawing(text: str, output: str, read: dict[str, str]) -> int:
+    """Write the DOT `text` to `output` (``-``: standard output) as its extension asks; exit status 0.
+
+    `read` names the files the command read (``{"the network file": path}``):
+    an `output` that is one of them is refused before anything is written.
+    """
     if output == "-":
         sys.stdout.write(text)
         return 0
+    for what, path in read.items():
+        if os.path.exists(output) and os.path.exists(path) and os.path.samefile(output, path):
+            raise SNetUsageError(f"-o {output} is also {what}: writing the drawing would destroy it")
     extension = os.path.splitext(output)[1].lower()
     if extension in DOT_TEXT:
         with open(output, "w", encoding="utf-8") as f:

@@ -91,3 +91,14 @@ def test_a_drawing_without_graphviz_is_refused_and_no_dot_text_is_written(tmp_pa
     assert result.returncode == 2
     assert "Graphviz's 'dot' program is not installed" in result.stderr
     assert not Path(tmp_path / "x.pdf").exists()
+
+
+def test_a_drawing_over_the_network_file_is_refused_and_the_program_kept(tmp_path):
+    program = tmp_path / "net.gv"  # a program under a name that reads as DOT text
+    program.write_text(README_EXAMPLE.read_text())
+    (tmp_path / "link.gv").symlink_to(program)
+    for output in ("net.gv", "./net.gv", "link.gv"):
+        result = snet_cli("graph", "net.gv", "-o", output, cwd=tmp_path)
+        assert result.returncode == 2
+        assert f"error: -o {output} is also the network file" in result.stderr
+        assert program.read_text() == README_EXAMPLE.read_text()
