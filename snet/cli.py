@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import importlib
 import logging
 import sys
+from typing import Callable
 
 from snet._version import __version__
 from snet.errors import EXIT_STARTUP, SNetCompileError, SNetError, SNetInterrupted
@@ -200,34 +202,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run(args: argparse.Namespace) -> int:
-    from snet.commands.run import run_command
-    return run_command(args)
+def _command(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """The subcommand `name` of `module`, imported when it runs: ``snet check`` never loads the runtime."""
+
+    def run(args: argparse.Namespace) -> int:
+        return getattr(importlib.import_module(module), name)(args)
+
+    return run
 
 
-def _check(args: argparse.Namespace) -> int:
-    from snet.commands.check import check_command
-    return check_command(args)
-
-
-def _graph(args: argparse.Namespace) -> int:
-    from snet.commands.graph import graph_command
-    return graph_command(args)
-
-
-def _explain(args: argparse.Namespace) -> int:
-    from snet.commands.explain import explain_command
-    return explain_command(args)
-
-
-def _fmt(args: argparse.Namespace) -> int:
-    from snet.commands.fmt import fmt_command
-    return fmt_command(args)
-
-
-def _lsp(args: argparse.Namespace) -> int:
-    from snet.lsp import lsp_command
-    return lsp_command(args)
+_run = _command("snet.commands.run", "run_command")
+_check = _command("snet.commands.check", "check_command")
+_graph = _command("snet.commands.graph", "graph_command")
+_explain = _command("snet.commands.explain", "explain_command")
+_fmt = _command("snet.commands.fmt", "fmt_command")
+_lsp = _command("snet.lsp", "lsp_command")
 
 
 def _spark_submit(words: list[str], parser: argparse.ArgumentParser) -> int:

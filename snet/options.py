@@ -24,7 +24,7 @@ import difflib
 import numbers
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Callable
 
 import attrs
 
@@ -106,24 +106,24 @@ def _retries_value(value: Any) -> str | None:
     return None
 
 
-def _timeout(_, attribute: attrs.Attribute, value: Any) -> None:
-    problem = None if value is None else _seconds_value(value)
-    if problem:
-        raise SNetOptionError(attribute.name, f" {problem}")
+def _one_value(problem_of: Callable[[Any], str | None]) -> Callable[..., None]:
+    """A validator of one setting (None: not given) that `problem_of` explains."""
+
+    def check(_: Any, attribute: attrs.Attribute, value: Any) -> None:
+        problem = None if value is None else problem_of(value)
+        if problem:
+            raise SNetOptionError(attribute.name, f" {problem}")
+
+    return check
 
 
-def _timeouts(_, attribute: attrs.Attribute, value: Any) -> None:
-    _per_box_values(attribute, value, _seconds_value)
+def _table_of_values(problem_of: Callable[[Any], str | None]) -> Callable[..., None]:
+    """A validator of a table of settings by box name, each explained by `problem_of`."""
+    return lambda _, attribute, value: _per_box_values(attribute, value, problem_of)
 
 
-def _retry(_, attribute: attrs.Attribute, value: Any) -> None:
-    problem = None if value is None else _retries_value(value)
-    if problem:
-        raise SNetOptionError(attribute.name, f" {problem}")
-
-
-def _retry_table(_, attribute: attrs.Attribute, value: Any) -> None:
-    _per_box_values(attribute, value, _retries_value)
+_timeout, _timeouts = _one_value(_seconds_value), _table_of_values(_seconds_value)
+_retry, _retry_table = _one_value(_retries_value), _table_of_values(_retries_value)
 
 
 def _per_box_values(attribute: attrs.Attribute, value: Any, problem_of: Any) -> None:
