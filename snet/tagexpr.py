@@ -67,12 +67,53 @@ class Cond:
 Expr = Union[Const, Ref, Unary, Binary, Cond]
 
 
-class DivisionByZero(ArithmeticError):
+#: The most bits a tag value computed by an expression may have: about 4,200
+#: decimal digits, within the 4,300 that a record file can write
+#: (``sys.get_int_max_str_digits()``).  A product is the one operation that
+#: grows a value fast (each squaring doubles it); past the bound it is an
+#: error at once, not a multiplication of ever larger numbers that holds the
+#: interpreter for seconds and then cannot be written.
+MAX_TAG_BITS = 14_000
+
+
+class TagExpressionError(ArithmeticError):
     """Raised by generated code; carries the span of the offending operator."""
 
-    def __init__(self, span: Span | None):
-        super().__init__("division by zero")
+    def __init__(self, message: str, span: Span | None):
+        super().__init__(message)
         self.span = span
+
+
+class DivisionByZero(TagExpressionError):
+    """``/`` or ``%`` by zero."""
+
+    def __init__(self, span: Span | None):
+        super().__init__("division by zero", span)
+
+
+class TagTooLarge(TagExpressionError):
+    """A product of more than :data:`MAX_TAG_BITS` bits."""
+
+    def __init__(self, span: Span | None):
+        super().__init__(f"a tag value of more than {MAX_TAG_BITS:,} bits (about 4,200 digits), "
+                         f"more than a record holds", span)
+
+
+def c_mul(a: int, b: int, span: Span | None = None) -> int:
+    """``a * b``, or TagTooLarge when the product passes :data:`MAX_TAG_BITS`.
+
+    The factors are tag values, within the bound themselves (or read from a
+    record file, within its digits), so the product is cheap to make.
+    """
+    product = a * b
+    if product.bit_length() > MAX_TAG_BITS:
+        raise TagTooLarge(span)
+    return product
+
+
+def too_large(span: Span | None) -> int:
+    """Raise TagTooLarge (for generated code, which cannot ``raise`` in an expression)."""
+    raise TagTooLarge(span)
 
 
 def c_div(a: int, b: int, span: Span | None = None) -> int:
@@ -117,6 +158,7 @@ def evaluate(expr: Expr, record: Mapping[str, Any]) -> int:
     Raises:
         KeyError: with the label, when an absent tag is read.
         DivisionByZero: on ``/`` or ``%`` by zero.
+        TagTooLarge: on a product of more than MAX_TAG_BITS bits.
     """
     if isinstance(expr, Const):
         return expr.value
@@ -150,7 +192,7 @@ _BINARY = {
     ">=": lambda a, b, s: 1 if a >= b else 0,
     "+": lambda a, b, s: a + b,
     "-": lambda a, b, s: a - b,
-    "*": lambda a, b, s: a * b,
+    "*": c_mul,
     "/": c_div,
     "%": c_mod,
     "min": lambda a, b, s: min(a, b),
@@ -171,7 +213,7 @@ def to_python(expr: Expr, spans: list[Span | None], record: str = "r") -> str:
         record: the name of the record variable in the generated code.
 
     Returns:
-        A Python expression; it needs ``_c_div``, ``_c_mod`` and ``_S`` in scope.
+        A Python expression; it needs ``_c_div``, ``_c_mod``, ``_too_large`` and ``_S`` in scope.
         Division and remainder by a positive constant are written out in
         place (with an assignment expression naming the dividend ``_tN``).
     """
@@ -199,8 +241,13 @@ def to_python(expr: Expr, spans: list[Span | None], record: str = "r") -> str:
             return f"(1 if ({left} or {right}) else 0)"
         if op in _PY_COMPARE:
             return f"(1 if {left} {_PY_COMPARE[op]} {right} else 0)"
-        if op in ("+", "-", "*"):
+        if op in ("+", "-"):
             return f"({left} {op} {right})"
+        if op == "*":  # the product, checked against MAX_TAG_BITS without a call
+            spans.append(e.span)
+            t = f"_t{temps[0]}"
+            temps[0] += 1
+            return f"({t} if ({t} := {left} * {right}).bit_length() <= {MAX_TAG_BITS} else _too_large(_S[{len(spans) - 1}]))"
         if op in ("/", "%") and type(e.right) is Const and e.right.value > 0:
             # C's truncating division and remainder by a constant divisor, without a call:
             # Python's // and % agree with C for a dividend >= 0; a negative one is negated around them.
@@ -238,5 +285,5 @@ def to_python_test(expr: Expr, spans: list[Span | None], record: str = "r") -> s
 
 def generated_globals(spans: list[Span | None]) -> dict[str, Any]:
     """The globals a function generated from :func:`to_python` source needs."""
-    return {"_c_div": c_div, "_c_mod": c_mod, "_S": tuple(spans), "__builtins__": {
+    return {"_c_div": c_div, "_c_mod": c_mod, "_too_large": too_large, "_S": tuple(spans), "__builtins__": {
         "abs": abs, "min": min, "max": max, "bool": bool, "KeyError": KeyError}}

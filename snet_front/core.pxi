@@ -114,7 +114,7 @@ from heapq import heappush, heappop
 from snet.core.limits import MEMORY_CHECK_S, diverging, resident_bytes
 from snet.core.semantics import log_parked, log_throttle_overridden
 from snet.errors import SNetRuntimeError
-from snet.tagexpr import DivisionByZero
+from snet.tagexpr import TagExpressionError
 
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_try_lock, snet_unlock, snet_is_locked,
                                  snet_atomic_max, snet_counters_new, snet_counters_retain, snet_counters_release,
@@ -193,7 +193,7 @@ cdef int first_pattern(object rec, tuple labels, object first, object matcher) e
         return labels_first(rec, labels)
     try:
         return first(rec)
-    except (KeyError, DivisionByZero) as e:
+    except (KeyError, TagExpressionError) as e:
         raise matcher.error(e, rec) from None
 
 
@@ -210,7 +210,7 @@ cdef object slots_matching(object rec, tuple labels, object all_slots):
         return out
     try:
         return all_slots(rec)
-    except (KeyError, DivisionByZero):
+    except (KeyError, TagExpressionError):
         return None
 
 

@@ -13,7 +13,7 @@ from snet.core.aloop import box_loop
 from snet.core.boxes import Deferred, _FREE_THREADED_BUILD
 from snet.core.limits import unfolds_for_ever
 from snet.core.boxes cimport BoxCaller
-from snet.tagexpr import DivisionByZero
+from snet.tagexpr import TagExpressionError
 from snet.requests import set_current_request
 
 from snet_front.atomics cimport snet_atomic_add, snet_atomic_load, snet_now, snet_unlock, snet_flag_store
@@ -204,7 +204,7 @@ cdef class FilterEntity(Entity):
         else:
             try:
                 outs = self.raw(rec)
-            except (KeyError, DivisionByZero) as e:
+            except (KeyError, TagExpressionError) as e:
                 raise self.op.error(e, rec) from None
         self.emit_list(w, outs, stack_of(item), True)
         return 0

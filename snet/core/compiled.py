@@ -9,8 +9,9 @@ construct spelled out: membership tests, the guard expressions from
 
 Generated code reads labels with ``r[label]``; a ``KeyError`` there can only
 mean an absent label, which the wrapper turns into the positioned run-time
-error of language.md §10.  Division by zero arrives as
-:class:`snet.tagexpr.DivisionByZero` and is reported the same way.
+error of language.md §10.  Division by zero and a product past the tag-size
+bound arrive as :class:`snet.tagexpr.TagExpressionError` and are reported
+the same way.
 
 Alternatives considered: interpreting the expression trees per record
 (:func:`snet.tagexpr.evaluate`, kept as the executable definition and used by
@@ -25,7 +26,7 @@ from snet.errors import SNetRuntimeError
 from snet.records import describe, format_labels, is_tag_like, label_kind, FIELD
 from snet.source import Span
 from snet.spg.nodes import FilterNode, Pattern, SplitNode
-from snet.tagexpr import DivisionByZero, generated_globals, to_python, to_python_test
+from snet.tagexpr import TagExpressionError, generated_globals, to_python, to_python_test
 
 Record = dict
 
@@ -44,16 +45,17 @@ def absent_label_error(what: str, span: Span | None, label: str, record: Record)
     return SNetRuntimeError(f"{what} reads absent {kind} {label} of record {describe(record)}", span)
 
 
-def division_error(what: str, span: Span | None, error: DivisionByZero) -> SNetRuntimeError:
+def arithmetic_error(what: str, span: Span | None, error: TagExpressionError) -> SNetRuntimeError:
+    """The error for a division by zero or a too large product, naming the operator's position."""
     where = f" (expression at {error.span.location})" if error.span is not None else ""
-    return SNetRuntimeError(f"{what}: division by zero{where}", span)
+    return SNetRuntimeError(f"{what}: {error}{where}", span)
 
 
 def expression_error(what: str, span: Span | None, error: Exception, record: Record) -> SNetRuntimeError:
-    """The error for a KeyError (an absent label) or DivisionByZero out of generated code."""
+    """The error for a KeyError (an absent label) or TagExpressionError (a division by zero, a too large product) out of generated code."""
     if isinstance(error, KeyError):
         return absent_label_error(what, span, error.args[0], record)
-    return division_error(what, span, error)
+    return arithmetic_error(what, span, error)
 
 
 class PatternMatcher:
@@ -107,7 +109,7 @@ class PatternMatcher:
         first = scope["_first"]
         what, span = self.what, self.span
         self._each = [scope[f"_t{i}"] for i in range(len(tests))]
-        # For callers in the FRONT runtime that turn KeyError and DivisionByZero into `error(...)`
+        # For callers in the FRONT runtime that turn KeyError and TagExpressionError into `error(...)`
         # themselves (one Python frame less per test): the first pattern matched, and all of them.
         self.raw_first = first
         self.raw_all = scope["_all"]
@@ -115,20 +117,20 @@ class PatternMatcher:
         def checked_first(record: Record, _first=first) -> int:
             try:
                 return _first(record)
-            except (KeyError, DivisionByZero) as e:
+            except (KeyError, TagExpressionError) as e:
                 raise expression_error(what, span, e, record) from None
 
         self.first = checked_first
 
     def error(self, error: Exception, record: Record) -> SNetRuntimeError:
-        """The error to raise for a KeyError or DivisionByZero out of ``raw_first`` or ``raw_all``."""
+        """The error to raise for a KeyError or TagExpressionError out of ``raw_first`` or ``raw_all``."""
         return expression_error(self.what, self.span, error, record)
 
     def matching(self, record: Record, candidates: Sequence[int]) -> list[int]:
         """The candidate indices whose pattern (and guard) the record matches."""
         try:
             return [i for i in candidates if self._each[i](record)]
-        except (KeyError, DivisionByZero) as e:
+        except (KeyError, TagExpressionError) as e:
             raise expression_error(self.what, self.span, e, record) from None
 
 
@@ -197,14 +199,14 @@ def compile_filter(node: FilterNode, what: str = "filter") -> Callable[[Record],
     def apply(record: Record, _fn=scope_fn) -> list:
         try:
             return _fn(record)
-        except (KeyError, DivisionByZero) as e:
+        except (KeyError, TagExpressionError) as e:
             raise expression_error(what, span, e, record) from None
 
     def error(e: Exception, record: Record) -> SNetRuntimeError:
         return expression_error(what, span, e, record)
 
     # The FRONT runtime calls the generated function itself and turns a KeyError or
-    # DivisionByZero into `error(...)`: one Python frame less per record.
+    # TagExpressionError into `error(...)`: one Python frame less per record.
     apply.raw = scope_fn
     apply.error = error
     return apply

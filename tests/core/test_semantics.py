@@ -232,6 +232,17 @@ def test_filter_division_by_zero(run_net):
         run_net("net n connect [{<a>, <b>} -> {<c=a/b>}];", [{"<a>": 1, "<b>": 0}])
 
 
+def test_a_star_squaring_a_tag_stops_at_the_tag_bound(run_net):
+    """Squaring 40 times would make a number of 3 * 2**40 bits; the product past the bound is an error at once."""
+    source = ("net sq connect ([{<x>, <k>} -> if <k == 0> then {<x>, <done>} else {<x=x*x>, <k=k-1>}])"
+              " * {<done>};")
+    with pytest.raises(SNetRuntimeError, match="more than a record holds") as info:
+        run_net(source, [{"<x>": 3, "<k>": 40}])
+    assert "(expression at <string>:1:" in str(info.value)
+    outputs, _ = run_net(source, [{"<x>": 3, "<k>": 5}])
+    assert outputs == [{"<x>": 3 ** 32, "<done>": 0}]
+
+
 # --- serial, parallel (§6.6, §6.7) ---------------------------------------
 
 ROUTING = """box inc ((a) -> (a)); box both ((a, b) -> (c)); box keyed ((a, <#k>) -> (a));

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from snet.tagexpr import (Binary, Cond, Const, DivisionByZero, Ref, Unary, c_div, c_mod, evaluate,
-                          generated_globals, reads, to_python, to_python_test)
+from snet.tagexpr import (MAX_TAG_BITS, Binary, Cond, Const, DivisionByZero, Ref, TagTooLarge, Unary, c_div,
+                          c_mod, c_mul, evaluate, generated_globals, reads, to_python, to_python_test)
 
 LABELS = ["<a>", "<b>", "<#k>"]
 
@@ -75,6 +75,8 @@ def outcome(f, *args):
         return ("absent", e.args[0])
     except DivisionByZero:
         return ("div0", None)
+    except TagTooLarge:
+        return ("too large", None)
 
 
 @settings(max_examples=400, deadline=None)
@@ -112,3 +114,20 @@ def test_division_by_a_constant_is_written_out_and_agrees(op, a, b):
     source = to_python(expr, spans)
     assert "_c_div" not in source and "_c_mod" not in source and spans == []
     assert compiled(expr)({"<a>": a}) == evaluate(expr, {"<a>": a})
+
+
+@pytest.mark.parametrize("a,b", [(2 ** 7000, 2 ** 6999), (-(2 ** 13999), 1), (2 ** 13999, -1)])
+def test_a_product_within_the_tag_bound_is_made(a, b):
+    assert c_mul(a, b) == a * b
+    assert outcome(compiled(Binary("*", Ref("<a>"), Ref("<b>"))), {"<a>": a, "<b>": b}) == ("value", a * b)
+
+
+@pytest.mark.parametrize("a,b", [(2 ** 7000, 2 ** 7000), (-(2 ** 14000), 1), (3 ** 9000, 3 ** 9000)])
+def test_a_product_past_the_tag_bound_is_an_error_in_both_forms(a, b):
+    """Repeated squaring stops at the bound instead of multiplying ever larger numbers (language.md §8)."""
+    assert (a * b).bit_length() > MAX_TAG_BITS
+    with pytest.raises(TagTooLarge, match="more than a record holds"):
+        c_mul(a, b)
+    product = Binary("*", Ref("<a>"), Ref("<b>"))
+    assert outcome(compiled(product), {"<a>": a, "<b>": b}) == ("too large", None)
+    assert outcome(evaluate, product, {"<a>": a, "<b>": b}) == ("too large", None)
