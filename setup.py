@@ -9,6 +9,7 @@ the debug counters and line tracing.
 """
 
 import glob
+import importlib.util
 import os
 import sys
 
@@ -31,7 +32,8 @@ def front_extensions():
     except ImportError:  # pragma: no cover - pyproject.toml makes Cython available
         sys.exit("building snet needs Cython>=3.1 (pip install 'Cython>=3.1,<3.4')")
     debug = os.environ.get("SNET_FRONT_DEBUG", "") not in ("", "0")
-    macros = [("SNET_FRONT_DEBUG", "1" if debug else "0")]
+    macros = [("SNET_FRONT_DEBUG", "1" if debug else "0"),
+              ("SNET_SOURCES_DIGEST", f'"{sources_digest()}"')]
     if debug:
         macros.append(("CYTHON_TRACE_NOGIL", "1"))
     extensions = [
@@ -55,6 +57,14 @@ def front_extensions():
     directives["freethreading_compatible"] = True
     return cythonize(extensions, compiler_directives=directives,
                      annotate=os.environ.get("SNET_FRONT_ANNOTATE") == "1")
+
+
+def sources_digest():
+    """The digest the runtime carries of its sources (snet_front/sources.py; the test suite checks it)."""
+    spec = importlib.util.spec_from_file_location("_snet_sources", os.path.join(HERE, "snet_front", "sources.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.sources_digest(HERE)
 
 
 def read_version():

@@ -23,6 +23,18 @@ include "entities.pxi"
 include "combinators.pxi"
 include "workers.pxi"
 
+cdef extern from *:
+    """
+    #ifndef SNET_SOURCES_DIGEST
+    #define SNET_SOURCES_DIGEST ""
+    #endif
+    """
+    const char *SNET_SOURCES_DIGEST
+
+# The digest of the sources this module was compiled from (snet_front/sources.py): the test suite
+# refuses to run against a module older than its sources.
+SOURCES_DIGEST = (<bytes>SNET_SOURCES_DIGEST).decode("ascii")
+
 # The numbers of snet_front/kinds.pxd, for the test that compares them with snet.plan.
 NODE_KINDS = {"NET": kinds.K_NET, "SERIAL": kinds.K_SERIAL, "IDENTITY": kinds.K_IDENT,
               "INIT_BOX": kinds.K_INITBOX, "BOX": kinds.K_BOX, "FILTER": kinds.K_FILTER, "SYNC": kinds.K_SYNC,

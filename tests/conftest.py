@@ -47,3 +47,23 @@ def pytest_collection_modifyitems(items) -> None:
     for item in items:
         if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_sessionstart(session) -> None:
+    """Refuse to test compiled modules older than their sources.
+
+    Editing a ``.pxi`` (or the box caller) and running pytest without a
+    rebuild would test the old compiled module and pass or fail for the wrong
+    reason; the runtime carries the digest of its sources (snet_front/sources.py).
+    """
+    try:
+        import snet_front.runtime as runtime
+    except ImportError:
+        return  # an unbuilt tree: the tests that need FRONT fail and say why
+    from snet_front.sources import sources_digest
+
+    root = Path(runtime.__file__).resolve().parents[1]
+    if getattr(runtime, "SOURCES_DIGEST", "") != sources_digest(root):
+        pytest.exit(f"the compiled modules in {root} were built from other sources than those there now: "
+                    f"rebuild them first ('python3 setup.py build_ext --inplace', or "
+                    f"'python3 -m pip install -e .')", returncode=pytest.ExitCode.USAGE_ERROR)
