@@ -115,12 +115,13 @@ def test_a_json_error_at_the_end_of_a_record_is_reported_at_its_column_not_on_th
 
 @pytest.mark.parametrize("engine", ["front", "reference"])
 def test_a_failing_record_with_a_tag_too_long_for_decimal_reaches_the_error_file(tmp_path, engine):
-    # A filter can compute a tag of more digits than Python writes in decimal; the error file still says
-    # which record failed, and the run goes on under --on-error skip.
+    # A box can make a tag of more digits than Python writes in decimal (a filter cannot: its products stop
+    # at the tag bound); the error file still says which record failed, and the run goes on under skip.
     digits = "9" * sys.get_int_max_str_digits()
     (tmp_path / "bx.snet").write_text(
-        f"net bx {{ box f ((<b>) -> (<c>)); }} connect [{{<a>}} -> {{<b={digits}*{digits}>, x}}] .. f;\n")
-    (tmp_path / "bx.py").write_text("def f(b):\n    raise RuntimeError('boom')\n")
+        "net bx { box g ((<a>) -> (<b>)); box f ((<b>) -> (<c>)); } connect g .. f;\n")
+    (tmp_path / "bx.py").write_text(f"def g(a):\n    return {{'<b>': {digits} * {digits}}}\n\n"
+                                    "def f(b):\n    raise RuntimeError('boom')\n")
     (tmp_path / "in.jsonl").write_text('{"<a>": 1, "x": [1, 2]}\n')
     run = subprocess.run([sys.executable, "-m", "snet", "run", "bx.snet", "-i", "in.jsonl", "--engine", engine,
                           "--on-error", "skip", "--errors", "dead.jsonl"],
