@@ -701,8 +701,18 @@ cdef class Network:
     # -- bounds on a run that keeps growing (snet.core.limits) -----------------
 
     cdef int unfolded(self, int node, object record) except -1:
-        """A star opened a replica for ``record`` (a new incarnation, a sync-star's new cell): check the bound."""
-        self.unfolding = (node, record)
+        """A star opened a replica for ``record`` (a new incarnation, a sync-star's new cell): check the bound.
+
+        Every worker stores here: the store is under ``partial_lock``, since two
+        threads replacing the same tuple at once would both release the old one
+        (without the GIL that frees it twice).
+        """
+        cdef tuple unfolding = (node, record)
+        spin_lock(&self.partial_lock)
+        try:
+            self.unfolding = unfolding
+        finally:
+            snet_unlock(&self.partial_lock)
         if self.max_held and self.held() > self.max_held:
             self.over_bound(0)
         return 0
@@ -723,7 +733,12 @@ cdef class Network:
         return 0
 
     cdef int over_bound(self, long grown) except -1:
-        node, record = self.unfolding if self.unfolding is not None else (-1, None)
+        spin_lock(&self.partial_lock)
+        try:
+            unfolding = self.unfolding  # a reference of this thread's own, taken under the writers' lock
+        finally:
+            snet_unlock(&self.partial_lock)
+        node, record = unfolding if unfolding is not None else (-1, None)
         span = self.span_of(node) if node >= 0 else None
         if grown:
             raise diverging(span, record, grown=grown, memory_limit=self.mem_limit)

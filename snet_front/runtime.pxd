@@ -233,7 +233,7 @@ cdef class Network:
 
     # Unfired synchro-cells holding records (termination warnings)
     cdef dict partial
-    cdef int partial_lock  # a lock word (spin_lock) over `partial`, `parked_first` and `parked`'s first change
+    cdef int partial_lock  # a lock word (spin_lock) over `partial`, `parked_first`, `parked`'s first change and `unfolding`
     cdef long partial_seq
 
     # The split executor (snet.splitexec; None without executor splits)
