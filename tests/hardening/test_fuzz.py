@@ -160,6 +160,7 @@ def _internal_traceback(err: str, folder) -> bool:
     return not frames or any(not frame.startswith(str(folder)) for frame in frames)
 
 
+@pytest.mark.slow  # a time budget of its own (SNET_FUZZ_BUDGET); CI runs it
 @pytest.mark.skipif(sys.platform != "linux", reason="the memory bound uses RLIMIT_AS and wait4's ru_maxrss (Linux)")
 def test_fuzzed_programs_and_records_end_cleanly(tmp_path):
     sources = sorted(p for p in CASES.iterdir() if (p / "net.snet").exists())
