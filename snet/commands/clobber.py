@@ -61,10 +61,10 @@ class Role(NamedTuple):
 
 def written_roles(args: argparse.Namespace) -> list[Role]:
     """The files ``snet run`` writes, in the order a clash is reported."""
-    roles = [Role("the output", "-o", args.output or "-", True),
-             Role("the error file", "--errors", getattr(args, "errors", None), True),
-             Role("the statistics file", "--stats-json", getattr(args, "stats_json", None), True)]
-    return [r for r in roles if r.path is not None]
+    named = [("the output", "-o", args.output or "-"),
+             ("the error file", "--errors", getattr(args, "errors", None)),
+             ("the statistics file", "--stats-json", getattr(args, "stats_json", None))]
+    return [Role(what, flag, path, True) for what, flag, path in named if path is not None]
 
 
 def read_roles(args: argparse.Namespace, network) -> list[Role]:
@@ -89,9 +89,9 @@ def _box_paths(specs: list[str]) -> list[str]:
         elif "." not in spec and os.path.isfile(spec + ".py"):
             paths.append(spec + ".py")
         else:
-            module = sys.modules.get(spec)
-            if getattr(module, "__file__", None):
-                paths.append(module.__file__)
+            found = getattr(sys.modules.get(spec), "__file__", None)
+            if found:
+                paths.append(found)
     return paths
 
 

@@ -206,7 +206,7 @@ def guarded(name: str, function: Callable, guard: Guard, counters: GuardCounters
                 if isinstance(error, BoxTimeout):
                     counters.timed_out(name)
                 if tries > guard.retries:
-                    error.__snet_attempts__ = tries
+                    setattr(error, "__snet_attempts__", tries)  # read by the error policy
                     raise
             counters.retried(name)
             time.sleep(guard.delay(tries))
@@ -293,6 +293,7 @@ class _Helper:
         while True:
             self.wake.acquire()
             call, self.call = self.call, None
+            assert call is not None  # `run` sets it before it releases `wake`
             call()
             del call  # drop the attempt's outcome before waiting for the next one
             with _idle_lock:
@@ -334,10 +335,10 @@ def _guarded_async(name: str, function: Callable, guard: Guard, counters: GuardC
                     return task.result()
             else:
                 task.cancel()
-                error = BoxTimeout(name, guard.timeout)
+                error = BoxTimeout(name, guard.timeout or 0.0)  # (set: a wait without one never ends here)
                 counters.timed_out(name)
             if tries > guard.retries:
-                error.__snet_attempts__ = tries
+                setattr(error, "__snet_attempts__", tries)  # read by the error policy
                 raise error
             counters.retried(name)
             await asyncio.sleep(guard.delay(tries))

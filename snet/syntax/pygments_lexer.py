@@ -12,9 +12,9 @@ is imported only by whoever uses the lexer: the compiler does not need it.
 
 from __future__ import annotations
 
-from pygments.lexer import RegexLexer, bygroups, using, words
-from pygments.lexers.python import PythonLexer
-from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text, Whitespace
+from pygments.lexer import RegexLexer, bygroups, using, words  # type: ignore[import-untyped]
+from pygments.lexers.python import PythonLexer  # type: ignore[import-untyped]
+from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text, Whitespace  # type: ignore[import-untyped]
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _METADATA_END = r"</(?:[A-Za-z_][\w.-]*:)?metadata\s*>"
