@@ -148,15 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     graph = sub.add_parser("graph", help="draw the static property graph (DOT, or a Graphviz drawing: .svg, .png, .pdf...)")
     graph.add_argument("net_file", metavar="NET.snet")
-    graph.add_argument("-o", "--output", default="-", metavar="FILE",
-                       help="output file: .dot or .gv for DOT text; .svg, .png, .pdf... are drawn by Graphviz's dot "
-                            "(default: DOT on standard output)")
-    graph.add_argument("--net", metavar="NAME", help="the top-level net to draw")
-    _add_dialect_options(graph)
-    graph.add_argument("--compact", action="store_true",
-                       help="draw each combinator once around its operands, boxes by name only, no type labels")
-    graph.add_argument("--left-to-right", action="store_true",
-                       help="lay the stages out from left to right (default: top to bottom)")
+    _add_drawing_options(graph, compact="draw each combinator once around its operands, boxes by name only, "
+                                        "no type labels")
     graph.add_argument("--collapse", action="append", default=[], metavar="NET",
                        help="draw the named net NET as one node with its signature (repeatable)")
     graph.set_defaults(func=_graph, parser=graph)
@@ -166,15 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("net_file", metavar="NET.snet")
     explain.add_argument("--stats-json", required=True, metavar="RUN.json",
                          help="the figures of a run, as 'snet run --stats-json' wrote them")
-    explain.add_argument("-o", "--output", default="-", metavar="FILE",
-                         help="output file: .dot or .gv for DOT text; .svg, .png, .pdf... are drawn by Graphviz's "
-                              "dot (default: DOT on standard output)")
-    explain.add_argument("--net", metavar="NAME", help="the top-level net to draw")
-    _add_dialect_options(explain)
-    explain.add_argument("--compact", action="store_true",
-                         help="draw each combinator once around its operands, boxes by name only")
-    explain.add_argument("--left-to-right", action="store_true",
-                         help="lay the stages out from left to right (default: top to bottom)")
+    _add_drawing_options(explain, compact="draw each combinator once around its operands, boxes by name only")
     explain.set_defaults(func=_explain, parser=explain)
 
     fmt = sub.add_parser("fmt", help="rewrite .snet files in the canonical layout (comments kept)")
@@ -200,6 +185,18 @@ def build_parser() -> argparse.ArgumentParser:
                                "--driver-memory ...); after it come the arguments of snet run. --dry-run prints "
                                "the command without running it.")
     return parser
+
+
+def _add_drawing_options(parser: argparse.ArgumentParser, compact: str) -> None:
+    """The options ``snet graph`` and ``snet explain`` share: where the drawing goes, the net, its layout."""
+    parser.add_argument("-o", "--output", default="-", metavar="FILE",
+                        help="output file: .dot or .gv for DOT text; .svg, .png, .pdf... are drawn by Graphviz's "
+                             "dot (default: DOT on standard output)")
+    parser.add_argument("--net", metavar="NAME", help="the top-level net to draw")
+    _add_dialect_options(parser)
+    parser.add_argument("--compact", action="store_true", help=compact)
+    parser.add_argument("--left-to-right", action="store_true",
+                        help="lay the stages out from left to right (default: top to bottom)")
 
 
 def _command(module: str, name: str) -> Callable[[argparse.Namespace], int]:
