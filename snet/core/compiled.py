@@ -51,7 +51,8 @@ def arithmetic_error(what: str, span: Span | None, error: TagExpressionError) ->
     return SNetRuntimeError(f"{what}: {error}{where}", span)
 
 
-def expression_error(what: str, span: Span | None, error: Exception, record: Record) -> SNetRuntimeError:
+def expression_error(what: str, span: Span | None, error: KeyError | TagExpressionError,
+                     record: Record) -> SNetRuntimeError:
     """The error for a KeyError (an absent label) or TagExpressionError (a division by zero, a too large product) out of generated code."""
     if isinstance(error, KeyError):
         return absent_label_error(what, span, error.args[0], record)
@@ -122,7 +123,7 @@ class PatternMatcher:
 
         self.first = checked_first
 
-    def error(self, error: Exception, record: Record) -> SNetRuntimeError:
+    def error(self, error: KeyError | TagExpressionError, record: Record) -> SNetRuntimeError:
         """The error to raise for a KeyError or TagExpressionError out of ``raw_first`` or ``raw_all``."""
         return expression_error(self.what, self.span, error, record)
 
@@ -134,8 +135,33 @@ class PatternMatcher:
             raise expression_error(self.what, self.span, e, record) from None
 
 
-def compile_filter(node: FilterNode, what: str = "filter") -> Callable[[Record], list]:
-    """A function from an input record to the list of output records.
+class CompiledFilter:
+    """A filter's operator: ``apply(record)`` is the list of output records.
+
+    The FRONT runtime calls the generated function ``raw`` itself and turns
+    a KeyError or TagExpressionError into ``error(e, record)``: one Python
+    frame less per record.
+    """
+
+    __slots__ = ("raw", "what", "span")
+
+    def __init__(self, raw: Callable[[Record], list[Record]], what: str, span: Span | None):
+        self.raw = raw
+        self.what = what
+        self.span = span
+
+    def __call__(self, record: Record) -> list[Record]:
+        try:
+            return self.raw(record)
+        except (KeyError, TagExpressionError) as e:
+            raise expression_error(self.what, self.span, e, record) from None
+
+    def error(self, e: KeyError | TagExpressionError, record: Record) -> SNetRuntimeError:
+        return expression_error(self.what, self.span, e, record)
+
+
+def compile_filter(node: FilterNode, what: str = "filter") -> CompiledFilter:
+    """The operator from an input record to the list of output records.
 
     Follows language.md §6.5: guards in order, the selected outputs built
     from the input record (simultaneous assignment), then inheritance of
@@ -193,26 +219,11 @@ def compile_filter(node: FilterNode, what: str = "filter") -> Callable[[Record],
     else:  # every clause guarded: cannot come from the grammar, but stay total
         lines.append("    return []")
     source = "\n".join(lines)
-    scope_fn = _build_filter(source, spans, pattern)
-    span = node.span
-
-    def apply(record: Record, _fn=scope_fn) -> list:
-        try:
-            return _fn(record)
-        except (KeyError, TagExpressionError) as e:
-            raise expression_error(what, span, e, record) from None
-
-    def error(e: Exception, record: Record) -> SNetRuntimeError:
-        return expression_error(what, span, e, record)
-
-    # The FRONT runtime calls the generated function itself and turns a KeyError or
-    # TagExpressionError into `error(...)`: one Python frame less per record.
-    apply.raw = scope_fn
-    apply.error = error
-    return apply
+    return CompiledFilter(_build_filter(source, spans, pattern), what, node.span)
 
 
-def _build_filter(source: str, spans: list[Span | None], pattern: frozenset[str]) -> Callable:
+def _build_filter(source: str, spans: list[Span | None],
+                  pattern: frozenset[str]) -> Callable[[Record], list[Record]]:
     scope = generated_globals(spans)
     scope["_P"] = pattern
     exec(compile(source, "<snet filter>", "exec"), scope)
