@@ -19,9 +19,10 @@ The input stream
   record, follows every record that comes from it, gives the outputs to
   ``request.outputs`` when that is a list (else they join the output
   stream), reports a record of it skipped by the error policy with
-  ``request.failed(error)`` (the policy does so through
-  :func:`~snet.requests.current_request`, which the engine sets while it
-  processes the request's records) and calls ``request.finish()`` once
+  ``request.failed(error)`` (the error policy does so for skipped records
+  through :func:`~snet.requests.current_request`: the engine calls
+  :func:`~snet.requests.set_current_request` while it processes the
+  request's records) and calls ``request.finish()`` once
   nothing from it is left in the network (:mod:`snet.requests` says what
   "comes from" means).  An engine that ignores requests leaves futures
   hanging;
