@@ -59,7 +59,7 @@ import inspect
 import sys
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Generator, Iterable, Iterator, Union
+from typing import TYPE_CHECKING, Any, Generator, Iterable, Iterator
 
 from snet.execution import Engine, Execution, Input
 from snet.errors import SNetRuntimeError
@@ -68,10 +68,10 @@ from snet.core.semantics import SyncCell, cannot_terminate, log_parked, unfinish
 from snet.plan import (BoxPlan, ExecutorSplitPlan, FeedbackPlan, FilterPlan, IdentityPlan, InitBoxPlan, NetPlan,
                        ParallelPlan, Plan, PlanNode, SerialPlan, SplitPlan, StarPlan, SyncPlan, SyncStarPlan)
 from snet.requests import NO_INPUT_YET, Request, current_request, set_current_request
-from snet.splitexec import SplitExecutorProtocol
 from snet.stats import BoxStats, ReferenceStats, RunStats, executor_part
 
 if TYPE_CHECKING:
+    from snet.splitexec import SplitExecutorProtocol
     from snet.core.guard import GuardCounters
     from snet.errorpolicy import ErrorPolicy
     from snet.options import RunOptions
