@@ -193,7 +193,7 @@ class _Star(_Instance):
             port = 0
         if port == len(self.replicas):
             # Create replica `port`; its initialisers fire before the record enters.
-            engine.emit(None, record, lazy=(self, port))
+            engine.emit_to_new_replica(self, port, record)
             return
         engine.emit(self.replicas[port], record)
 
@@ -532,14 +532,12 @@ class ReferenceEngine:
 
     # -- moving records ---------------------------------------------------
 
-    def emit(self, target: Target | None, record: Record, lazy: tuple[_Star, int] | None = None) -> None:
-        """Push ``record`` for ``target``; or, with ``lazy=(star, k)``, for star replica k, created when popped."""
-        if lazy is not None:
-            self.stack.append((_CREATE, lazy, record))
-        elif target is not None:
-            self.stack.append((target[0], target[1], record))
-        else:  # pragma: no cover - a caller's mistake
-            raise TypeError("emit needs a target or a lazy replica")
+    def emit(self, target: Target, record: Record) -> None:
+        self.stack.append((target[0], target[1], record))
+
+    def emit_to_new_replica(self, star: _Star, port: int, record: Record) -> None:
+        """Push ``record`` for replica ``port`` of ``star``, which is created when the item is popped."""
+        self.stack.append((_CREATE, (star, port), record))
 
     def emit_all(self, target: Target, records: list[Record]) -> None:
         inst, port = target
