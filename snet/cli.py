@@ -328,7 +328,7 @@ def _main(argv: list[str] | None) -> int:
             parser.error(unrecognized(extras, args.parser))  # exits with status 2
 
         def command() -> int:
-            return args.func(args)  # type: ignore[no-any-return]
+            return args.func(args)
     global interrupted
     try:
         return command()

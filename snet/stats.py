@@ -28,9 +28,12 @@ Two formatters:
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import attrs
+
+if TYPE_CHECKING:
+    from snet.splitexec import ExecutorStats
 
 
 @attrs.frozen
@@ -268,6 +271,6 @@ __all__ = ["RunStats", "BoxStats", "FrontStats", "EntityStats", "WorkerStats", "
            "SplitStats"]
 
 
-def executor_part(executor_stats: Any) -> dict[str, Any]:
+def executor_part(executor_stats: ExecutorStats | None) -> dict[str, Any]:
     """The RunStats keyword for a split executor's stats object (none for None): engines stay generic."""
     return {executor_stats.name: executor_stats} if executor_stats is not None else {}

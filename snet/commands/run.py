@@ -182,7 +182,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             on_error=on_error,
             box_processes=processes,
             box_processes_per_box=processes_per_box,
-            box_process_calls=_number(process_limits.get("calls")),
+            # (text that is no number goes on to the option's check, which names it)
+            box_process_calls=_number(process_limits.get("calls")),  # type: ignore[arg-type]
             box_process_memory=process_limits.get("memory"),
             box_timeout=timeout, box_timeout_per_box=timeout_per_box,
             box_retries=retries, box_retries_per_box=retries_per_box,
@@ -499,6 +500,13 @@ def _write_failed(where: str, error: OSError) -> SNetRuntimeError:
     return SNetRuntimeError(f"cannot write the {where}: {error.strerror or error}")
 
 
+class _MarkedHandler(logging.StreamHandler):
+    """A handler of the command's own, marked so that it is found again (and not added twice)."""
+
+    snet_warnings = False  # shows the `snet` logger's warnings (show_warnings)
+    snet_progress = False  # shows the Spark part's per-batch lines (log_spark_batches)
+
+
 def show_warnings(level: int = logging.WARNING) -> None:
     """Show the messages of the ``snet`` logger from `level` up on standard error, as bare lines.
 
@@ -507,7 +515,7 @@ def show_warnings(level: int = logging.WARNING) -> None:
     logger = logging.getLogger("snet")
     handler = next((h for h in logger.handlers if getattr(h, "snet_warnings", False)), None)
     if handler is None:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _MarkedHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(message)s"))
         handler.snet_warnings = True
         logger.addHandler(handler)
@@ -535,7 +543,7 @@ def log_spark_batches() -> None:
     """Show the Spark part's per-batch log lines (logger ``snet.spark``, INFO) on standard error."""
     logger = logging.getLogger("snet.spark")
     if not any(getattr(h, "snet_progress", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _MarkedHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("snet progress: %(message)s"))
         handler.snet_progress = True
         logger.addHandler(handler)

@@ -339,7 +339,7 @@ def chain_outputs(callers: tuple, records: list) -> list:
     stays one record through the chain costs no Python-level call between
     the boxes.  The callers must not defer ``async def`` calls.
     """
-    out = []
+    out: list[Record] = []
     n = len(callers)
     for record in records:
         i = 0
@@ -398,6 +398,11 @@ def end_forked_child(box: str) -> None:
         os._exit(1)
 
 
+def _no_arguments(record: Record) -> tuple[()]:
+    """The positional argument values of a box that takes none (by keyword only, or an initialiser)."""
+    return ()
+
+
 class Deferred:
     """An ``async def`` box's coroutine, handed to an engine that awaits it (``BoxCaller.defer``)."""
 
@@ -425,7 +430,8 @@ class BoxCaller:
         passed = binding.positional
         self.arity = len(passed)
         # the positional argument values of a record: one value for one label, a tuple for several
-        self.take = operator.itemgetter(*passed) if passed else None
+        take: Callable[[Record], Any] = operator.itemgetter(*passed) if passed else _no_arguments
+        self.take = take
         # parameters passed by keyword (binding by name, when they do not follow in label order)
         self.kwnames = tuple(param for param, _ in binding.keywords)
         self.kwtake = operator.itemgetter(*[label for _, label in binding.keywords]) if binding.keywords else None
@@ -438,11 +444,13 @@ class BoxCaller:
         self.variants = {frozenset(v): tuple(l for l in v if l.startswith("<")) for v in node.variants}
         # up to MATCHED variants are checked label by label (no tuple, no set built per result):
         # their labels and their tag labels, in the same order; None past that
+        vlabels: tuple[tuple[str, ...], ...] | None = None
+        vtags: tuple[tuple[str, ...], ...] | None = None
         if len(self.variants) <= self.MATCHED:
-            self.vlabels = tuple(tuple(v) for v in self.variants)
-            self.vtags = tuple(self.variants.values())
-        else:
-            self.vlabels = self.vtags = None
+            vlabels = tuple(tuple(v) for v in self.variants)
+            vtags = tuple(self.variants.values())
+        self.vlabels = vlabels
+        self.vtags = vtags
         # result shape (its labels in order) -> the tag labels to check: a result's variant is
         # found with one tuple, not a set, once its shape has been seen (past MATCHED variants)
         self.results: dict = {}
@@ -456,7 +464,8 @@ class BoxCaller:
         # recognised by walking its labels, no tuple built.  Set by the first call and not
         # replaced by later shapes (one attribute holding the pair: a concurrent call reads
         # either nothing or a whole pair).
-        self.shape = None
+        shape: tuple[tuple[str, ...], tuple[str, ...] | None] | None = None
+        self.shape = shape
         # an engine that overlaps async calls sets this: a coroutine is returned as a Deferred
         self.defer = False
 
@@ -516,6 +525,7 @@ class BoxCaller:
 
     def _call(self, record: Record) -> Any:
         """Call the box on ``record``'s input labels (any binding); its raw result."""
+        args: tuple[Any, ...]
         try:
             if self.arity == 1:
                 args = (self.take(record),)
@@ -559,6 +569,7 @@ class BoxCaller:
                 result = run_coroutine(result)  # awaited on the runtime's own loop (aloop.py)
                 if result is None:
                     return []
+            results: Sequence[Any]
             if type(result) is dict:
                 results = (result,)
             elif isinstance(result, Mapping):
@@ -583,7 +594,8 @@ class BoxCaller:
     def _output(self, res: dict, record: Record) -> dict:
         """The output record of the result ``res`` of ``record``: its variant checked, the rest inherited."""
         vlabels = self.vlabels
-        if vlabels is not None:
+        vtags = self.vtags
+        if vlabels is not None and vtags is not None:  # (both set, or neither)
             tags = None
             n = len(res)
             for i in range(len(vlabels)):
@@ -593,7 +605,7 @@ class BoxCaller:
                         if label not in res:
                             break
                     else:
-                        tags = self.vtags[i]
+                        tags = vtags[i]
                         break
             if tags is None:
                 raise self._bad_variant(res, record)
@@ -663,9 +675,8 @@ class BoxCaller:
     def _shape_dropped(self, labels: tuple) -> tuple | None:
         """What ``_dropped`` tells of a record with these labels (remembered for SHAPES shapes)."""
         consumed = self.consumed
-        drop = tuple(k for k in labels if k in consumed or k[:2] == "<#")
-        if len(drop) == len(labels):
-            drop = None
+        dropped = tuple(k for k in labels if k in consumed or k[:2] == "<#")
+        drop = None if len(dropped) == len(labels) else dropped
         if len(self.dropped) < self.SHAPES:
             self.dropped[labels] = drop
         return drop

@@ -75,6 +75,8 @@ class RemoteBoxException(Exception):
     It pickles by its three fields, so it always reaches the parent.
     """
 
+    __snet_traceback__: str  # set where raised: the box's frames in its process, read by BoxCaller._raised
+
     def __init__(self, kind: str, message: str, box: str = ""):
         super().__init__(message)
         self.kind = kind
@@ -87,9 +89,13 @@ class RemoteBoxException(Exception):
 class BoxArgumentNotSendable(TypeError):
     """An argument value of a process box cannot be pickled, so it cannot reach the box's process."""
 
+    __snet_traceback__: str  # "": the box did not run
+
 
 class BoxProcessDied(RuntimeError):
     """A box process ended during a call."""
+
+    __snet_traceback__: str  # "": the process is gone
 
 
 # -- in the worker process ----------------------------------------------------------------
@@ -217,7 +223,7 @@ def _main_hidden() -> Iterator[None]:
     if main is None:
         yield
         return
-    saved = {name: main.__dict__[name] for name in ("__spec__", "__file__") if name in main.__dict__}
+    saved: dict[str, Any] = {name: main.__dict__[name] for name in ("__spec__", "__file__") if name in main.__dict__}
     main.__dict__["__spec__"] = None
     main.__dict__.pop("__file__", None)
     try:
@@ -333,7 +339,7 @@ class _Pool:
                 self._idle.put(self._start())
         self.stand_in = ProcessBox(self, function)
 
-    def _start(self) -> tuple:
+    def _start(self) -> _Worker:
         """A new process serving this box on one end of a pipe (started with the main module hidden)."""
         here, there = self._context.Pipe()
         process = self._context.Process(target=_serve, args=(there, *self._args), daemon=True,
@@ -368,7 +374,7 @@ class _Pool:
         except BaseException:  # the wait was interrupted: the answer is lost with this process
             self._replace(entry)
             raise
-        if late:  # the call is abandoned with its process: terminated, a fresh one takes its place
+        if late and timeout is not None:  # the call is abandoned with its process: a fresh one takes its place
             self._replace(entry)
             raise BoxTimeout(self.name, timeout)
         entry.calls += 1

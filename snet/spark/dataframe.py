@@ -184,7 +184,7 @@ _PLANS: dict[str, Any] = {}
 def _plan(run_id: str, context: bytes):
     plan = _PLANS.get(run_id)
     if plan is None:
-        from snet.plan import lower
+        from snet.spg.lower import lower
 
         ctx = pickle.loads(context)
         plan = lower(ctx.graph, ctx.bind())

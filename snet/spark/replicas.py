@@ -59,7 +59,8 @@ from typing import Any, Callable
 from snet.core.semantics import SyncCell, unfinished_warning
 from snet.errorpolicy import ErrorPolicy, error_record
 from snet.errors import SNetRuntimeError
-from snet.plan import PlanNode, lower, operators
+from snet.plan import PlanNode, operators
+from snet.spg.lower import lower
 from snet.spg.nodes import Node, PropertyGraph
 
 Record = dict

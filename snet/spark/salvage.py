@@ -101,7 +101,7 @@ def salvage_partition(context: bytes, drop: tuple[str, ...], schema_json: str, p
     """
     import select
 
-    from snet.plan import lower
+    from snet.spg.lower import lower
     from snet.spark.crash import _read_messages
     from snet.spark.dataframe import OUT_BATCH, _Writer
 

@@ -109,7 +109,7 @@ def diagnose_partition(context: bytes, drop: tuple[str, ...], batches):
     """The diagnosis job's ``mapInArrow`` function: a row when the partition's child dies, else none."""
     import pyarrow as pa
 
-    from snet.plan import lower
+    from snet.spg.lower import lower
     from snet.recordio.jsonl import format_record_jsonl
     from snet.spark.crash import _announcing, _how, _read_messages, _shown
     from snet.spark.dataframe import _rows

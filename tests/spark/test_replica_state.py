@@ -19,7 +19,8 @@ import handmade  # noqa: E402
 
 from snet.errors import SNetBoxError  # noqa: E402
 from snet.spark.replicas import Group, ReplicaHost, TaskInput, dump_replica, load_replica  # noqa: E402
-from snet.plan import Kind, lower  # noqa: E402
+from snet.plan import Kind  # noqa: E402
+from snet.spg.lower import lower  # noqa: E402
 from snet.splitexec import select_splits  # noqa: E402
 
 

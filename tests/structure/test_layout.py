@@ -4,7 +4,10 @@
   imports, ``cimport`` included, as well as imports inside functions);
 * no source module over ``MAX_LINES`` lines;
 * the engines (``snet_front``, ``snet/reference.py``) never name Spark: split
-  executors sit behind ``snet.splitexec``.
+  executors sit behind ``snet.splitexec``;
+* the plan declares and the compiler lowers: ``snet/plan.py`` imports nothing
+  of the compiler (``snet.syntax``, ``snet.typesys``, ``snet.spg``) nor the
+  error policy; ``snet/spg/lower.py`` imports it.
 """
 
 from __future__ import annotations
@@ -99,6 +102,14 @@ def test_engines_do_not_name_spark():
     named = [str(p.relative_to(ROOT)) for p in engines if p.suffix in (".py", ".pyx", ".pxd", ".pxi")
              and "spark" in p.read_text().lower()]
     assert not named, f"engines that name Spark: {named}"
+
+
+def test_the_plan_imports_no_compiler_module():
+    known = {module_name(p) for p in sources()}
+    imported = imports_of(ROOT / "snet" / "plan.py", known)
+    compiler = sorted(m for m in imported if m.split(".")[:2] in (["snet", "syntax"], ["snet", "typesys"],
+                                                                  ["snet", "spg"]) or m == "snet.errorpolicy")
+    assert not compiler, f"snet/plan.py imports {compiler}: lowering belongs in snet/spg/lower.py"
 
 
 def test_cycle_detection_sees_a_cycle(tmp_path):
