@@ -27,6 +27,7 @@ from typing import Iterable
 
 from snet.backends import RunOptions
 from snet.execution import Execution
+from snet.core.limits import resident_bytes
 from snet.core.semantics import unfinished_warning
 from snet.plan import Kind, Plan
 from snet.stats import RunStats
@@ -145,7 +146,8 @@ class FrontExecution(Execution):
 
     def stats(self) -> RunStats:
         executor = self.executor.stats() if self.executor is not None else None
-        return RunStats.from_front(self.runtime.statistics(), executor, self.runtime.held_in_cells())
+        return RunStats.from_front(self.runtime.statistics(), executor, self.runtime.held_in_cells(),
+                                   resident_bytes())
 
 
 def start(plan: Plan, records: Iterable[Record], options: RunOptions | None = None) -> FrontExecution:
