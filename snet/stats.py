@@ -33,6 +33,8 @@ from typing import Any, Mapping
 
 import attrs
 
+from snet.statsview import format_duration, html_table, rich_table
+
 
 # The buckets of the call-time histogram every engine keeps per box: a call of
 # ``t`` seconds counts in the first bucket whose bound is at least ``t``.  The
@@ -322,14 +324,13 @@ class RunStats:
                              f"{split.tasks} tasks, {format_duration(split.seconds)}")
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        """The per-box table of ``snet run --top`` as HTML: what a notebook shows for a snapshot."""
+        return html_table(self)
 
-def format_duration(seconds: float) -> str:
-    """``1.23 s``, ``45.6 ms``, ``7.8 us``: three significant digits in a unit that suits."""
-    if seconds >= 1 or seconds == 0:
-        return f"{seconds:.3g} s" if seconds < 1000 else f"{seconds:,.0f} s"
-    if seconds >= 1e-3:
-        return f"{1e3 * seconds:.3g} ms"
-    return f"{1e6 * seconds:.3g} us"
+    def __rich__(self) -> Any:
+        """The per-box table of ``snet run --top`` (``rich.print(session.stats())``); needs rich."""
+        return rich_table(self)
 
 
 def _boxes_json(boxes: Mapping[str, BoxStats]) -> dict[str, dict[str, Any]]:
