@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 
 import snet
-from snet.stats import BoxStats, FrontStats, ReferenceStats, RunStats
+from snet.stats import LATENCY_BOUNDS, LATENCY_BUCKETS, BoxStats, FrontStats, ReferenceStats, RunStats
 
 SOURCE = "net n { box double ((a) -> (a)); box keep ((a) -> (a) | (b)); } connect double .. keep;"
 
@@ -120,3 +122,77 @@ def test_front_box_time_of_short_calls_is_sampled_and_of_long_calls_exact():
     assert stats.boxes["quick"].seconds > 0
     # 100 calls of 2 ms: at most the 15 calls before the first sampled slow one go uncounted
     assert stats.boxes["turns_slow"].seconds >= 85 * 0.002
+
+
+WAIT = 60  # seconds: an upper bound for each step, never a pace
+
+
+def until(condition, what: str):
+    """``condition()``'s value once it is true, failing (not hanging) after WAIT seconds."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.005)
+    raise AssertionError(f"{what} did not happen within {WAIT} s")
+
+
+def test_a_session_gives_each_box_s_figures_while_it_runs():
+    """session.stats(): calls, histogram, p99, the records queued for a box now, its limit, the memory."""
+    release = threading.Event()
+
+    def gate(a):
+        if a == 100:
+            release.wait(WAIT)  # the call in progress: later records queue for the gate
+        return {"a": a}
+
+    net = snet.load("net g { box f ((a) -> (a)); box gate ((a) -> (a)); } connect f .. gate;",
+                    boxes={"f": lambda a: {"a": a}, "gate": gate})
+    with net.session(engine="front", workers=2, box_concurrency=1) as session:
+        try:
+            for a in range(3):
+                session.feed({"a": a})
+            got: list = []
+            until(lambda: got.extend(session.poll()) or len(got) == 3, "three outputs")
+            assert sorted(r["a"] for r in got) == [0, 1, 2]
+            stats = session.stats()
+            for name in ("f", "gate"):
+                box = stats.boxes[name]
+                assert box.calls == 3 and sum(box.histogram) == 3 and len(box.histogram) == LATENCY_BUCKETS
+                assert 0 < box.p99 <= LATENCY_BOUNDS[-1] and box.limit == 1 and box.queued == 0
+            assert stats.resident_bytes > 1 << 20
+            session.feed({"a": 100})
+            session.feed({"a": 101})
+            session.feed({"a": 102})
+            # The gate holds record 100; the other worker brings what the input throttle admits after it
+            # through f to the gate's inbox, where it waits.
+            queued = until(lambda: (now := session.stats()).boxes["gate"].queued and now, "a record queued")
+            assert 1 <= queued.boxes["gate"].queued <= queued.records_in - 4
+            assert queued.boxes["gate"].calls == 3 and queued.records_out == 3
+            shown = queued._repr_html_()
+            assert shown.count("<tr>") == 3 and "<td>gate</td>" in shown and "held in synchro-cells 0" in shown
+        finally:
+            release.set()
+        outs = session.close()
+    final = session.stats()
+    assert sorted(r["a"] for r in outs) == [100, 101, 102]
+    assert final.boxes["gate"].calls == 6 and final.boxes["gate"].queued == 0
+    assert final.boxes["gate"].quantile(1.0) >= final.boxes["f"].quantile(1.0)  # the held call is the longest
+
+
+def test_the_engines_and_the_metrics_keep_one_set_of_buckets():
+    """FRONT's C constant is the length of snet.stats's bounds; a call lands in the first bucket bounding it."""
+    import snet_front.runtime as runtime
+
+    from snet.stats import latency_bucket
+
+    assert runtime.LATENCY_BUCKETS_COUNT == LATENCY_BUCKETS == len(LATENCY_BOUNDS) + 1
+    assert LATENCY_BOUNDS[:5] == (1e-6, 1.5e-6, 2e-6, 3e-6, 4e-6)
+    assert all(b < c for b, c in zip(LATENCY_BOUNDS, LATENCY_BOUNDS[1:]))
+    for i, bound in enumerate(LATENCY_BOUNDS):
+        assert latency_bucket(bound * 0.999) == i and latency_bucket(bound * 1.001) == i + 1
+    assert latency_bucket(0.0) == 0 and latency_bucket(3600.0) == LATENCY_BUCKETS - 1
+    box = BoxStats(100, 1.0, histogram=(0,) * 10 + (100,) + (0,) * (LATENCY_BUCKETS - 11))
+    assert LATENCY_BOUNDS[9] < box.p99 <= LATENCY_BOUNDS[10]
+    assert BoxStats(3, 1.0).p99 is None  # an engine that keeps no histogram
