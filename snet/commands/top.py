@@ -48,12 +48,13 @@ def refuse_unless_drawable(args: Any) -> None:
 class TopView:
     """The live view of one ``snet run``: made before the output is opened, started with the execution."""
 
-    def __init__(self, names: Iterable[str]):
+    def __init__(self, names: Iterable[str], console: Any = None):
+        """``console``: the rich Console to draw on (None: standard error's)."""
         from rich.console import Console
 
         self.names = tuple(names)
-        self.console = Console(file=sys.stderr, force_terminal=True, highlight=False, emoji=False,
-                               **_size_if_unknown())
+        self.console = console if console is not None else Console(
+            file=sys.stderr, force_terminal=True, highlight=False, emoji=False, **_size_if_unknown())
         self.live: Any = None
         self.execution: Any = None
         self.previous: Any = None
