@@ -232,7 +232,8 @@ class RunCollector:
 def _buckets(histogram: tuple[int, ...]) -> list[tuple[str, float]]:
     """A box's histogram (counts per bucket of LATENCY_BOUNDS) as Prometheus's cumulative ``(le, count)`` pairs."""
     counts = list(histogram) or [0] * LATENCY_BUCKETS
-    out, total = [], 0
+    out: list[tuple[str, float]] = []
+    total = 0
     for bound, count in zip(LATENCY_BOUNDS, counts):
         total += count
         out.append((repr(bound), total))

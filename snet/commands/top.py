@@ -31,9 +31,9 @@ REFRESH_SECONDS = 0.5  # redraw interval
 
 def refuse_unless_drawable(args: Any) -> None:
     """Raise SNetUsageError (before the run) when ``--top`` cannot draw: not a terminal, or no rich."""
-    if not args.top:
+    if not getattr(args, "top", False):
         return
-    if args.progress is not None:
+    if getattr(args, "progress", None) is not None:
         raise SNetUsageError("--top and --progress both draw on standard error: give one of them")
     if not _live():
         raise SNetUsageError("--top draws a live view on standard error, which is not a terminal here; "
