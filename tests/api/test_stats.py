@@ -196,3 +196,22 @@ def test_the_engines_and_the_metrics_keep_one_set_of_buckets():
     box = BoxStats(100, 1.0, histogram=(0,) * 10 + (100,) + (0,) * (LATENCY_BUCKETS - 11))
     assert LATENCY_BOUNDS[9] < box.p99 <= LATENCY_BOUNDS[10]
     assert BoxStats(3, 1.0).p99 is None  # an engine that keeps no histogram
+
+
+def test_a_snapshot_draws_the_table_of_top_with_rich(net):
+    """``rich.print(stats)``: the heading and a row per box, the columns of ``snet run --top``."""
+    rich_console = pytest.importorskip("rich.console", reason="drawing a snapshot needs rich")
+    import io
+
+    execution = net.run([{"a": i} for i in range(8)], engine="front", workers=1)
+    list(execution)
+    screen = io.StringIO()
+    rich_console.Console(file=screen, width=120, color_system=None).print(execution.stats())
+    lines = screen.getvalue().splitlines()
+    assert lines[0].startswith("snet: ") and "in 8, out 8" in lines[0]
+    header = [c.strip() for c in lines[3].split("┃") if c.strip()]
+    assert header == ["box", "calls", "calls/s", "mean", "p99", "share", "queued", "limit"]
+    rows = {cells[0]: cells for cells in ([c.strip() for c in line.split("│") if c.strip()]
+                                          for line in lines[5:-1])}
+    assert set(rows) == {"double", "keep"} and rows["double"][1] == rows["keep"][1] == "8"
+    assert rows["double"][6:] == ["0", "1"]  # nothing queued at the end; one call at a time on one worker
