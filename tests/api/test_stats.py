@@ -215,3 +215,17 @@ def test_a_snapshot_draws_the_table_of_top_with_rich(net):
                                           for line in lines[5:-1])}
     assert set(rows) == {"double", "keep"} and rows["double"][1] == rows["keep"][1] == "8"
     assert rows["double"][6:] == ["0", "1"]  # nothing queued at the end; one call at a time on one worker
+
+
+def test_an_async_session_gives_the_same_figures(net):
+    import asyncio
+
+    async def main():
+        async with net.asession(engine="front", workers=1) as session:
+            outputs = [await session.submit({"a": i}) for i in range(5)]
+            return outputs, session.stats()
+
+    outputs, stats = asyncio.run(main())
+    assert len(outputs) == 5 and isinstance(stats, RunStats)
+    assert stats.boxes["double"].calls == sum(stats.boxes["double"].histogram) == 5
+    assert stats.boxes["double"].limit == 1 and stats.boxes["double"].p99 is not None
