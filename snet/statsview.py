@@ -15,9 +15,13 @@ One table, built from :class:`~snet.stats.RunStats` snapshots (what
 
 and a heading with the run's records in and out, their rate, the records
 held in synchro-cells that have not fired, the live entities and the
-process's resident memory.  :func:`rows` gives the same as plain data;
-:func:`rich_table` draws it with ``rich`` and :func:`html_table` writes it
-as HTML (``RunStats._repr_html_``).
+process's resident memory.  :func:`rows` gives the same as plain data,
+:func:`table_lines` as lines of text drawn with box characters;
+:func:`rich_table` makes those a ``rich`` renderable (``--top``,
+``RunStats.__rich__``) and :func:`html_table` writes the table as HTML
+(``RunStats._repr_html_``).  The durations and sizes are written by
+:func:`format_duration` (which ``--stats`` and ``-v`` use too) and
+:func:`format_bytes`.
 """
 
 from __future__ import annotations
