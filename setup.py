@@ -134,7 +134,8 @@ if __name__ == "__main__":  # the build runs this file as a script; tests import
         exclude_package_data={"": ["*.c", "*.html"]},
         ext_modules=front_extensions(),
         # cloudpickle: box processes send functions from __main__, notebooks and closures by value.
-        install_requires=["lark>=1.2,<2", "attrs>=23", "tqdm>=4.66", "cloudpickle>=2.0"],
+        # rich: snet run --top draws its live table of the boxes with it.
+        install_requires=["lark>=1.2,<2", "attrs>=23", "tqdm>=4.66", "cloudpickle>=2.0", "rich>=13"],
         extras_require={
             "examples": EXAMPLES,
             "test": TEST,

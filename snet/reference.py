@@ -68,7 +68,7 @@ from snet.core.semantics import SyncCell, cannot_terminate, log_parked, unfinish
 from snet.plan import (BoxPlan, ExecutorSplitPlan, FeedbackPlan, FilterPlan, IdentityPlan, InitBoxPlan, NetPlan,
                        ParallelPlan, Plan, PlanNode, SerialPlan, SplitPlan, StarPlan, SyncPlan, SyncStarPlan)
 from snet.requests import NO_INPUT_YET, Request, current_request, set_current_request
-from snet.stats import BoxStats, ReferenceStats, RunStats, executor_part
+from snet.stats import LATENCY_BUCKETS, BoxStats, ReferenceStats, RunStats, executor_part, latency_bucket
 
 if TYPE_CHECKING:
     from snet.splitexec import SplitExecutorProtocol
@@ -577,12 +577,13 @@ class ReferenceEngine:
         return diverging(node.span if node is not None else None, record, **figures)
 
     def count_box(self, name: str, seconds: float) -> None:
+        """One call of box ``name``: its calls, seconds and histogram (snet.stats.LATENCY_BOUNDS)."""
         entry = self.box_calls.get(name)
         if entry is None:
-            self.box_calls[name] = [1, seconds]
-        else:
-            entry[0] += 1
-            entry[1] += seconds
+            entry = self.box_calls[name] = [0, 0.0, [0] * LATENCY_BUCKETS]
+        entry[0] += 1
+        entry[1] += seconds
+        entry[2][latency_bucket(seconds)] += 1
 
     def drain(self) -> Iterator[Record]:
         """Process the stack to empty, yielding outputs as they reach the sink."""
@@ -728,7 +729,8 @@ class ReferenceExecution(Execution):
         return RunStats(engine="reference", workers=1, seconds=end - self._started, records_in=e.records_in,
                         records_out=e.records_out, boxes=BoxStats.table(e.box_calls),
                         reference=ReferenceStats(instances=e.instances),
-                        held_in_cells=sum(cell.filled() for cell, _ in e.cells), **executor_part(executor))
+                        held_in_cells=sum(cell.filled() for cell, _ in e.cells), resident_bytes=resident_bytes(),
+                        **executor_part(executor))
 
 
 def start(plan: Plan, records: Iterable[Input], options: RunOptions | None = None, *,

@@ -79,7 +79,7 @@ cdef class BoxEntity(Entity):
                 t0 = snet_now()
             outs = self.op(rec) if self.caller is None else self.caller.hop(rec)
             if every:
-                w.box_time[self.node] += (snet_now() - t0) * every
+                time_call(w, self.node, snet_now() - t0, every)
             w.box_calls[self.node] += 1
             if type(outs) is dict:  # one output: the walk goes on with it
                 w.write(self.resolve_out(), make_item(outs, st), True)
@@ -98,7 +98,7 @@ cdef class BoxEntity(Entity):
         try:
             t0 = snet_now()
             outs = self.op(rec)
-            w.box_time[self.node] += snet_now() - t0
+            time_call(w, self.node, snet_now() - t0, 1)
             w.box_calls[self.node] += 1
             spin_lock(&self.rlock)
             try:
@@ -174,7 +174,7 @@ cdef class AsyncBoxEntity(Entity):
             snet_atomic_add(&self.running, -1)
             snet_atomic_add(&self.rt.pending, -1)
             raise
-        w.box_time[self.node] += snet_now() - t0
+        time_call(w, self.node, snet_now() - t0, 1)
         w.box_calls[self.node] += 1
         self.finish(w, seq, outs, stack_of(item))
         return 0

@@ -26,6 +26,7 @@ import os
 from typing import TYPE_CHECKING, Iterable
 
 from snet.backends import RunOptions
+from snet.core.limits import resident_bytes
 from snet.execution import Engine, Execution, Input
 from snet.core.semantics import unfinished_warning
 from snet.plan import BoxPlan, Plan
@@ -150,7 +151,8 @@ class FrontExecution(Execution):
 
     def stats(self) -> RunStats:
         executor = self.executor.stats() if self.executor is not None else None
-        return RunStats.from_front(self.runtime.statistics(), executor, self.runtime.held_in_cells())
+        return RunStats.from_front(self.runtime.statistics(), executor, self.runtime.held_in_cells(),
+                                   resident_bytes())
 
 
 def start(plan: Plan, records: Iterable[Input], options: RunOptions | None = None, *,

@@ -226,6 +226,9 @@ def run_command(args: argparse.Namespace) -> int:
     options = options_from_args(args)
     if args.progress is not None and args.progress <= 0:
         raise SNetUsageError(f"--progress takes a positive number of seconds, not {args.progress}")
+    from snet.commands.top import refuse_unless_drawable
+
+    refuse_unless_drawable(args)  # not on a terminal: refused before anything is read or written
     level = logging.ERROR if args.quiet else logging.INFO if args.verbose else logging.WARNING
     show_warnings(level)
     from snet.commands.check import compile_options
@@ -244,6 +247,9 @@ def run_command(args: argparse.Namespace) -> int:
         if options.metrics_port is not None:
             raise SNetUsageError("--metrics-port serves the figures of a run on this machine; a Spark source and "
                                  "sink run the whole network inside Spark (see its UI)")
+        if getattr(args, "top", False):
+            raise SNetUsageError("--top shows the boxes of a run on this machine; a Spark source and sink run "
+                                 "the whole network inside Spark (see its UI)")
         return run_native(network, args, options, *formats, stats_json=_open_stats_json(args.stats_json))
 
     in_format = detect_format(args.input, args.input_format or args.format)
@@ -278,7 +284,9 @@ def run_command(args: argparse.Namespace) -> int:
             if address:
                 print(f"snet progress: Spark UI at {address}", file=sys.stderr)
     metrics = serve_metrics(options)  # bound before the output is opened: a port in use leaves it untouched
-    writer = open_writer(record_destination(args.output, args.progress), out_format, allow_pickle=args.allow_pickle,
+    top = _top_view(args, network)
+    destination = top.destination(args.output) if top is not None else record_destination(args.output, args.progress)
+    writer = open_writer(destination, out_format, allow_pickle=args.allow_pickle,
                          hint=lambda label: _made_by(network, label), xml_mode=getattr(args, "xml_mode", "textual"))
     where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
     if watched and options.spark_master:
@@ -291,7 +299,7 @@ def run_command(args: argparse.Namespace) -> int:
     # SIGTERM (what service managers send) stops the run as Ctrl-C does.
     try:
         with contextlib.redirect_stdout(sys.stderr), _terminate_as_interrupt():
-            return _run(network, records, options, writer, where, args, stats_json, input_file, metrics)
+            return _run(network, records, options, writer, where, args, stats_json, input_file, metrics, top)
     finally:
         if metrics is not None:
             metrics.close()
@@ -399,10 +407,20 @@ def _terminate_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
+def _top_view(args: argparse.Namespace, network):
+    """``--top``: the live view of the network's boxes (snet.commands.top), or None."""
+    if not getattr(args, "top", False):
+        return None
+    from snet.commands.top import TopView
+
+    return TopView(d.name for d in network.graph.boxes)
+
+
 def _run(network, records, options, writer, where: str, args: argparse.Namespace, stats_json, input_file,
-         metrics=None) -> int:
+         metrics=None, top=None) -> int:
     execution = network.execute_served(records, options, metrics)
-    progress = start_progress(execution, args.progress, input_file) if args.progress is not None else None
+    progress = top.start(execution) if top is not None else \
+        start_progress(execution, args.progress, input_file) if args.progress is not None else None
     written = 0  # records handed to the writer: what --stats reports as written
     started = time.monotonic()
     try:
