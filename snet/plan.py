@@ -157,7 +157,8 @@ class BoxPlan(PlanNode):
     name: str
     call: Any  # a BoxCaller, or a SkippingBox around one
     concurrency: int | None = None
-    # an async def box whose calls the engine overlaps: call() gives a Deferred, call.resume() the outputs
+    # an async def box (or a box in box processes) whose calls the engine overlaps: call() gives a Deferred,
+    # call.resume() the outputs
     deferred: bool = False
 
 
@@ -327,7 +328,8 @@ def lower(graph: PropertyGraph, boxes: Mapping[str, Callable], *, box_concurrenc
     ``on_error``: the policy that skips records failing in a box or a
     filter (:mod:`snet.errorpolicy`); None stops the run at the first error.
     ``defer_async``: the engine overlaps the calls of ``async def`` boxes
-    (their plans are ``deferred``); else each call is awaited in place.
+    and of boxes in box processes, which then go in batches (their plans
+    are ``deferred``); else each call is awaited in place.
 
     ``executor``: a split executor; the split nodes in its ``selected`` set
     become :class:`ExecutorSplitPlan` templates and ``plan.executor``.
@@ -382,8 +384,10 @@ def _template(node: Node, common: dict, boxes: Mapping[str, Callable], concurren
     if isinstance(node, IdentityNode):
         return IdentityPlan(**common)
     if isinstance(node, BoxNode):
-        caller = BoxCaller(node, boxes[node.name])
-        deferred = defer_async and not node.initialiser and inspect.iscoroutinefunction(boxes[node.name])
+        function = boxes[node.name]
+        batched = getattr(function, "__snet_batched__", None)  # a box process stand-in: its calls may go in batches
+        deferred = defer_async and not node.initialiser and (inspect.iscoroutinefunction(function) or batched is not None)
+        caller = BoxCaller(node, batched() if deferred and batched is not None else function)
         caller.defer = deferred
         call: Any = caller if on_error is None else SkippingBox(caller, on_error)
         if node.initialiser:
