@@ -58,7 +58,7 @@ import sys
 import threading
 import time
 import traceback
-from collections import deque
+from collections import abc, deque
 from types import ModuleType
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -98,6 +98,15 @@ class BoxProcessDied(RuntimeError):
 # -- in the worker process ----------------------------------------------------------------
 
 _functions: dict[str, Callable] = {}
+_pid = os.getpid()  # this process (a box process, or a child a box forked, sets its own below)
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def _start_process(path: list[str], shipped: dict[str, tuple]) -> None:
@@ -216,17 +225,18 @@ def _unsendable(name: str, error: Exception) -> tuple:
 
 def _outcome(name: str, args: tuple, kwargs: dict) -> tuple:
     """One call in the process: ``(True, results)`` or ``(False, (exception or stand-in, traceback))``."""
-    pid = os.getpid()
+    pid = _pid
     try:
         result = _functions[name](*args, **kwargs)
-        if os.getpid() != pid:  # a child the box forked, back from the call: it must not answer for the box
+        if _pid != pid:  # a child the box forked, back from the call: it must not answer for the box
             end_forked_child(name)
-        if inspect.iscoroutine(result):
-            import asyncio
+        if type(result) is not dict and result is not None:
+            if inspect.iscoroutine(result):
+                import asyncio
 
-            result = asyncio.run(result)
-        if result is not None and not isinstance(result, (Mapping, str, bytes)) and hasattr(result, "__iter__"):
-            result = list(result)  # a generator cannot travel; its exceptions are the box's too
+                result = asyncio.run(result)
+            if result is not None and not isinstance(result, (abc.Mapping, str, bytes)) and hasattr(result, "__iter__"):
+                result = list(result)  # a generator cannot travel; its exceptions are the box's too
     except BaseException as e:
         tb = e.__traceback__.tb_next if e.__traceback__ is not None else None  # drop this frame
         text = "".join(traceback.format_exception(type(e), e, tb))
@@ -422,8 +432,14 @@ class _Pool:
         return self._closed
 
     def take(self) -> "_Worker":
-        """An idle process (waits for one)."""
-        return self._idle.get()
+        """An idle process (waits for one); BoxProcessDied once the pool is shut down."""
+        while True:
+            try:
+                return self._idle.get(timeout=0.1)
+            except queue.Empty:
+                if self._closed:
+                    raise BoxProcessDied(f"the box processes of box '{self.name}' were shut down with the run") \
+                        from None
 
     def put_back(self, entry: "_Worker") -> None:
         """A process whose answer was read: idle again, or replaced when it is spent."""
@@ -622,7 +638,10 @@ class _Batches:
                     finally:
                         self._waiting -= 1
                 continue
-            entry = pool.take()
+            try:
+                entry = pool.take()
+            except BoxProcessDied:
+                return  # the run is over
             size = self.sizer.size
             if pool.max_calls is not None:
                 size = max(1, min(size, pool.max_calls - entry.calls))

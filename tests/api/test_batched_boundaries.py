@@ -8,6 +8,7 @@ entity stands (it receives the batches of finished calls).
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -175,3 +176,14 @@ def test_a_guarded_box_process_is_not_batched(boxes_file):
         processes.BoxProcesses.close = original
     assert [o["n"] for o in outputs] == [n + 1 for n in range(50) if n % 100 != 37]
     assert seen and seen[0] == (0, 0)  # each call alone: its timeout is its record's own
+
+
+def test_the_dispatcher_threads_end_with_their_runs(boxes_file):
+    net = snet.load("box bump ((n) -> (n)); net p connect bump;", boxes=boxes_file)
+    for _ in range(3):
+        assert len(list(net.run([{"n": n} for n in range(300)], engine="front", workers=1, processes=2,
+                                on_error="skip"))) == 297
+    deadline = time.monotonic() + WAIT_S
+    while any(t.name.startswith("snet-box-batches-") for t in threading.enumerate()):
+        assert time.monotonic() < deadline, [t.name for t in threading.enumerate()]
+        time.sleep(0.05)
