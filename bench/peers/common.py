@@ -5,7 +5,10 @@ that takes the input and returns the output, or the reason it is skipped)
 and calls :func:`main`.  Each round runs every contender once, in turn, in
 this process; the table gives each one's median time, its time per record
 and its ratio to the plain loop (the first contender), with the load
-average before and after, since the machine may be shared.  Every
+average before and after, since the machine may be shared; and the ratio
+of this process's CPU time to the plain loop's, which a loaded machine
+disturbs less than the clock (but which leaves out the work of a
+contender's worker processes).  Every
 contender's output is checked against the plain loop's (as a multiset
 where the order is not part of the result) before any time counts.
 """
@@ -36,6 +39,7 @@ class Contender:
         self.ordered = ordered  # outputs compared in order (else as a multiset)
         self.note = note
         self.times: list[float] = []
+        self.cpu: list[float] = []  # this process's CPU time (its worker processes' not counted)
 
 
 def missing(module: str, extra: str = "peers") -> str | None:
@@ -81,23 +85,26 @@ def main(title: str, contenders: list[Contender], inputs: Any, count: int, round
     for _ in range(rounds):
         for c in contenders:
             if c.skip is None:
-                started = time.perf_counter()
+                started, used = time.perf_counter(), time.process_time()
                 c.run(inputs)
                 c.times.append(time.perf_counter() - started)
+                c.cpu.append(time.process_time() - used)
     load_after = os.getloadavg()
     base = statistics.median(baseline.times)
     print(f"\n### {title}\n")
     print(f"{count:,} {unit}s, median of {rounds} alternating rounds; load average {load_before[0]:.2f} before, "
           f"{load_after[0]:.2f} after, on {os.cpu_count()} cores; Python {sys.version.split()[0]}\n")
-    print(f"| contender | median s | µs per {unit} | × plain loop |")
-    print("|---|---|---|---|")
+    cpu_base = statistics.median(baseline.cpu)
+    print(f"| contender | median s | µs per {unit} | × plain loop | CPU of this process, × plain loop's |")
+    print("|---|---|---|---|---|")
     for c in contenders:
         if c.skip is not None:
-            print(f"| {c.name} | skipped: {c.skip} | | |")
+            print(f"| {c.name} | skipped: {c.skip} | | | |")
             continue
         median = statistics.median(c.times)
         note = f" ({c.note})" if c.note else ""
-        print(f"| {c.name}{note} | {median:.3f} | {1e6 * median / count:.2f} | {median / base:.2f} |")
+        print(f"| {c.name}{note} | {median:.3f} | {1e6 * median / count:.2f} | {median / base:.2f} | "
+              f"{statistics.median(c.cpu) / cpu_base:.2f} |")
     sys.stdout.flush()
     return contenders
 
