@@ -187,3 +187,30 @@ def test_the_dispatcher_threads_end_with_their_runs(boxes_file):
     while any(t.name.startswith("snet-box-batches-") for t in threading.enumerate()):
         assert time.monotonic() < deadline, [t.name for t in threading.enumerate()]
         time.sleep(0.05)
+
+
+REFUSED = '''
+import os
+
+
+class Exits:
+    """Unpickled, this calls os._exit: an answer the parent refuses to read."""
+
+    def __reduce__(self):
+        return (os._exit, (7,))
+
+
+def f(x):
+    return {"y": Exits() if x == 150 else x}
+'''
+
+
+def test_an_answer_the_parent_refuses_fails_its_record_alone_in_a_batch(tmp_path):
+    (tmp_path / "refused.py").write_text(REFUSED)
+    net = snet.load("box f ((x) -> (y)); net n connect f;", boxes=str(tmp_path / "refused.py"))
+    errors = []
+    outputs = list(net.run([{"x": x} for x in range(400)], engine="front", workers=1, processes=1,
+                           on_error=errors.append))
+    assert [o["y"] for o in outputs] == [x for x in range(400) if x != 150]
+    assert [e["record"] for e in errors] == [{"x": 150}]
+    assert "_exit in the parent process" in errors[0]["error"]
