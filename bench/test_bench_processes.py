@@ -9,8 +9,8 @@
 2. Batched calls: the same one-box network over ``BATCHED`` records, FRONT
    with one worker, in process against ``processes=1`` (whose calls go to
    the process in batches, snet.core.batching), rounds alternating in this
-   process: the time per record of each, their ratio, the processes' CPU
-   per record (this process's own), and the batches the pool sent.
+   process: the time per record of each, their ratio, the CPU per record
+   of this process and of the box process, and the batches the pool sent.
 3. A pipeline of two pure-Python boxes that compute for about ``WORK_MS``
    of CPU per call each, 200 records (400 calls), on a machine with two
    cores: ``processes=2`` (FRONT, two workers, two processes per box)
@@ -126,8 +126,8 @@ def test_batched_calls_per_record_against_in_process(benchmark, report):
     sent = []
     close = processes.BoxProcesses.close
 
-    def counting_close(self):  # the pool's batches, read as the run releases it
-        sent.append(self.batches())
+    def counting_close(self):  # the pool's batches and its processes' CPU, read as the run releases it
+        sent.append((*self.batches(), sum(_process_cpu(pid) for pid in self.pids())))
         close(self)
 
     net = snet.load(NET, boxes={"f": trivial})
@@ -146,14 +146,26 @@ def test_batched_calls_per_record_against_in_process(benchmark, report):
     finally:
         processes.BoxProcesses.close = close
     benchmark.pedantic(lambda: timed(net, records, engine="front", workers=1, processes=1), rounds=1, iterations=1)
-    messages, calls = sent[-1]
+    messages, calls, _ = sent[-1]
+    child_cpu = statistics.median(cpu for _, _, cpu in sent[-6:-1])  # the five timed runs'
     report(in_process_us_per_record=1e6 * statistics.median(local) / BATCHED,
            processes_1_us_per_record=1e6 * statistics.median(remote) / BATCHED,
            processes_1_best_us_per_record=1e6 * min(remote) / BATCHED,
            ratio_of_medians=statistics.median(remote) / statistics.median(local),
            parent_cpu_us_per_record_in_process=1e6 * statistics.median(cpu_local) / BATCHED,
            parent_cpu_us_per_record_processes=1e6 * statistics.median(cpu_remote) / BATCHED,
+           box_process_cpu_us_per_record=1e6 * child_cpu / BATCHED,
            records_per_batch=calls / max(1, messages), load_average=round(os.getloadavg()[0], 2))
+
+
+def _process_cpu(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far (Linux ``/proc``; 0 where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def test_two_processes_against_one_worker_in_process(benchmark, report):
