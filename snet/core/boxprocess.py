@@ -126,7 +126,7 @@ def _answer(name: str, args: tuple, kwargs: dict) -> bytes:
 
 def _outcomes(name: str, calls: list, max_memory: int | None) -> list:
     """The outcomes of a batch's calls, in order; with a memory limit, it stops after the call that passes it."""
-    outcomes = []
+    outcomes: list = []
     started = time.perf_counter()
     for args, kwargs in calls:
         outcomes.append(_outcome(name, args, kwargs))
