@@ -209,7 +209,8 @@ class BoxPlan(PlanNode):
     name: str
     call: BoxCall
     concurrency: int | None = None
-    # an async def box whose calls the engine overlaps: call() gives a Deferred, call.resume() the outputs
+    # an async def box (or a box in box processes) whose calls the engine overlaps: call() gives a Deferred,
+    # call.resume() the outputs
     deferred: bool = False
 
 

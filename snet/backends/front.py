@@ -73,8 +73,9 @@ def box_limits(plan: Plan, workers: int) -> list[int]:
     limits = []
     for node in plan.nodes:
         limit = 1
-        if isinstance(node, BoxPlan) and node.deferred:  # an async box's calls wait on the loop, not in workers
+        if isinstance(node, BoxPlan) and node.deferred:  # calls wait on the loop or in box processes, not in workers
             limit = max(1, int(node.concurrency if node.concurrency is not None else ASYNC_BOX_CONCURRENCY))
+            limit *= getattr(node.call.function, "BATCH_LIMIT", 1)  # box processes: calls per batch in flight
         elif isinstance(node, BoxPlan):
             limit = node.concurrency if node.concurrency is not None else (DEFAULT_BOX_CONCURRENCY or workers)
             limit = max(1, min(int(limit), workers))

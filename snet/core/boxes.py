@@ -39,7 +39,8 @@ import zlib
 from types import CoroutineType, ModuleType
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from snet.core.aloop import run_coroutine
+from snet.core.aloop import run_coroutine, submit as submit_coroutine
+from snet.core.batching import Settled
 from snet.core.guard import BoxTimeout
 from snet.errors import SNetBindingError, SNetBoxError, SNetError
 from snet.records import describe, format_labels
@@ -404,12 +405,20 @@ def _no_arguments(record: Record) -> tuple[()]:
 
 
 class Deferred:
-    """An ``async def`` box's coroutine, handed to an engine that awaits it (``BoxCaller.defer``)."""
+    """A call that finishes outside the workers, handed to an engine that overlaps such calls (``BoxCaller.defer``).
 
-    __slots__ = ("coroutine",)
+    ``work`` is what the call needs: an ``async def`` box's coroutine, or a
+    box process's argument values.  The engine starts it with
+    ``submit(work, entity, seq, item)``, which queues it for the box loop or
+    the box's processes; its outcome comes back to ``entity.deliver`` with
+    ``seq`` and ``item``, in a batch of finished calls (snet.core.batching).
+    """
 
-    def __init__(self, coroutine: Any):
-        self.coroutine = coroutine
+    __slots__ = ("work", "submit")
+
+    def __init__(self, work: Any, submit: Callable = submit_coroutine):
+        self.work = work
+        self.submit = submit
 
 
 class BoxCaller:
@@ -466,7 +475,8 @@ class BoxCaller:
         # either nothing or a whole pair).
         shape: tuple[tuple[str, ...], tuple[str, ...] | None] | None = None
         self.shape = shape
-        # an engine that overlaps async calls sets this: a coroutine is returned as a Deferred
+        # an engine that overlaps async calls sets this: a coroutine is returned as a Deferred (and a
+        # batched box process's Deferred is passed on)
         self.defer = False
 
     def __call__(self, record: Record) -> list:
@@ -546,16 +556,22 @@ class BoxCaller:
         except BaseException as e:  # SystemExit, GeneratorExit...: the box's failure, not the run's end
             raise self._raised(e, record) from e
 
-    def resume(self, future: Any, record: Record) -> list:
-        """The outputs of a deferred call (see ``defer``), once ``future`` (of its coroutine) is done."""
-        try:
-            result = future.result()
-        except SNetError:
-            raise
-        except BaseException as e:
-            raise self._raised(e, record) from e
+    def resume(self, outcome: Any, record: Record) -> list:
+        """The outputs of a deferred call (see ``defer``) from its outcome: the box's result, or a
+        :class:`~snet.core.batching.Settled` (a failure, or a result wrapped)."""
+        if type(outcome) is Settled:
+            try:
+                result = outcome.result()
+            except SNetError:
+                raise
+            except BaseException as e:
+                raise self._raised(e, record) from e
+        else:
+            result = outcome
         if type(record) is not dict:
             record = dict(record)
+        if type(result) is dict:
+            return [self._output(result, record)]
         return self._finish(result, record)
 
     def _finish(self, result: Any, record: Record) -> Any:
@@ -563,6 +579,8 @@ class BoxCaller:
         try:
             if result is None:
                 return []
+            if type(result) is Deferred and self.defer:  # a box process's call, batched (snet.core.processes)
+                return result
             if type(result) is CoroutineType:  # an async def box
                 if self.defer:  # the engine awaits it and comes back with resume()
                     return Deferred(result)

@@ -75,7 +75,8 @@ def lower(graph: PropertyGraph, boxes: Mapping[str, Callable[..., Any]], *, box_
     ``on_error``: the policy that skips records failing in a box or a
     filter (:mod:`snet.errorpolicy`); None stops the run at the first error.
     ``defer_async``: the engine overlaps the calls of ``async def`` boxes
-    (their plans are ``deferred``; :attr:`snet.execution.Engine.overlaps_async_boxes`);
+    and of boxes in box processes, which then go in batches (their plans
+    are ``deferred``; :attr:`snet.execution.Engine.overlaps_async_boxes`);
     else each call is awaited in place.
 
     ``executor``: a split executor; the split nodes in its ``selected`` set
@@ -131,8 +132,10 @@ def _template(node: Node, common: _Common, boxes: Mapping[str, Callable[..., Any
     if isinstance(node, IdentityNode):
         return IdentityPlan(**common)
     if isinstance(node, BoxNode):
-        caller = BoxCaller(node, boxes[node.name])
-        deferred = defer_async and not node.initialiser and inspect.iscoroutinefunction(boxes[node.name])
+        function = boxes[node.name]
+        batched = getattr(function, "__snet_batched__", None)  # a box process stand-in: its calls may go in batches
+        deferred = defer_async and not node.initialiser and (inspect.iscoroutinefunction(function) or batched is not None)
+        caller = BoxCaller(node, batched() if deferred and batched is not None else function)
         caller.defer = deferred
         call: BoxCall = caller if on_error is None else SkippingBox(caller, on_error)
         if node.initialiser:
