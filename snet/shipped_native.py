@@ -1,7 +1,7 @@
 """The compiled modules of a shipped snet zip, unpacked where Python can load them.
 
 A Spark run ships the driver's snet to the executors as a zip on their
-``sys.path`` (:func:`snet.spark.shipping.package_zip`).  Python imports pure
+``sys.path`` (:func:`snet.spark.cluster.shipping.package_zip`).  Python imports pure
 modules from a zip but not extension modules, so the zip also holds the
 driver's compiled modules (``snet/core/boxes`` and ``snet_front``, with the
 driver's extension suffix, e.g. ``.cpython-311-x86_64-linux-gnu.so``) and a

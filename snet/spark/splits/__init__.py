@@ -1,32 +1,11 @@
 """Splits on Spark: the Spark implementation of a split executor (:mod:`snet.splitexec`).
 
-Selecting splits
-================
-
-``--spark-splits`` / ``spark_splits=`` takes the rules of
-:func:`snet.splitexec.select_splits`: ``auto`` (the default: every
-*outermost* split whose operand contains a box; a split of filters and
-synchro-cells costs microseconds per record in place, less than shipping
-the record), ``all``, or a comma list of split positions and net names.
-A split nested inside a Spark split runs inside the executors' engine, with
-its replicas part of the outer replica's state.  Every other split runs in
-place as before.
-
-Batching and ordering
-=====================
-
-:class:`SparkSplits` keeps the batch (the protocol's ``submit``, ``take``,
-``run``) and runs each split node's part of a batch as one Spark job
-through its :class:`~snet.spark.runner.SparkSplitRunner`.  When a batch
-runs is the engine's choice (see :mod:`snet.splitexec`); between runs,
-records accumulate across inputs.  That is allowed because everything the
-language leaves non-deterministic may be reordered: a batched record's
-outputs may come after outputs of later inputs that did not pass through
-the split, but two records on the same path keep their order (outputs come
-back per input in sequence order, and the engine moves them on in that
-order).  A Spark split that is itself ``!!`` needs nothing more for the
-same reason.  Nested deterministic combinators inside the operand run on
-the executor, exactly ordered by the reference engine there.
+:class:`SparkSplits` keeps the batch of the selected splits (``--spark-splits``,
+:func:`snet.splitexec.select_splits`) and runs each split node's part as one
+Spark job (:mod:`~snet.spark.splits.runner`); replicas run on executors
+(:mod:`~snet.spark.splits.replicas`), a dead worker is diagnosed by
+:mod:`~snet.spark.splits.crash`.  Outputs come back per input in sequence
+order, so batching reorders only what the language leaves non-deterministic.
 """
 
 from __future__ import annotations
@@ -43,15 +22,6 @@ log = logging.getLogger("snet.spark")
 Record = dict
 
 
-def start_session(master: str, conf: dict[str, str] | None = None):
-    """Check ``master`` (:mod:`snet.spark.preflight`) and start or reuse its session, ``snet.*`` keys left out."""
-    from snet.spark.preflight import addresses
-    from snet.spark.session import get_session
-
-    addresses(master)  # a malformed URL is an error even when a session is running already
-    return get_session(master, {k: v for k, v in (conf or {}).items() if not k.startswith("snet.")})
-
-
 def start_for(graph: PropertyGraph, options: Any):
     """Start Spark now if a run of ``graph`` with ``options`` will use it (None otherwise).
 
@@ -60,7 +30,8 @@ def start_for(graph: PropertyGraph, options: Any):
     """
     if not options.spark_master:
         return None
-    from snet.spark.preflight import addresses
+    from snet.spark.cluster.preflight import addresses
+    from snet.spark.cluster.session import start_session
 
     addresses(options.spark_master)
     if not select_splits(graph, options.spark_splits):
@@ -84,7 +55,8 @@ class SparkSplits(SplitExecutor):
     name = "spark"
 
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], options: Any):
-        from snet.spark.runner import DEFAULT_BATCH
+        from snet.spark.cluster.session import start_session
+        from snet.spark.splits.runner import DEFAULT_BATCH
 
         super().__init__(select_splits(graph, options.spark_splits), options.spark_batch or DEFAULT_BATCH)
         self.graph = graph
@@ -97,7 +69,7 @@ class SparkSplits(SplitExecutor):
             start_session(self.master, self.conf)
 
     def make_runner(self, node_id: int):
-        from snet.spark.runner import SparkSplitRunner
+        from snet.spark.splits.runner import SparkSplitRunner
 
         return SparkSplitRunner(self.graph, node_id, self.boxes, self.master, self.conf, self.batch_size,
                                 skip_errors=self.error_policy is not None)
@@ -114,4 +86,4 @@ class SparkSplits(SplitExecutor):
         )
 
 
-__all__ = ["SparkSplits", "select_splits", "split_positions", "start_for", "start_session"]
+__all__ = ["SparkSplits", "select_splits", "split_positions", "start_for"]

@@ -1,34 +1,13 @@
 """The columns of a Spark-native run: what the source must have, and the output's types.
 
-Both are decided on the driver before the write job starts, so that a
-mistake is exit status 2 with nothing written, not a failed job:
-
-* **The source's columns** (:func:`check_source`): every input record must
-  carry the labels of one variant of the network's input type.  A source
-  whose columns cover no variant can only fail (every row, a null being an
-  absent label), so the run stops and names the missing labels and the
-  source's columns.
-* **The output's column types** (:func:`infer_types`): every label an
-  output record can carry is a column (the network's output type, the
-  input columns, which flow inheritance can carry through, and every tag
-  made in the network).  Each column's type comes, in this order, from:
-  its kind (a tag or binding tag is ``long``); the return annotation of a
-  box that makes it (:func:`annotated_types`); the input column of the same
-  name (a label that passes through); the outputs of a run of the network
-  on the driver over the first records of the source (:func:`sample_types`,
-  made only when a column is still without a type).  ``--spark-schema``
-  (``override``) sets the types of the columns it names and adds columns;
-  it never removes one: a record's label without a column is an error
-  naming the label, not a dropped value.
-
-A box's return annotation gives types when it is a ``TypedDict`` of the
-output labels, or a union, ``Optional``, list or iterator of them::
-
-    class Scored(TypedDict):
-        score: float
-        tags: list[str]
-
-    def score(text) -> Scored: ...
+Decided on the driver before the job (a mistake is exit status 2, nothing
+written): the source's columns must cover a variant of the input type
+(:func:`check_source`); every label an output can carry is a column
+(:func:`output_labels`), typed by its kind (a tag is ``long``), a box's
+``TypedDict`` return annotation (:func:`annotated_types`), the input column
+of the same name, or the outputs of a run on the first records
+(:func:`sample_types`).  ``--spark-schema`` sets or adds columns, never
+removes one.
 """
 
 from __future__ import annotations
@@ -210,35 +189,26 @@ def driver_sample(network, df, size: int = SAMPLE):
 
 def _isolated(network, records: list[dict]) -> list[dict]:
     """The outputs of ``network`` over ``records``, run in a forked child that sends each as it is made."""
-    import os
+    from snet.spark import isolation
 
-    from snet.spark.crash import _read_messages, child_main
-
-    def body(channel) -> None:
+    def body() -> None:
         try:
             for out in network.run(records, engine="reference"):
-                channel.send("out", out)
+                isolation.send(isolation.Output(out))
         except SNetError as e:  # a run-time error of the network: the outputs before it stand
-            channel.send("stop", str(e))
+            isolation.send(isolation.Stopped(str(e)))
 
-    read_fd, write_fd = os.pipe()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
-        os.close(read_fd)
-        child_main(write_fd, body, parent)
-    os.close(write_fd)
+    child = isolation.Child(body)
     outputs: list[dict] = []
     try:
-        for message in _read_messages(read_fd):
-            if message[0] == "out":
-                outputs.append(message[1])
+        for message in child.messages():
+            if isinstance(message, isolation.Output):
+                outputs.append(message.record)
             else:
                 log.debug("the run on the first %d records to infer output types stopped: %s", len(records),
-                          message[1])
+                          message)
     finally:
-        os.close(read_fd)
-        os.waitpid(pid, 0)
+        child.end()
     return outputs
 
 

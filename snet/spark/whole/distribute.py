@@ -1,30 +1,12 @@
 """Which networks run whole inside Spark tasks, and how their input must be partitioned.
 
-A Spark-native run (:func:`snet.spark.dataframe.spark_apply`, ``snet run
---spark`` with a Spark source and sink) runs the whole network inside each
-task, one engine per task over that task's partition.  Engines in different
-tasks share nothing, so the run gives the results of a single engine only
-where every piece of state lives in one task:
-
-* **a stateless network** (no synchro-cell, no initialiser): every record is
-  processed on its own; any partitioning will do, and no shuffle is needed;
-* **state inside a top-level index split** ``X ! <t>`` (or ``!!``, ``!@``):
-  each replica's state belongs to one tag value, so the input is partitioned
-  by the column ``<t>`` (all records of a value in one task) and sorted by
-  an input sequence within each partition (per-tag order kept).  The split
-  may be one stage of a top-level serial chain; every stage before it must
-  leave ``<t>`` as it is (a box that neither takes nor makes ``<t>``, a filter
-  that does not match or set it), so that the tag a record has on input is
-  the tag it has when it reaches the split.  Several such splits must use the
-  same tag.
-
-Anything else keeps state that records of every partition may reach: a
-synchro-cell, a star or a feedback loop holding a cell, or an initialiser,
-outside any split, or inside a range split (``! <lo>:<hi>`` copies a record
-to several replicas).  :func:`distribution` raises
-:class:`~snet.errors.SNetNotDistributable` naming that construct's position.
-
-This module imports nothing from pyspark.
+Engines in different tasks share nothing, so a network runs whole in tasks
+only where every piece of state lives in one task: a stateless network (any
+partitioning), or state inside a top-level index split ``X ! <t>`` (the
+input partitioned by ``<t>``; the stages before it must leave ``<t>`` as it
+is, and several such splits must use the same tag).  Anything else makes
+:func:`distribution` raise :class:`~snet.errors.SNetNotDistributable` naming
+the construct.  This module imports nothing from pyspark.
 """
 
 from __future__ import annotations

@@ -1,37 +1,12 @@
 """What a run ships to the executors: the program, the boxes, the snet package.
 
-The executors need three things the driver has:
-
-* **the property graph** (frozen dataclasses: it pickles as is) and the id of
-  the split whose replicas they run;
-* **the box functions**.  A box module loaded from a ``.py`` path
-  (``--boxes net.py`` or the ``net.snet`` -> ``net.py`` rule) travels with
-  its folder: the folder's ``.py`` files and its packages are zipped
-  (:func:`folder_zip`) and added with ``SparkContext.addPyFile`` /
-  ``addArtifacts``, which puts the zip on the executors' ``sys.path``.  The
-  executor loads the box module from its original path where that exists
-  (``local[N]``, a shared file system: ``__file__`` and data files beside
-  it work as on the driver), else from the zip (:func:`load_shipped_module`),
-  so the modules it imports beside it (``import helpers``) come from the zip
-  too, and a node without the driver's files runs what the driver runs.
-  ``snet.boxes=shipped`` (a ``--spark-conf`` key) always takes the zip:
-  a local run then shows what a cluster without the files gets.  Any other
-  function is pickled with
-  cloudpickle: by reference when its module is installed (stdlib,
-  site-packages), by value otherwise (``__main__``, notebooks, test modules,
-  closures), so user code that is not installed on the executors still runs;
-* **the snet package itself**, as a zip of the driver's package added with
-  ``addPyFile``, so executors run exactly the driver's version even where
-  the project is not installed (the grammar is read as package data with
-  ``importlib.resources``, so even parsing works from the zip).  The zip
-  also holds the pure-Python packages snet's machinery imports
-  (``SHIPPED_PACKAGES``: attrs, for the run options and statistics) and the
-  driver's compiled modules (the box caller, FRONT), which executors of the
-  driver's Python extract and run (:mod:`snet.shipped_native`); other
-  executors run the pure-Python modules.
-
-:class:`RunContext` bundles the first two; it travels once per run
-(a broadcast on classic Spark, the UDF closure on Spark Connect).
+:class:`RunContext` holds the property graph and how each box travels: a box
+module loaded from a ``.py`` path with its folder's zip (:func:`folder_zip`,
+loaded from the original path where it exists, else from the zip:
+:func:`load_shipped_module`), any other function by cloudpickle (by value
+when its module is not installed).  :func:`package_zip` ships the snet
+package, what its machinery imports and the driver's compiled modules
+(:mod:`snet.shipped_native`).  The context travels once per run.
 """
 
 from __future__ import annotations
@@ -41,6 +16,7 @@ import os
 import sys
 import sysconfig
 import tempfile
+import threading
 import zipfile
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -328,3 +304,31 @@ def package_zip() -> str:
             z.writestr(MANIFEST, json.dumps({"suffix": suffix, "native": native, "digest": digest.hexdigest()}))
     _ZIP = target
     return target
+
+
+_SHIPPED: dict[int, set[str]] = {}  # id(SparkContext or session) -> files already added
+_SHIP_LOCK = threading.Lock()
+
+
+def ship(session, context: RunContext, connect: bool) -> None:
+    """Add the snet package zip and the zips of the box files' folders to ``session``, once per session."""
+    files = [package_zip()]
+    if context.files:
+        folder = tempfile.mkdtemp(prefix="snet-boxes-")
+        zipped = {}
+        for entry in context.files.values():
+            if entry.shipped_name not in zipped:
+                zipped[entry.shipped_name] = folder_zip(entry.path, folder)
+        files.extend(zipped.values())
+    with _SHIP_LOCK:
+        owner = session.sparkContext if not connect else session
+        done = _SHIPPED.setdefault(id(owner), set())
+        for path in files:
+            name = os.path.basename(path)
+            if name in done:
+                continue
+            if connect:
+                session.addArtifacts(path, pyfile=True)
+            else:
+                session.sparkContext.addPyFile(path)
+            done.add(name)
