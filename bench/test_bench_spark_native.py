@@ -17,7 +17,7 @@ for ``spark_apply`` against ``mapInPandas``, 7 without Spark).
 
 1. Parquet in, Parquet out, through a stateless 3-box network and through
    ``work ! <k>`` with 64 tag values: the Spark-native path
-   (:func:`snet.spark.whole.native.run_native`: ``spark.read``, ``spark_apply``,
+   (:class:`snet.spark.whole.native.NativeRun`: ``spark.read``, ``spark_apply``,
    ``df.write``) against the driver path, which is what ``snet run --spark``
    does with record files, applied to the same Parquet: the records come to
    the driver (``toLocalIterator``), the FRONT engine with 2 workers runs

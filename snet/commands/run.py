@@ -265,7 +265,7 @@ def run_command(args: argparse.Namespace) -> int:
     watched = args.progress is not None or args.verbose
     if options.spark_master:
         # Spark starts before the output is opened: a run that cannot start it leaves an existing file as it was.
-        from snet.spark.splits import start_for
+        from snet.commands.sparknative import start_for
 
         if watched and "spark.ui.enabled" not in options.spark_conf:  # the Spark UI, for a person watching
             options = attrs.evolve(options, spark_conf={**options.spark_conf, "spark.ui.enabled": "true"})

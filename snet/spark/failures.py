@@ -1,17 +1,13 @@
-"""Spark's error texts, read: what failed, in one line, and whether a Python worker died.
-
-:func:`reason` gives Spark's own line, :func:`task_error` the snet error a
-task raised as the driver would print it, :func:`looks_like_crash` and
-:func:`crash_summary` a dead Python worker or executor.  The whole text goes
-to the ``snet.spark`` logger at DEBUG, not to the terminal.
-"""
+"""Spark's error texts, read: what failed, in one line (:func:`reason`, :func:`task_error`,
+:func:`analysis_error`), and whether a Python worker died (:func:`looks_like_crash`).  The whole text goes to
+the ``snet.spark`` logger at DEBUG, not to the terminal."""
 
 from __future__ import annotations
 
 import logging
 import re
 
-from snet.errors import SNetRuntimeError
+from snet.errors import SNetRuntimeError, SNetUsageError
 
 log = logging.getLogger("snet.spark")
 
@@ -40,9 +36,8 @@ def crash_summary(text: str) -> str:
 
 
 def first_cause(error: BaseException) -> str:
-    """The line that says why (Spark's text puts it among JVM frames): the first ``SomeException: message``
-    or ``SomeError: message`` line that is not a stack frame, from the exception's name on; else the first
-    line."""
+    """The line that says why, among JVM frames: the first ``SomeException: message`` (or ``Error``) line
+    that is no stack frame, from the exception's name on; else the first line."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     for line in lines:
         if line.startswith(("at ", "...", "File ", "Traceback")):
@@ -54,9 +49,8 @@ def first_cause(error: BaseException) -> str:
 
 
 def reason(error: BaseException) -> str:
-    """Spark's error in one line: :func:`first_cause` without the exception's package
-    (``SparkException: [FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER] …``), the last line of a task's Python
-    traceback, the innermost ``Caused by``."""
+    """Spark's error in one line (``SparkException: [FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER] …``): the first
+    cause without its package, the last line of a task's Python traceback, the innermost ``Caused by``."""
     log.debug("Spark's error: %s", error)
     text = str(error)
     found = _PACKAGE.sub("", first_cause(error))
@@ -93,6 +87,21 @@ def task_error(error: Exception) -> SNetRuntimeError:
                 return SNetRuntimeError(m.group(4), span, detail)
             return SNetRuntimeError(message.removeprefix("error: "), None, detail)
     return SNetRuntimeError(f"Spark job failed: {reason(error)}")
+
+
+def analysis_error(error: Exception, source: str, sink: str) -> SNetUsageError | None:
+    """Spark's analysis error, raised while the job is planned, before any task runs (exit status 2): a
+    missing input or an existing output (an ``hdfs:`` URI, a glob) in snet's words, another in Spark's."""
+    if "AnalysisException" not in type(error).__name__:
+        return None
+    text = str(error)
+    if "PATH_ALREADY_EXISTS" in text:
+        return SNetUsageError(f"the output {sink} exists; remove it, or give --spark-conf snet.mode=overwrite")
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
+    if "PATH_NOT_FOUND" in text:
+        first = next((line for line in text.splitlines() if "PATH_NOT_FOUND" in line), first).strip()
+        return SNetUsageError(f"input not found: {source} ({first[:300]})")
+    return SNetUsageError(f"Spark cannot plan the run ({source} in, {sink} out): {first[:500]}")
 
 
 def job_summary(error: Exception) -> str:

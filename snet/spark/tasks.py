@@ -1,11 +1,9 @@
 """Running a plan inside a Spark task: the one core of every executor-side path.
 
-A task builds the run's plan once per Python worker (:func:`plan_for`,
-cached in :data:`RUNS` with the replica hosts) and runs records through an
-engine's public entry point (:func:`run_plan`), or, for a split's replicas,
-through the reference engine's ``replica``/``feed``.  Records come from
-Arrow batches (:func:`rows`); a split job's payloads go through
-:func:`rdd_payloads` or :func:`arrow_payloads`.
+A task builds the run's plan once per Python worker (:func:`plan_for`, cached
+in :data:`RUNS` with the replica hosts) and runs records through an engine's
+entry point (:func:`run_plan`) or, for a split's replicas, the reference
+engine's ``replica``/``feed``; records come from Arrow batches (:func:`rows`).
 """
 
 from __future__ import annotations
@@ -55,13 +53,12 @@ def dumps(obj: Any) -> bytes:
         return cloudpickle_module().dumps(obj, protocol=PROTOCOL)
 
 
-def loads(data: bytes) -> Any:
-    return pickle.loads(data)
+loads = pickle.loads
 
 
 def plan_for(run_id: str, context: bytes, wrap: Callable | None = None):
     """The run's plan in this Python worker (built on a miss); ``wrap(graph, table)`` changes the box table
-    (:func:`snet.spark.isolation.announcing_table`), such a plan cached apart."""
+    (:func:`snet.isolation.announcing_table`), such a plan cached apart."""
     def build():
         from snet.plan import lower
 
@@ -84,15 +81,9 @@ def front_imports() -> bool:
 
 
 def run_plan(plan, records, engine: str = "front"):
-    """The execution of ``plan`` over ``records``: FRONT with one worker where its compiled runtime imports
-    and ``engine`` is ``"front"``, else the reference engine; its ``warnings`` are complete once it has
-    ended.
-
-    One worker: Spark runs a task per core already.  With one worker FRONT
-    takes the next input record only when the previous one has gone as far
-    as it can, so the outputs keep the input order and a split's replicas
-    get their records in order, as in the reference engine.
-    """
+    """The execution of ``plan`` over ``records`` (its ``warnings`` complete once it has ended): FRONT where its
+    compiled runtime imports and ``engine`` is ``"front"``, else the reference engine.  FRONT has one worker
+    (Spark runs a task per core already), so it keeps the input order, as the reference engine does."""
     import importlib
 
     from snet.options import ENGINES, RunOptions

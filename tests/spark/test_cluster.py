@@ -158,7 +158,7 @@ def assert_compiled_modules_shipped(cluster, record: dict) -> None:
     the executor's own folder; a driver without the built extension ships the pure-Python caller."""
     from importlib.machinery import EXTENSION_SUFFIXES
 
-    from snet.spark.cluster.shipping import native_suffix
+    from snet.shipped_native import native_suffix
 
     caller, front = record["caller"], record["front"]
     if native_suffix() is None:

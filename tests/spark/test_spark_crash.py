@@ -123,7 +123,7 @@ def test_crash_texts_are_told_from_python_errors():
 
 ORPHAN = """
 import os, sys, time
-from snet.spark.isolation import Child
+from snet.isolation import Child
 child = Child(lambda: time.sleep(120))  # a long box call
 print(child.pid, flush=True)
 time.sleep(120)

@@ -593,7 +593,7 @@ def test_ctrl_c_during_the_salvage_run_stops_it_as_an_interruption(spark_install
         "import os, sys, time\n"
         "def f(x):\n"
         f"    while os.path.exists({str(failed)!r}) and os.path.exists({str(mark)!r}):\n"
-        "        isolation = sys.modules.get('snet.spark.isolation')\n"
+        "        isolation = sys.modules.get('snet.isolation')\n"
         "        if isolation is not None and isolation.in_child():\n"
         f"            open({str(waiting)!r}, 'w').close()\n"
         "        time.sleep(0.05)\n"

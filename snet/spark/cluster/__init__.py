@@ -1,3 +1,2 @@
-"""Reaching the cluster: :mod:`~.session` (master URLs, session reuse), :mod:`~.preflight` (checks before a
-session starts), :mod:`~.shipping` (the program, boxes and package on the executors), :mod:`~.jobs` (job tags,
-Ctrl-C); ``snet spark-submit`` is :mod:`snet.commands.submit`."""
+"""Reaching the cluster: :mod:`~.session`, :mod:`~.preflight` (checks before a session starts),
+:mod:`~.shipping` (what executors get), :mod:`~.jobs` (job tags; ``snet spark-submit``: :mod:`snet.commands.submit`)."""

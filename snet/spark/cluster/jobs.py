@@ -1,8 +1,5 @@
-"""The Spark jobs of one run, tagged so that Ctrl-C cancels them and no other user's jobs of a shared context.
-
-Tags are the calling thread's, as Spark's are: :meth:`RunJobs.tagged` tags
-the jobs a block starts, :meth:`RunJobs.cancel` cancels them from any thread.
-"""
+"""The Spark jobs of one run, tagged so that Ctrl-C cancels them and no other user's jobs of a shared context
+(a tag is the calling thread's, as Spark's are; :meth:`RunJobs.cancel` works from any thread)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,11 @@
 """Checks made before Spark starts, so that an infrastructure mistake fails in seconds, in one line.
 
-:func:`check_master` checks the URL's form, Java (17 or later; not for Spark
-Connect), that the address resolves and accepts a connection, and, for
-``spark://``, that the port speaks Spark's RPC protocol (:func:`probe_spark`);
-:func:`check_master_endpoint`, with the JVM started, that it serves a
-master's endpoint.  Each failure is an :class:`~snet.errors.SNetUsageError`
-(exit status 2) saying what is wrong.  docs/architecture.md ("Spark") gives
-the probe's exchange and the verdicts.
+:func:`check_master`: the URL's form, Java 17 or later (not for Spark
+Connect), an address that accepts a connection and, for ``spark://``, speaks
+Spark's RPC protocol (:func:`probe_spark`); :func:`check_master_endpoint`,
+the JVM started, a master's endpoint there.  Each failure is an
+:class:`~snet.errors.SNetUsageError` (exit status 2); docs/architecture.md
+("Spark") gives the probe.
 """
 
 from __future__ import annotations
@@ -146,8 +145,6 @@ def _connect(host: str, port: int, timeout: float) -> None:
     raise _Unreachable(last or f"no address for {host}")
 
 
-# -- the protocol probe ---------------------------------------------------------
-
 class _NotSpark(Exception):
     pass
 
@@ -236,10 +233,8 @@ def probe_spark(host: str, port: int, timeout: float = PROBE_TIMEOUT) -> None:
 
 def check_reachable(master: str, pairs: list[tuple[str, int]], timeout: float = TIMEOUT,
                     probe: bool = False) -> None:
-    """At least one of ``pairs`` accepts a TCP connection (and, with ``probe``, answers as Spark does).
-
-    Raises SNetUsageError with the causes otherwise.
-    """
+    """Raise SNetUsageError with the causes unless one of ``pairs`` accepts a TCP connection (and, with
+    ``probe``, answers as Spark does)."""
     causes, not_spark = [], []
     for host, port in pairs:
         try:
@@ -279,11 +274,8 @@ def _java_causes(error: BaseException) -> list[str]:
 
 
 def check_master_endpoint(jvm, master: str, timeout: float = LOOKUP_TIMEOUT) -> None:
-    """Raise SNetUsageError when no address of the ``spark://`` URL ``master`` has a master's endpoint.
-
-    ``jvm`` is the py4j view of the JVM about to run the session (see "The
-    endpoint check" in the module docstring).
-    """
+    """Raise SNetUsageError when no address of the ``spark://`` URL ``master`` has a master's endpoint
+    (``jvm``: the py4j view of the JVM about to run the session)."""
     pairs = addresses(master)
     if not master.strip().startswith("spark://") or not pairs:
         return

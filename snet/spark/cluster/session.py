@@ -1,16 +1,15 @@
 """Getting a Spark session for a master URL (``local[...]``, ``spark://``, ``yarn``, ``k8s://``, ``sc://``).
 
-A JVM holds one SparkContext and starting one costs 5-8 s, so an active
-session is reused whatever master was asked for (only runtime settings take
-effect), and snet never stops one.  Before one starts, the master is checked
-(:mod:`snet.spark.cluster.preflight`) and the environment made safe for
-Python workers (:func:`prepare_environment`).
+An active session is reused whatever master was asked for (a JVM holds one
+SparkContext, 5-8 s to start; only runtime settings take effect), and snet
+never stops one.  A new one starts after :mod:`~.preflight`'s checks.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import threading
 
@@ -103,12 +102,8 @@ def get_session(master: str, conf: dict[str, str] | None = None):
 
 
 def _check_endpoint(master: str, options: dict[str, str]) -> None:
-    """Start the JVM as the session will, and check that ``master`` has a master's endpoint.
-
-    The JVM gets the session's settings now (it is started once per process,
-    and a setting such as ``spark.driver.memory`` only counts at its start);
-    the session's start then uses it.
-    """
+    """Start the JVM as the session will (with its settings: ``spark.driver.memory`` counts only at the JVM's
+    start), and check that ``master`` has a master's endpoint."""
     from pyspark import SparkConf, SparkContext
 
     from snet.spark.cluster.preflight import check_master_endpoint
@@ -140,26 +135,13 @@ def _quiet_task_failures(session) -> None:
 
 def _sigint_handler():
     """The SIGINT handler now (None off the main thread, where none can be set)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.getsignal(signal.SIGINT)
+    return signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
 
 
 def _restore_sigint(handler) -> None:
-    """Put back the SIGINT handler that a new SparkContext replaced.
-
-    PySpark's handler cancels every job of the context and makes py4j calls
-    from inside the signal handler; when Ctrl-C arrives while the main thread
-    waits in a py4j call, that nested call fails with a traceback of py4j's.
-    snet cancels its own jobs (tagged, :mod:`snet.spark.cluster.jobs`) when the
-    KeyboardInterrupt reaches it, so the process's own handler is enough.
-    """
+    """Put back the SIGINT handler a new SparkContext replaced: PySpark's makes py4j calls inside the handler,
+    which fail with py4j's traceback while the main thread waits in one; snet cancels its own (tagged) jobs."""
     if handler is not None:
-        import signal
-
         signal.signal(signal.SIGINT, handler)
 
 

@@ -1,56 +1,22 @@
 """Splits on Spark: the Spark implementation of a split executor (:mod:`snet.splitexec`).
 
-:class:`SparkSplits` keeps the batch of the selected splits (``--spark-splits``,
-:func:`snet.splitexec.select_splits`) and runs each split node's part as one
-Spark job (:mod:`~snet.spark.splits.runner`); replicas run on executors
-(:mod:`~snet.spark.splits.replicas`), a dead worker is diagnosed by
-:mod:`~snet.spark.splits.crash`.  Outputs come back per input in sequence
-order, so batching reorders only what the language leaves non-deterministic.
+:class:`SparkSplits` keeps the batch of the selected splits and runs each
+split node's part as one Spark job (:mod:`~.runner`; executors:
+:mod:`~.replicas`; a dead worker: :mod:`~.crash`).  Outputs come back per
+input in order, so batching reorders only what the language leaves open.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable
 
 from snet.splitexec import SplitExecutor, select_splits, split_positions
 from snet.spg.nodes import PropertyGraph
 from snet.stats import SparkStats, SplitStats
 
-log = logging.getLogger("snet.spark")
-
-Record = dict
-
-
-def start_for(graph: PropertyGraph, options: Any):
-    """Start Spark now if a run of ``graph`` with ``options`` will use it (None otherwise).
-
-    ``snet run`` calls this before it opens the output file, so that a run
-    that cannot start Spark leaves an existing output untouched.
-    """
-    if not options.spark_master:
-        return None
-    from snet.spark.cluster.preflight import addresses
-    from snet.spark.cluster.session import start_session
-
-    addresses(options.spark_master)
-    if not select_splits(graph, options.spark_splits):
-        # Not an error (the same command may run a network with boxes next), but the user asked for
-        # Spark: say that it is not used, so that the master is not taken as checked either.
-        rule = options.spark_splits or "auto"
-        why = ("no split of this network has a box in its operand (--spark-splits auto leaves splits of "
-               "filters and synchro-cells local)" if rule == "auto" else f"--spark-splits {rule} selects no split")
-        log.warning("warning: %s: the run does not use Spark, and %s is not contacted", why, options.spark_master)
-        return None
-    return start_session(options.spark_master, options.spark_conf)
-
-
 class SparkSplits(SplitExecutor):
-    """The Spark splits of one run: a split executor whose runners are Spark jobs.
-
-    ``options``: the run's options (``spark_master``, ``spark_conf``,
-    ``spark_splits``, ``spark_batch``).
-    """
+    """The Spark splits of one run (``options``: ``spark_master``, ``spark_conf``, ``spark_splits``,
+    ``spark_batch``): a split executor whose runners are Spark jobs."""
 
     name = "spark"
 
@@ -59,13 +25,9 @@ class SparkSplits(SplitExecutor):
         from snet.spark.splits.runner import DEFAULT_BATCH
 
         super().__init__(select_splits(graph, options.spark_splits), options.spark_batch or DEFAULT_BATCH)
-        self.graph = graph
-        self.boxes = boxes
-        self.master = options.spark_master
-        self.conf = dict(options.spark_conf or {})
-        if self.selected:
-            # Start the session now: a missing pyspark or Java is a start-up error,
-            # and the 5-8 s start is not charged to the first batch.
+        self.graph, self.boxes = graph, boxes
+        self.master, self.conf = options.spark_master, dict(options.spark_conf or {})
+        if self.selected:  # now: a missing pyspark or Java is a start-up error, the 5-8 s not the first batch's
             start_session(self.master, self.conf)
 
     def make_runner(self, node_id: int):
@@ -86,4 +48,4 @@ class SparkSplits(SplitExecutor):
         )
 
 
-__all__ = ["SparkSplits", "select_splits", "split_positions", "start_for"]
+__all__ = ["SparkSplits", "select_splits", "split_positions"]

@@ -1,15 +1,10 @@
 """A Python worker that dies in a split's task: find the box and the record, keep the outputs before it.
 
-When a split's job fails as if a Python worker died
-(:func:`snet.spark.failures.looks_like_crash`), the driver runs the batch
-again as a *diagnosis* job: the same tasks, each running its groups in a
-forked child (:class:`snet.spark.isolation.Child`) that says which record
-and box call it is in.  A dead child becomes its group's
-:class:`~snet.spark.splits.replicas.ErrorReport` (``box 'f' ended its Python
-worker (exit status 3) on input (a=3, <k>=1)``), the outputs before it kept;
-under ``on_error`` "skip" the record is skipped and the group goes on
-without it (:func:`without`).  A diagnosis that completes gives the batch's
-results.
+The driver runs the batch again as a *diagnosis* job whose tasks run their
+groups in forked children (:class:`snet.isolation.Child`) that say which
+record and box call they are in; a dead child becomes its group's
+:class:`~snet.spark.splits.replicas.ErrorReport`, or under ``on_error``
+"skip" a skipped record (:func:`without`).  See docs/architecture.md, "Spark".
 """
 
 from __future__ import annotations
@@ -18,9 +13,24 @@ import time
 from typing import Callable
 
 from snet.errorpolicy import error_record
-from snet.spark import isolation
-from snet.spark.splits.replicas import ErrorReport, Group, GroupResult, ReplicaHost, TaskInput, TaskOutput
+from dataclasses import dataclass
+from typing import Any
+
+from snet import isolation
+from snet.spark.splits.replicas import ErrorReport, Group, GroupResult, Out, ReplicaHost, TaskInput, TaskOutput
 from snet.spark.tasks import RUNS, dumps, loads
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStart:  # the child's messages besides isolation's: a group starts ...
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDone:  # ... and ends with its GroupResult
+    index: int
+    result: GroupResult
+    box_calls: dict
 
 
 def diagnosis_host(run_id: str, context: Callable[[], bytes]) -> ReplicaHost:
@@ -39,9 +49,9 @@ def _groups_body(host: ReplicaHost, groups: list, first: int) -> Callable[[], No
         host.observer = isolation.send
         host.engine.box_calls = {}
         for index in range(first, len(groups)):
-            isolation.send(isolation.GroupStart(index))
+            isolation.send(GroupStart(index))
             result = host.run_group(groups[index])  # a run-time error of the network is a result
-            isolation.send(isolation.GroupDone(index, result, host.engine.box_calls))
+            isolation.send(GroupDone(index, result, host.engine.box_calls))
             host.engine.box_calls = {}
     return body
 
@@ -56,21 +66,21 @@ def run_isolated(host: ReplicaHost, task: TaskInput, job_error: str = "") -> Tas
     kept: dict[int, tuple[list, list]] = {}  # group index -> (outputs, failures) of runs a skipped crash cut
     index = 0
     while index < len(groups):
-        child = isolation.Child(_groups_body(host, groups, index))
+        child = isolation.Child(_groups_body(host, groups, index), dumps=dumps)
         current, key, box, outputs, failures = index, None, None, [], []
         failed = None
         try:
             for message in child.messages():
-                if isinstance(message, isolation.GroupStart):
+                if isinstance(message, GroupStart):
                     current, key, box, outputs, failures = message.index, None, None, [], []
                 elif isinstance(message, isolation.Item):
                     key, box = message.key, None
                 elif isinstance(message, isolation.BoxCall):
                     box = message
-                elif isinstance(message, isolation.Out):
+                elif isinstance(message, Out):
                     outputs.append((message.key, message.outputs))
                     failures.extend(message.failures)
-                elif isinstance(message, isolation.GroupDone):
+                elif isinstance(message, GroupDone):
                     result = message.result
                     if message.index in kept:
                         earlier_outputs, earlier_failures = kept.pop(message.index)

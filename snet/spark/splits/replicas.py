@@ -1,15 +1,11 @@
 """Replicas of a split's operand on an executor, and their state as bytes.
 
 A :class:`ReplicaHost` holds, per run and Python worker, a reference engine
-for the whole program; replicas are instance trees it builds and feeds
-(:meth:`~snet.reference.ReferenceEngine.replica`,
-:meth:`~snet.reference.ReferenceEngine.feed`).  A replica with state
-(:func:`keeps_state`) travels between batches as bytes (:func:`dump_replica`,
-:func:`load_replica`: static objects replaced by ids), so a retried task
-starts again from the same state.  A task gets a :class:`TaskInput` of
-:class:`Group` s (items ``(key, record, fire)`` for one replica, in order)
-and returns a :class:`TaskOutput`; a run-time error travels back as an
-:class:`ErrorReport`.  docs/architecture.md ("Spark") has the details.
+for the whole program, which builds and feeds the replicas; a replica with
+state (:func:`keeps_state`) travels between batches as bytes
+(:func:`dump_replica`, :func:`load_replica`: static objects replaced by ids).
+A task gets a :class:`TaskInput` of :class:`Group` s and returns a
+:class:`TaskOutput`; a run-time error travels back as an :class:`ErrorReport`.
 """
 
 from __future__ import annotations
@@ -24,8 +20,8 @@ from typing import Any, Callable
 from snet.core.semantics import SyncCell, unfinished_warning
 from snet.errorpolicy import ErrorPolicy, error_record
 from snet.errors import SNetRuntimeError
+from snet import isolation
 from snet.plan import PlanNode, lower, operators
-from snet.spark import isolation
 from snet.spark.tasks import PROTOCOL, RUNS, cloudpickle_module, dumps, loads
 from snet.spg.nodes import Node, PropertyGraph
 
@@ -33,16 +29,18 @@ Record = dict
 Item = tuple  # (key, record, fire)
 
 
-# -- what travels ------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Out:
+    """Told to a host's observer after each item: its outputs, and the records it skipped (on_error "skip")."""
+    key: Any
+    outputs: list
+    failures: list
+
 
 @dataclass(slots=True)
 class Group:
-    """Records for one replica (or, for a stateless operand, any replica), in order.
-
-    ``state`` is the replica's bytes from the previous batch, None for a
-    replica that does not exist yet (stateful operands) or for stateless
-    operands.
-    """
+    """Records for one replica (for a stateless operand, any replica), in order; ``state``: the replica's bytes
+    from the previous batch (None for a new replica, or a stateless operand)."""
 
     instance: int
     value: int | None
@@ -68,8 +66,7 @@ class ErrorReport:
     def rebuild(self) -> SNetRuntimeError:
         import snet.errors as errors
         kind = getattr(errors, self.kind, None)
-        if not (isinstance(kind, type) and issubclass(kind, SNetRuntimeError)):
-            kind = SNetRuntimeError
+        kind = kind if isinstance(kind, type) and issubclass(kind, SNetRuntimeError) else SNetRuntimeError
         return kind(self.message, self.span, self.detail)
 
 
@@ -97,8 +94,6 @@ class TaskOutput:
     box_calls: dict[str, list] = field(default_factory=dict)  # name -> [calls, seconds]
     seconds: float = 0.0
 
-
-# -- replica state -----------------------------------------------------------
 
 class _StatePickler(pickle.Pickler):
     """Pickles an instance tree, leaving static objects behind as ids."""
@@ -191,8 +186,6 @@ def keeps_state(operand: Node) -> bool:
     return bool(operand.stateful or operand.has_initialisers)
 
 
-# -- the host ----------------------------------------------------------------
-
 class _Collecting(ErrorPolicy):
     """The error policy of replicas on an executor: collects each skipped failure for the driver."""
 
@@ -205,11 +198,8 @@ class _Collecting(ErrorPolicy):
 
 
 class ReplicaHost:
-    """Everything an executor needs to run replicas of one split's operand.
-
-    Built once per run per Python worker (see :func:`host_for`); holds no
-    replica between tasks, only the static machinery.
-    """
+    """What an executor needs to run replicas of one split's operand: built once per run and Python worker
+    (:func:`host_for`), it holds no replica between tasks, only the static machinery."""
 
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], split_node_id: int,
                  skip_errors: bool = False):
@@ -229,7 +219,7 @@ class ReplicaHost:
         self.op_ids = {id(value): (node.id, name) for node in self.plan.nodes
                        for name, value in operators(node).items() if not isinstance(value, (type(None), str, int))}
         self._shared: tuple | None = None  # the one instance tree of a stateless operand
-        # told an isolation.Item before each item and an isolation.Out after it (the crash diagnosis)
+        # told an isolation.Item before each item and an Out after it (the crash diagnosis)
         self.observer: Callable[[object], None] | None = None
 
     # running
@@ -257,7 +247,7 @@ class ReplicaHost:
                 for i in range(skipped, len(self.failures)):  # skipped records of this input: its seq
                     self.failures[i] = (key[0],) + self.failures[i]
                 if observer is not None:
-                    observer(isolation.Out(key, outputs[-1][1], self.failures[skipped:]))
+                    observer(Out(key, outputs[-1][1], self.failures[skipped:]))
         except SNetRuntimeError as e:
             result.error = ErrorReport.of(key, e)
             return result
@@ -275,8 +265,6 @@ class ReplicaHost:
         results = [self.run_group(g) for g in task.groups]
         return TaskOutput(results, self.engine.box_calls, time.perf_counter() - started)
 
-
-# -- executor entry points -----------------------------------------------------
 
 def host_for(run_id: str, context: Callable[[], bytes]) -> ReplicaHost:
     """The cached host of a run in this Python worker; ``context()`` gives the run's bytes on a miss."""

@@ -1,13 +1,10 @@
-"""The driver side of one split on Spark: batches in, outputs per input out, one Spark job per batch.
+"""The driver side of one split on Spark: a batch in, outputs per input out, one Spark job per batch.
 
-:class:`SparkSplitRunner` groups a batch by (split instance, tag value),
-packs the groups into at most ``partitions`` tasks and runs one single-stage
-job, with no shuffle: each group carries its records in order, and outputs
-come back per input in sequence order.  An operand without state is cut
-into equal chunks instead.  The job takes the RDD path on classic Spark and
-the DataFrame path (``mapInArrow``) on Spark Connect or with
-``snet.path=dataframe``.  A dead Python worker is looked into by
-:mod:`snet.spark.splits.crash`.
+:class:`SparkSplitRunner` groups a batch by (split instance, tag value) and
+packs the groups into at most ``partitions`` tasks of one single-stage job
+(no shuffle: each group carries its records in order); an operand without
+state is cut into equal chunks instead.  The RDD path on classic Spark, the
+DataFrame path (``mapInArrow``) on Spark Connect or with ``snet.path=dataframe``.
 """
 
 from __future__ import annotations
@@ -37,21 +34,8 @@ SNET_KEYS = ("snet.path", "snet.partitions", "snet.boxes", "snet.mode")
 
 
 class SparkSplitRunner(SplitRunner):
-    """Runs the replicas of one split node on Spark.
-
-    Args:
-        graph: the compiled program.
-        split_node_id: the :class:`~snet.spg.nodes.SplitNode` to run.
-        boxes: the bound box table (box name -> function), as engines have it.
-        master: a Spark master URL (see :mod:`snet.spark.cluster.session`).
-        conf: Spark settings; ``snet.path`` (``rdd``/``dataframe``) and
-            ``snet.partitions`` (tasks per job) are read by snet.
-        batch_size: the engine's batch size, kept for statistics and engines.
-
-    Several instances of the split node (inside a star, say) share one
-    runner; items name their instance, and state is kept per (instance,
-    tag value).
-    """
+    """Runs the replicas of one split node on Spark; ``conf`` holds Spark's settings and snet's (``snet.path``,
+    ``snet.partitions``, ``snet.boxes``).  Instances of the node share one runner, state per (instance, value)."""
 
     def __init__(self, graph: PropertyGraph, split_node_id: int, boxes: dict[str, Callable], master: str,
                  conf: dict[str, str] | None = None, batch_size: int | None = None, skip_errors: bool = False):
@@ -99,19 +83,10 @@ class SparkSplitRunner(SplitRunner):
 
     # -- the batch -------------------------------------------------------------
 
-    def process(self, batch: list[tuple[int, Record]], instance: int = 0) -> list[tuple[int, list[Record]]]:
-        """Run one batch of one instance: ``[(seq, record)]`` -> ``[(seq, outputs)]`` in seq order."""
-        return [(o.seq, o.outputs) for o in self.process_many([(instance, s, r) for s, r in batch])]
-
     def process_many(self, batch: list[tuple[int, int, Record]]) -> list[SplitOutputs]:
-        """Run ``[(instance, seq, record)]``; the outputs per input, sorted by (seq, instance).
-
-        Raises:
-            SplitFailure: the first error in (seq, instance, value) order,
-                rebuilt from the executor's report, with the outputs of the
-                inputs before it.
-            SNetRuntimeError: the Spark job itself failed.
-        """
+        """Run ``[(instance, seq, record)]``; the outputs per input, sorted by (seq, instance).  Raises
+        :class:`SplitFailure` for the first error in (seq, instance, value) order, with the outputs before it;
+        SNetRuntimeError when the Spark job itself failed."""
         if self._closed:
             raise SNetUsageError("the Spark split runner is closed")
         started = time.perf_counter()
@@ -149,14 +124,10 @@ class SparkSplitRunner(SplitRunner):
         keyed.sort(key=lambda item: item[0])
         seconds = time.perf_counter() - started
         s = self._stats
-        s["batches"] += 1
-        s["records"] += len(batch)
-        s["copies"] += copies
-        s["tasks"] += len(payloads)
-        s["seconds"] += seconds
-        s["job_seconds"] += job_seconds
+        for key, value in (("batches", 1), ("records", len(batch)), ("copies", copies), ("tasks", len(payloads)),
+                           ("seconds", seconds), ("job_seconds", job_seconds), ("bytes_out", sum(map(len, payloads)))):
+            s[key] += value
         s["max_batch_seconds"] = max(s["max_batch_seconds"], seconds)
-        s["bytes_out"] += sum(map(len, payloads))
         log.info("spark split %s: batch %d, %d records, %d tasks, %.3f s", self.where, s["batches"],
                  len(batch), len(payloads), seconds)
         if errors:
@@ -210,7 +181,7 @@ class SparkSplitRunner(SplitRunner):
             return []
         description = f"snet split {self.where} batch {self._stats['batches'] + 1}"
         try:
-            return self._job(functools.partial(run_payload, self.run_id), description)(payloads)
+            return self._job(functools.partial(run_payload, self.run_id), description, payloads)
         except Exception as e:
             failure = SNetRuntimeError(f"Spark job of the split failed: {type(e).__name__}: {job_summary(e)[:500]}",
                                        self.node.span, str(e)[:4000])
@@ -222,22 +193,19 @@ class SparkSplitRunner(SplitRunner):
             raise failure from error
         return rerun
 
-    def _job(self, function, description: str):
-        """``payloads -> results`` of one job mapping ``function(context(), payload)`` (tagged: Ctrl-C cancels
-        it)."""
-        def run(payloads: list[bytes]) -> list[bytes]:
-            try:
-                with self.jobs.tagged(description):
-                    if self.path == "rdd":
-                        rdd = self.session.sparkContext.parallelize(payloads, len(payloads))
-                        return rdd.mapPartitions(functools.partial(rdd_payloads, function, self._broadcast)).collect()
-                    df = self.session.createDataFrame([(p,) for p in payloads], "payload binary")
-                    fn = functools.partial(arrow_payloads, function, self.context_bytes)
-                    return [bytes(row[0]) for row in df.mapInArrow(fn, "payload binary").collect()]
-            except KeyboardInterrupt:
-                self.cancel()
-                raise
-        return run
+    def _job(self, function, description: str, payloads: list[bytes]) -> list[bytes]:
+        """One job mapping ``function(context(), payload)`` over ``payloads`` (tagged: Ctrl-C cancels it)."""
+        try:
+            with self.jobs.tagged(description):
+                if self.path == "rdd":
+                    rdd = self.session.sparkContext.parallelize(payloads, len(payloads))
+                    return rdd.mapPartitions(functools.partial(rdd_payloads, function, self._broadcast)).collect()
+                df = self.session.createDataFrame([(p,) for p in payloads], "payload binary")
+                fn = functools.partial(arrow_payloads, function, self.context_bytes)
+                return [bytes(row[0]) for row in df.mapInArrow(fn, "payload binary").collect()]
+        except KeyboardInterrupt:
+            self.cancel()
+            raise
 
     def _diagnose(self, payloads: list[bytes], description: str, job_error: str) -> list[bytes] | None:
         """The batch again, each task's groups in child processes (:mod:`snet.spark.splits.crash`); None if that
@@ -246,7 +214,7 @@ class SparkSplitRunner(SplitRunner):
                     self.where)
         function = functools.partial(crash.run_payload, self.run_id, job_error)
         try:
-            raw = self._job(function, description + " (crash diagnosis)")(payloads)
+            raw = self._job(function, description + " (crash diagnosis)", payloads)
         except Exception as e:
             log.debug("the crash diagnosis failed too: %s", e)
             return None

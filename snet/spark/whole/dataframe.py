@@ -1,13 +1,10 @@
 """A whole network over a Spark DataFrame: :meth:`snet.api.Network.spark_apply`.
 
 Rows are records (column names in the JSON Lines spelling, a null an absent
-label).  :func:`map_partition`, the ``mapInArrow`` function, runs one engine
-per task over its partition (:func:`snet.spark.tasks.run_plan`; a serial
-chain of boxes needs none: :func:`box_chain`).  Only networks whose state
-can be partitioned run this way (:mod:`snet.spark.whole.distribute`); a
-keyed one is repartitioned by its tag column and sorted by an input
-sequence within each partition (:func:`prepare`).  The output schema is the
-caller's or inferred (:mod:`snet.spark.whole.schema`).
+label).  :func:`map_partition` runs one engine per task over its partition;
+a keyed network's input is repartitioned by its tag column and sorted by an
+input sequence (:func:`prepare`, :mod:`snet.spark.whole.distribute`).  The
+output schema is the caller's or inferred (:mod:`snet.spark.whole.schema`).
 """
 
 from __future__ import annotations
@@ -27,12 +24,12 @@ log = logging.getLogger("snet.spark")
 SEQ = "__snet_seq"  # the input sequence column added before a shuffle
 OUT_BATCH = 4096  # output records per Arrow batch
 
+
 def output_schema(graph, input_schema, schema=None, drop: tuple[str, ...] = (), cli: bool = False, *,
                   boxes=None, sample=None, override=None):
-    """The Spark schema of the outputs (see the module docstring and :mod:`snet.spark.whole.schema`); ``schema``
-    a StructType or DDL string, the columns as given; else inferred, ``boxes`` giving return annotations,
-    ``sample()`` the outputs of a run on the first records, ``override`` (``snet run --spark-schema``)
-    types that replace or add to the inferred ones; ``cli``: errors name ``--spark-schema``, not ``schema=``."""
+    """The Spark schema of the outputs: ``schema`` (StructType or DDL) as given, else inferred
+    (:mod:`snet.spark.whole.schema`), ``override`` (``--spark-schema``) replacing or adding types; ``cli``:
+    errors name ``--spark-schema``, not ``schema=``."""
     from snet.spark.whole.schema import infer_types, merge, output_labels, parse
 
     if schema is not None:
@@ -56,16 +53,13 @@ def output_schema(graph, input_schema, schema=None, drop: tuple[str, ...] = (), 
                              "output column")
     return merge(types, labels, override)
 
+
 _INTEGRAL = ("tinyint", "smallint", "int", "bigint")  # Spark's simpleString of the types a tag column may have
 
 
 def check_columns(input_schema, drop: tuple[str, ...] = ()) -> None:
-    """Refuse input columns that are no record labels, and tag columns that do not hold integers.
-
-    Records read from files and given to ``Network.run`` are refused for the
-    same mistakes (:func:`snet.records.record_problem`); for a DataFrame the
-    schema tells them before anything runs.
-    """
+    """Refuse input columns that are no record labels, and tag columns that do not hold integers (records
+    are refused for the same mistakes: :func:`snet.records.record_problem`)."""
     from snet.records import LABEL_RULE, is_valid_label
 
     for f in input_schema.fields:
@@ -85,7 +79,7 @@ def prepare(network, df, partitions: int | None = None, order: str | None = None
     """Partition ``df`` as the network needs: (the DataFrame to map, the distribution, columns not records)."""
     how: Distribution = distribution(network.graph)
     columns = df.columns
-    drop: tuple[str, ...] = ()
+    drop: tuple[str, ...] = () if order is None else (order,)
     if order is not None and order not in columns:
         raise SNetUsageError(f"spark_apply: order={order!r} is not a column of the DataFrame ({', '.join(columns)})")
     if how.key is None:
@@ -109,13 +103,12 @@ def prepare(network, df, partitions: int | None = None, order: str | None = None
     df = df.repartition(partitions, F.col(f"`{how.key}`")).sortWithinPartitions(F.col(f"`{seq}`"))
     return df, how, drop
 
+
 def spark_apply(network, df, schema=None, *, partitions: int | None = None, order: str | None = None,
                 shipped_only: bool = False, task_warnings: bool = True, counter=None, project: bool | None = None):
-    """See :meth:`snet.api.Network.spark_apply`; ``shipped_only``: box files from the shipped zips only
-    (``snet.boxes=shipped`` of ``snet run``); ``task_warnings``: tasks log termination warnings (not under
-    ``snet run -q``); ``counter``: an accumulator the tasks add their output rows to (``snet run --stats``);
-    ``project``: whether labels outside ``schema`` are left out (the default where a schema is given) or an
-    error (``snet run``, whose schema has every column)."""
+    """See :meth:`snet.api.Network.spark_apply`; for ``snet run``: ``shipped_only`` (``snet.boxes=shipped``),
+    ``task_warnings`` (off under ``-q``), ``counter`` (an accumulator of output rows), ``project`` (whether
+    labels outside ``schema`` are left out, the default with a schema, or an error)."""
     if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
         raise SNetUsageError(f"spark_apply: partitions must be a positive int, not {partitions!r}")
 
@@ -138,8 +131,6 @@ def map_network(network, df, task, schema=None, *, partitions: int | None = None
 
     check_columns(df.schema, (order,) if order is not None else ())
     mapped, how, drop = prepare(network, df, partitions, order)
-    if order is not None:
-        drop = (order,)
     out = output_schema(network.graph, df.schema, schema, drop, boxes=network.boxes)
     session = df.sparkSession
     context = make_context(network.graph, 0, network.boxes, shipped_only=shipped_only)
@@ -147,7 +138,6 @@ def map_network(network, df, task, schema=None, *, partitions: int | None = None
     project = schema is not None if project is None else project
     return mapped.mapInArrow(task(dump_context(context), drop, out.json(), project), out)
 
-# -- on the executors ----------------------------------------------------------
 
 class Writer:
     """Output records to Arrow batches of the output schema."""
@@ -203,15 +193,11 @@ def _fits(pa, value, type_) -> bool:
     except Exception:
         return False
 
+
 def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_json: str, project: bool,
                   batches, engine: str = "front", warn: bool = True) -> Iterator:
     """The ``mapInArrow`` function: one fresh engine (:func:`snet.spark.tasks.run_plan`) over this partition's
-    records.
-
-    A chain of boxes runs without the engine, one input batch at a time
-    (rows to records, the records through the chain, the outputs gathered
-    into Arrow batches of ``OUT_BATCH``).
-    """
+    records; a chain of boxes without one, an input batch at a time (:func:`box_chain`)."""
     plan = plan_for(run_id, context)
     writer = Writer(schema_json, project)
     chain = box_chain(plan)
@@ -253,17 +239,10 @@ TASK_ENGINE = "front"  # the tasks' engine, read by spark_apply; "reference" for
 
 
 def box_chain(plan) -> tuple | None:
-    """The box callers of a network that is a serial chain of boxes (or one box), else None.
-
-    Such a network is function composition: nets, serial compositions and
-    ``[]`` are wiring only, so the boxes are taken in order however the
-    chain is nested.  Each record goes through the boxes depth first, as
-    the reference engine takes it (:func:`snet.core.boxes.chain_outputs`),
-    without the engine's stack.  The box callers are the engine's own
-    (argument checks, result types, flow inheritance and error messages
-    are theirs); a chain holding anything else (a filter, a box caller that
-    skips errors or defers ``async def`` calls) is left to the engine.
-    """
+    """The box callers of a network that is a serial chain of boxes (or one box), else None: function
+    composition, each record through the boxes depth first as the reference engine takes it
+    (:func:`snet.core.boxes.chain_outputs`), with the engine's own box callers; a chain holding anything else
+    (a filter, a caller that skips errors or defers ``async def`` calls) is left to the engine."""
     from snet.core.boxes import BoxCaller
     from snet.plan import Kind
 

@@ -1,12 +1,10 @@
 """Which networks run whole inside Spark tasks, and how their input must be partitioned.
 
-Engines in different tasks share nothing, so a network runs whole in tasks
-only where every piece of state lives in one task: a stateless network (any
-partitioning), or state inside a top-level index split ``X ! <t>`` (the
-input partitioned by ``<t>``; the stages before it must leave ``<t>`` as it
-is, and several such splits must use the same tag).  Anything else makes
-:func:`distribution` raise :class:`~snet.errors.SNetNotDistributable` naming
-the construct.  This module imports nothing from pyspark.
+Engines in different tasks share nothing, so state must live in one task: a
+stateless network takes any partitioning; state inside a top-level index
+split ``X ! <t>`` partitions the input by ``<t>`` (the stages before it must
+keep ``<t>``; several such splits, one tag).  Anything else makes
+:func:`distribution` raise :class:`~snet.errors.SNetNotDistributable`.
 """
 
 from __future__ import annotations

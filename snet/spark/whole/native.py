@@ -1,16 +1,12 @@
 """``snet run NET.snet --spark MASTER -i SOURCE -o SINK`` with a Spark source and sink (a Spark-native run).
 
-``spark.read`` makes a DataFrame of the source,
-:func:`snet.spark.whole.dataframe.spark_apply` runs the whole network inside
-the tasks, ``df.write`` writes the sink; records never pass through the
-driver.  The command line asks with a :class:`NativeRequest` and reports the
-:class:`NativeOutcome` (:mod:`snet.commands.sparknative`).  A keyed network
-sees each value's records in file order (:func:`in_file_order`); one that
-cannot be partitioned runs on the driver with ``--spark-driver-fallback``
-(:func:`driver_run`).  Paths and columns are checked before the job; after
-a failed one, a dead worker is diagnosed (:mod:`snet.spark.whole.taskcrash`),
-the outputs made before the failure are written
-(:mod:`snet.spark.whole.salvage`) and the sink keeps no ``_SUCCESS``.
+``spark.read``, :func:`~snet.spark.whole.dataframe.spark_apply`, ``df.write``:
+records never pass through the driver, unless the network cannot be
+partitioned and ``--spark-driver-fallback`` is given (:func:`driver_run`).
+The command line gives a :class:`NativeRequest` and reports the
+:class:`NativeOutcome` (:mod:`snet.commands.sparknative`).  After a failed
+job a dead worker is diagnosed (:mod:`~snet.spark.whole.taskcrash`), the
+outputs made before the failure written (:mod:`~snet.spark.whole.salvage`).
 """
 
 from __future__ import annotations
@@ -27,7 +23,7 @@ import attrs
 from snet.errors import SNetNotDistributable, SNetRuntimeError, SNetUsageError
 from snet.options import RunOptions
 from snet.records import format_labels
-from snet.spark.failures import interrupted, looks_like_crash, reason, task_error
+from snet.spark.failures import analysis_error, interrupted, looks_like_crash, reason, task_error
 
 log = logging.getLogger("snet.spark")
 
@@ -58,66 +54,9 @@ def _reader(session, fmt: str, path: str):
     return reader.load(path)
 
 
-def check_paths(source: str, sink: str, mode: str) -> None:
-    """Mistakes in -i and -o that the local file system shows, before Spark starts (exit status 2)."""
-    source_path, sink_path = local_path(source), local_path(sink)
-    if source_path is not None and sink_path is not None:
-        _check_overlap(source, source_path, sink, sink_path)
-    if mode in ("error", "errorifexists") and sink_path is not None and os.path.exists(sink_path):
-        raise SNetUsageError(f"the output {sink} exists; remove it, or give --spark-conf snet.mode=overwrite")
-    if source_path is not None and not any(ch in source_path for ch in "*?[") and not os.path.exists(source_path):
-        raise SNetUsageError(f"input not found: {source}")
-
-
-def _check_overlap(source: str, source_path: str, sink: str, sink_path: str) -> None:
-    """Refuse an output that is, holds or lies inside an input (every path a glob matches, symbolic links
-    resolved), whatever the save mode: ``overwrite`` empties the output folder before the job reads its
-    input, and any mode writes part files where the input's directory listing would find them."""
-    import glob
-
-    output = os.path.realpath(sink_path)
-    pattern = any(ch in source_path for ch in "*?[")
-    inputs = sorted(glob.glob(source_path)) if pattern else [source_path]
-    for path in inputs:
-        given = path if pattern else source
-        path = os.path.realpath(path)
-        if path == output:
-            raise SNetUsageError(f"the output {sink} is the input{f' {given}' if pattern else ''}: writing it "
-                                 "would destroy the input")
-        if path.startswith(output.rstrip(os.sep) + os.sep):
-            raise SNetUsageError(f"the output {sink} holds the input {given}: writing the output folder would "
-                                 "destroy the input (give an output outside it)")
-        if output.startswith(path.rstrip(os.sep) + os.sep):
-            raise SNetUsageError(f"the output {sink} lies inside the input {given}: the run would read its own "
-                                 "output (give an output outside it)")
-
-
-def _analysis_error(error: Exception, source: str, sink: str) -> SNetUsageError | None:
-    """Spark's analysis error, raised while the job is planned, before any task runs (exit status 2): a
-    missing input or an existing output (an ``hdfs:`` URI, a glob) in snet's words, another in Spark's."""
-    if "AnalysisException" not in type(error).__name__:
-        return None
-    text = str(error)
-    if "PATH_ALREADY_EXISTS" in text:
-        return SNetUsageError(f"the output {sink} exists; remove it, or give --spark-conf snet.mode=overwrite")
-    first = next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
-    if "PATH_NOT_FOUND" in text:
-        first = next((line for line in text.splitlines() if "PATH_NOT_FOUND" in line), first).strip()
-        return SNetUsageError(f"input not found: {source} ({first[:300]})")
-    return SNetUsageError(f"Spark cannot plan the run ({source} in, {sink} out): {first[:500]}")
-
-
 def in_file_order(df):
-    """``df`` with a column giving its records' order in the source: files by path, rows in file order.
-
-    A keyed network sees each tag value's records in this order.  Spark's own
-    order of a directory's rows is not it: it packs files into partitions
-    largest first, so ``monotonically_increasing_id`` alone would put a later
-    part file's records before an earlier one's.  Rows of one file block are
-    read in order within one partition, so (file path, block start, id) is
-    the order of the files.  Returns (DataFrame, column) or (df, None) for a
-    source without file metadata.
-    """
+    """``(df with a column of its records' order in the source, the column)``: files by path, rows in file
+    order, which Spark's own order is not (it packs files largest first); (df, None) without file metadata."""
     from pyspark.sql import functions as F
 
     if "_metadata" in df.columns or ORDER in df.columns:
@@ -136,9 +75,8 @@ MARK_SUCCESS = "mapreduce.fileoutputcommitter.marksuccessfuljobs"
 
 
 def write_sink(df, fmt: str, path: str, mode: str, complete: bool = True) -> None:
-    """Write the sink; ``complete=False`` for the outputs of a failed run (the salvage job, the driver
-    fallback's outputs before its failure): the folder gets no ``_SUCCESS``, which readers take for a
-    complete output."""
+    """Write the sink; ``complete=False`` for the outputs of a failed run: no ``_SUCCESS``, which readers take
+    for a complete output."""
     writer = df.write.format(fmt).mode(mode)
     if fmt == "csv":
         writer = writer.option("header", "true")
@@ -170,13 +108,10 @@ def unmark(session, path: str) -> None:
 
 @attrs.frozen
 class NativeRequest:
-    """A Spark-native run as the command line asks for it (built by :mod:`snet.commands.sparknative`).
-
-    ``source``/``sink``: the Spark formats of ``input``/``output``; ``options``: the run's options
-    (``spark_master``, ``spark_conf``; the rest for the driver fallback); ``schema``: ``--spark-schema``;
-    ``engine_flags``: the engine options given, which the tasks do not take; ``watched``: a person watches
-    (``--progress``, ``-v``): the Spark UI is on and ``show_ui(address)`` is told where.
-    """
+    """A Spark-native run as the command line asks for it (:mod:`snet.commands.sparknative`): ``source`` and
+    ``sink`` are the Spark formats of ``input`` and ``output``; ``options`` the run's (Spark's settings, and the
+    driver fallback's engine); ``schema`` ``--spark-schema``; with ``watched`` (``--progress``, ``-v``) the Spark
+    UI is on and ``show_ui(address)`` is told where."""
 
     source: str
     sink: str
@@ -186,15 +121,13 @@ class NativeRequest:
     schema: str | None = None
     driver_fallback: bool = False
     task_warnings: bool = True
-    engine_flags: tuple[str, ...] = ()
     watched: bool = False
     show_ui: Callable[[str], None] | None = None
 
 
 @attrs.frozen
 class NativeOutcome:
-    """What a Spark-native run did: where the network ran, the records written (None: not counted), its
-    error (None for a run that completed), how long it took."""
+    """What a Spark-native run did: records written (None: not counted), seconds, its error (None: done)."""
 
     fallback: bool
     written: int | None
@@ -206,14 +139,9 @@ class NativeOutcome:
         return "on the driver" if self.fallback else "inside Spark tasks"
 
 
-def run_native(network, request: NativeRequest) -> NativeOutcome:
-    """The Spark-native run (see the module docstring).  A run-time failure is the outcome's error, the
-    outputs made before it written; a usage error (exit status 2) and Ctrl-C are raised."""
-    return _NativeRun(network, request).run()
-
-
-class _NativeRun:
-    """One Spark-native run: the steps of :func:`run_native` and what they share."""
+class NativeRun:
+    """One Spark-native run: made, it has checked the request's settings and how the network is partitioned
+    (``mode``, ``fallback``); :meth:`run` runs it."""
 
     def __init__(self, network, request: NativeRequest):
         from snet.spark.cluster.shipping import shipped_only
@@ -240,16 +168,11 @@ class _NativeRun:
                 raise SNetNotDistributable(e.message.replace("run it on the driver instead", "give "
                                            "--spark-driver-fallback to run it on the driver"), e.span) from None
             self.fallback = True
-        check_paths(request.input, request.output, self.mode)
-        if request.engine_flags and not self.fallback:
-            given = request.engine_flags
-            log.warning("warning: %s %s no effect on a Spark-native run: each Spark task runs the network on an "
-                        "engine of its own (FRONT with one worker; the tasks are the parallelism); they apply with "
-                        "--spark-driver-fallback and to runs over record files", ", ".join(given),
-                        "has" if len(given) == 1 else "have")
         self.df, self.order, self.schema, self.written = None, None, None, 0
 
     def run(self) -> NativeOutcome:
+        """Run it.  A run-time failure is the outcome's error, the outputs made before it written; a usage
+        error (exit status 2) and Ctrl-C are raised."""
         from snet.spark.cluster.jobs import RunJobs
         from snet.spark.cluster.session import start_session, ui_address
 
@@ -291,7 +214,7 @@ class _NativeRun:
                 self._stop()
                 raise KeyboardInterrupt from None
             # (the driver fallback runs the network before it writes: a refused write there is a run-time failure)
-            usage = _analysis_error(e, request.input, request.output) if self.df is None or not self.fallback \
+            usage = analysis_error(e, request.input, request.output) if self.df is None or not self.fallback \
                 else None
             if usage is None and self.df is None:  # the source's schema could not be read: never started
                 usage = SNetUsageError(f"cannot read the input {request.input}: {reason(e)}")
@@ -333,11 +256,8 @@ class _NativeRun:
         self.written = counter.value if counter is not None else None
 
     def _failed(self, failed: Exception) -> SNetRuntimeError:
-        """The failed run's error, after the crash diagnosis of a dead Python worker and the salvage job that
-        writes the outputs made before a failure of the network.
-
-        (Outside the except clause that caught ``failed``: a Spark error must not be the context of what these
-        raise, as py4j formats that context when Ctrl-C interrupts its call, a py4j call itself: a hang.)"""
+        """The failed run's error, after the crash diagnosis and the salvage job (outside the except clause: a
+        Spark error as the context of what they raise is formatted by py4j when Ctrl-C interrupts them, a hang)."""
         try:
             text = str(failed)
             error = task_error(failed)
@@ -394,9 +314,8 @@ class _NativeRun:
             else _written(count, path)
 
     def _stop(self) -> None:
-        """Ctrl-C: cancel the run's Spark jobs; remove the output folder a cancelled write job left (when it did
-        not exist before and holds no part files), and a ``_SUCCESS`` marker of a local folder (no py4j call
-        now: one may be the interrupted one)."""
+        """Ctrl-C: cancel the run's jobs; remove the output folder a cancelled write left empty and a local
+        ``_SUCCESS`` (no py4j call now: one may be the interrupted one)."""
         self.jobs.cancel(wait=5.0)
         output = self.request.output
         if local_path(output) is not None:
@@ -415,6 +334,7 @@ def with_note(error: SNetRuntimeError, note: str) -> SNetRuntimeError:
 def _written(count: int, path: str) -> str:
     records, verb = ("output record", "was") if count == 1 else ("output records", "were")
     return f"{count} {records} made before the failure {verb} written to {path}"
+
 
 def _exists(path: str) -> bool:
     local = local_path(path)
@@ -441,7 +361,7 @@ def driver_run(network, session, df, fmt: str, path: str, options, mode: str, sc
     ordered, order = in_file_order(df)  # the files by path, as a run over them one after the other
     if order is not None:
         df = ordered.orderBy(order).drop(order)
-    names = [f.name for f in schema.fields]  # every output column (run_native)
+    names = [f.name for f in schema.fields]  # every output column (NativeRun)
 
     def records():
         for row in df.toLocalIterator():

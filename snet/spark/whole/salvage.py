@@ -1,12 +1,10 @@
 """A Spark-native run that failed: write the outputs made before the failure.
 
-Spark commits a write job's files only when every task succeeded, so after a
-failure of the network the driver runs it again as a *salvage* write job
-(:func:`salvage`): each task runs its partition in a forked child
-(:class:`snet.spark.isolation.Child`) with the reference engine, feeding it
-records a batch at a time and yielding its outputs as they come, and stops
-at the failure, so the task succeeds and the job commits every output made
-before it.  The run still ends with the failure's error.
+Spark commits a write job only when every task succeeded, so the driver runs
+the network again as a *salvage* write job (:func:`salvage`) whose tasks run
+their partitions in forked children (:class:`snet.isolation.Child`), records
+fed as read, outputs yielded as made, stopping at the failure: the job
+commits every output made before it.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ import os
 import pickle
 import select
 
-from snet.spark import isolation
+from snet import isolation
 
 log = logging.getLogger("snet.spark")
 
@@ -48,14 +46,10 @@ def _frames(batches, drop: tuple[str, ...]):
 
 
 def salvage_partition(context: bytes, drop: tuple[str, ...], schema_json: str, project: bool, counter, batches):
-    """The salvage job's ``mapInArrow`` function: the outputs this partition makes before a failure.
-
-    One loop waits on both pipes: records go to the child as they are read,
-    outputs come back as they are made.  After the child has ended, the rest
-    of the partition is read and dropped, as a task's input must be.
-    """
+    """The salvage job's ``mapInArrow`` function: the outputs this partition makes before a failure (one loop
+    waits on both pipes; after the child has ended, the rest of the partition is read and dropped)."""
     from snet.plan import lower
-    from snet.spark.tasks import run_plan
+    from snet.spark.tasks import dumps, run_plan
     from snet.spark.whole.dataframe import OUT_BATCH, Writer
 
     ctx = pickle.loads(context)
@@ -71,7 +65,7 @@ def salvage_partition(context: bytes, drop: tuple[str, ...], schema_json: str, p
             isolation.send(isolation.Output(out))
         isolation.send(isolation.Done())
 
-    child = isolation.Child(body, feed=True)
+    child = isolation.Child(body, feed=True, dumps=dumps)
     os.set_blocking(child.feed_fd, False)
     frames = _frames(batches, drop)
     pending: list[dict] = []

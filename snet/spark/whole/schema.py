@@ -1,13 +1,10 @@
 """The columns of a Spark-native run: what the source must have, and the output's types.
 
-Decided on the driver before the job (a mistake is exit status 2, nothing
-written): the source's columns must cover a variant of the input type
-(:func:`check_source`); every label an output can carry is a column
-(:func:`output_labels`), typed by its kind (a tag is ``long``), a box's
-``TypedDict`` return annotation (:func:`annotated_types`), the input column
-of the same name, or the outputs of a run on the first records
-(:func:`sample_types`).  ``--spark-schema`` sets or adds columns, never
-removes one.
+Decided on the driver before the job (exit status 2, nothing written): the
+source must cover an input variant (:func:`check_source`); every label an
+output can carry is a column (:func:`output_labels`), typed by its kind, a
+box's ``TypedDict`` return annotation (:func:`annotated_types`), the input
+column, or a run on the first records (:func:`sample_types`).
 """
 
 from __future__ import annotations
@@ -26,8 +23,7 @@ SAMPLE = 100  # source records the driver runs the network on when a column's ty
 
 
 def check_source(graph, columns: Iterable[str], source: str) -> None:
-    """Refuse a source whose columns cover no variant of the network's input type (see the module
-    docstring)."""
+    """Refuse a source whose columns cover no variant of the network's input type."""
     have = set(columns)
     variants = graph.root.in_type
     if not variants or any(variant <= have for variant in variants):
@@ -56,10 +52,8 @@ def output_labels(graph, input_names: Iterable[str]) -> list[str]:
 
 def infer_types(graph, boxes, input_fields: dict, labels: list[str], sample=None,
                 given: frozenset = frozenset()) -> tuple[dict, list[str]]:
-    """({label: Spark type}, labels without one) for ``labels`` not in ``given`` (the labels ``--spark-schema``
-    types), by the rules of the module docstring; ``sample()``, when given, returns the output records of a
-    run on the first source records, and is called only when a label is still without a type (it runs the
-    boxes on the driver: never when no type is missing)."""
+    """({label: Spark type}, labels without one) for ``labels`` not in ``given`` (``--spark-schema``'s), by the
+    rules of the module docstring; ``sample()`` (a run on the first records) is called only if a type is missing."""
     from pyspark.sql.types import LongType
 
     annotated = annotated_types(graph, boxes)
@@ -176,40 +170,36 @@ def sample_types(records: list[dict], labels: set[str]) -> dict:
 
 
 def driver_sample(network, df, size: int = SAMPLE):
-    """``sample()`` for :func:`infer_types`: the output records of a run of ``network`` on the driver (the
-    reference engine) over the first ``size`` records of ``df``, in a child process forked for it
-    (:func:`_isolated`): a box that ends its process ends the child, not snet.  Outputs made before a
-    failure count; the failure itself is the job's to report."""
+    """``sample()`` for :func:`infer_types`: the outputs of a run of ``network`` (the reference engine) over the
+    first ``size`` records of ``df`` in a forked child (a box that ends its process ends the child, not snet);
+    outputs made before a failure count, the failure is the job's to report."""
+    from snet import isolation
+    from snet.spark.tasks import dumps
+
     def sample() -> list[dict]:
         records = [{k: v for k, v in row.asDict(recursive=True).items() if v is not None}
                    for row in df.limit(size).collect()]
-        return _isolated(network, records)
-    return sample
 
+        def body() -> None:
+            try:
+                for out in network.run(records, engine="reference"):
+                    isolation.send(isolation.Output(out))
+            except SNetError as e:  # a run-time error of the network: the outputs before it stand
+                isolation.send(isolation.Stopped(str(e)))
 
-def _isolated(network, records: list[dict]) -> list[dict]:
-    """The outputs of ``network`` over ``records``, run in a forked child that sends each as it is made."""
-    from snet.spark import isolation
-
-    def body() -> None:
+        child = isolation.Child(body, dumps=dumps)
+        outputs: list[dict] = []
         try:
-            for out in network.run(records, engine="reference"):
-                isolation.send(isolation.Output(out))
-        except SNetError as e:  # a run-time error of the network: the outputs before it stand
-            isolation.send(isolation.Stopped(str(e)))
-
-    child = isolation.Child(body)
-    outputs: list[dict] = []
-    try:
-        for message in child.messages():
-            if isinstance(message, isolation.Output):
-                outputs.append(message.record)
-            else:
-                log.debug("the run on the first %d records to infer output types stopped: %s", len(records),
-                          message)
-    finally:
-        child.end()
-    return outputs
+            for message in child.messages():
+                if isinstance(message, isolation.Output):
+                    outputs.append(message.record)
+                else:
+                    log.debug("the run on the first %d records to infer output types stopped: %s",
+                              len(records), message)
+        finally:
+            child.end()
+        return outputs
+    return sample
 
 
 def merge(types: dict, labels: list[str], override) -> "Any":

@@ -1,20 +1,17 @@
 """A Python worker that dies in a whole-network task: find the box and the record.
 
-When a Spark-native run's job fails as if a Python worker died, the driver
-runs the partitions again as a *diagnosis* job (:func:`diagnose`): each task
-runs its records through the network in a forked child whose boxes announce
-their calls; when the child dies, the task returns one row (box, arguments,
-record, how), which becomes the run's error (:func:`crash_error`)::
-
-    net.snet:2:7: error: box 'f' ended its Python worker (exit status 3) on input (x=777)
+The driver runs the partitions again as a *diagnosis* job (:func:`diagnose`)
+whose tasks run their records in forked children with boxes that announce
+their calls; a dead child gives one row (box, arguments, record, how), the
+run's error (:func:`crash_error`).
 """
 
 from __future__ import annotations
 
 import functools
 
-from snet.spark import isolation
-from snet.spark.tasks import plan_for, rows, run_plan
+from snet import isolation
+from snet.spark.tasks import dumps, plan_for, rows, run_plan
 
 DIAGNOSIS_SCHEMA = "box string, arguments string, record string, how string"
 
@@ -31,8 +28,6 @@ def diagnose(network, df, *, order: str | None = None, shipped_only: bool = Fals
     from snet.spark.whole.dataframe import prepare
 
     mapped, _how, drop = prepare(network, df, None, order)
-    if order is not None:
-        drop = (order,)
     session = df.sparkSession
     context = make_context(network.graph, 0, network.boxes, shipped_only=shipped_only)
     ship(session, context, is_connect_session(session))
@@ -73,7 +68,7 @@ def diagnose_partition(run_id: str, context: bytes, drop: tuple[str, ...], batch
             pass
         isolation.send(isolation.Done())
 
-    child = isolation.Child(body)
+    child = isolation.Child(body, dumps=dumps)
     index, box, finished = None, None, False
     try:
         for message in child.messages():

@@ -1,12 +1,15 @@
-"""Work in a forked child of the Python worker, so that a box that kills its process kills only the child.
+"""Work in a forked child process, so that a box that kills its process kills only the child.
 
-Every path that must survive such a box (the crash diagnoses, the salvage
-job, the type inference's run on the driver) runs it in a :class:`Child`:
-``body()`` runs in a process forked for it and tells its parent what it does
-with typed messages over a pipe (:func:`send`: :class:`Item` before a
-record, :class:`BoxCall` before a box call, outputs, results).  When the
-child dies, the parent knows the record and the box call it died in, and
-:func:`how` it ended.
+A box that calls ``os._exit``, segfaults in an extension or is killed by the
+kernel takes its process with it, and whoever waited on that process learns
+neither the box nor the record.  A :class:`Child` runs ``body()`` in a
+process forked for it, which tells its parent what it does with typed
+messages over a pipe (:func:`send`: :class:`Item` before a record,
+:class:`BoxCall` before a box call, when the boxes are wrapped by
+:func:`announcing`, outputs, results: any picklable value); when the child
+dies, the parent knows the record and the box call it died in, and
+:func:`how` it ended.  Spark's crash diagnoses and salvage job
+(:mod:`snet.spark`) work this way.
 """
 
 from __future__ import annotations
@@ -37,27 +40,8 @@ class BoxCall:  # a box is about to be called on these arguments (``label=value,
 
 
 @dataclass(frozen=True, slots=True)
-class Out:  # the outputs of the record ``key``, and the records it skipped (``on_error`` "skip")
-    key: Any
-    outputs: list
-    failures: list
-
-
-@dataclass(frozen=True, slots=True)
 class Output:  # one output record, as it is made
     record: dict
-
-
-@dataclass(frozen=True, slots=True)
-class GroupStart:  # a split's group starts ...
-    index: int
-
-
-@dataclass(frozen=True, slots=True)
-class GroupDone:  # ... and ends with its GroupResult
-    index: int
-    result: Any
-    box_calls: dict
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +59,7 @@ class Failed:  # a Python error in the body itself (exit status 70), not what ki
     traceback: str
 
 
-_CHANNEL: list[int] = []  # the child's pipe, set after the fork
+_CHANNEL: list[tuple[int, Callable[[Any], bytes]]] = []  # the child's pipe and pickler, set after the fork
 
 
 def in_child() -> bool:
@@ -83,10 +67,8 @@ def in_child() -> bool:
     return bool(_CHANNEL)
 
 
-def frame(message: Any) -> bytes:
-    """``message`` as it travels: its pickle (cloudpickle for what plain pickle refuses), length first."""
-    from snet.spark.tasks import dumps
-
+def frame(message: Any, dumps: Callable[[Any], bytes] = functools.partial(pickle.dumps, protocol=5)) -> bytes:
+    """``message`` as it travels: its pickle (made by ``dumps``), length first."""
     data = dumps(message)
     return HEADER.pack(len(data)) + data
 
@@ -100,7 +82,8 @@ def write_all(fd: int, data: bytes) -> None:
 def send(message: Any) -> None:
     """Tell the parent ``message`` (nothing outside a child)."""
     if _CHANNEL:
-        write_all(_CHANNEL[0], frame(message))
+        fd, dumps = _CHANNEL[0]
+        write_all(fd, frame(message, dumps))
 
 
 def messages(fd: int) -> Iterator[Any]:
@@ -134,15 +117,15 @@ def _die_with_parent(parent: int) -> None:
         os._exit(0)
 
 
-def _child_main(fd: int, body: Callable[[], None], parent: int) -> None:
+def _child_main(fd: int, body: Callable[[], None], parent: int, dumps: Callable[[Any], bytes]) -> None:
     status = 0
     try:
         _die_with_parent(parent)
-        _CHANNEL.append(fd)
+        _CHANNEL.append((fd, dumps))
         body()
     except BaseException:
         try:
-            write_all(fd, frame(Failed(traceback.format_exc())))
+            write_all(fd, frame(Failed(traceback.format_exc()), dumps))
         except BaseException:
             pass
         status = 70
@@ -151,9 +134,10 @@ def _child_main(fd: int, body: Callable[[], None], parent: int) -> None:
 
 
 class Child:
-    """``body()`` in a forked child; with ``feed``, ``body(fd)`` reads what the parent writes to ``feed_fd``."""
+    """``body()`` in a forked child; with ``feed``, ``body(fd)`` reads what the parent writes to ``feed_fd``;
+    ``dumps`` pickles the child's messages (plain pickle by default)."""
 
-    def __init__(self, body: Callable, feed: bool = False):
+    def __init__(self, body: Callable, feed: bool = False, dumps: Callable[[Any], bytes] | None = None):
         self.read_fd, write_fd = os.pipe()
         in_read, self.feed_fd = os.pipe() if feed else (-1, -1)
         parent = os.getpid()
@@ -162,7 +146,8 @@ class Child:
             os.close(self.read_fd)
             if feed:
                 os.close(self.feed_fd)
-            _child_main(write_fd, functools.partial(body, in_read) if feed else body, parent)
+            _child_main(write_fd, functools.partial(body, in_read) if feed else body, parent,
+                        dumps or functools.partial(pickle.dumps, protocol=5))
         os.close(write_fd)
         if feed:
             os.close(in_read)
