@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import pickle
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, TypeVar
 
 T = TypeVar("T")
 PROTOCOL = 5
@@ -73,9 +73,7 @@ def plan_for(run_id: str, context: bytes, wrap: Callable | None = None):
 def front_imports() -> bool:
     try:
         import snet_front.runtime  # noqa: F401
-    except (ImportError, ValueError):
-        # ValueError: a compiled runtime from elsewhere on the executor (an installed snet) built against
-        # another box caller than the shipped one ("size changed"); the reference engine needs neither
+    except (ImportError, ValueError):  # ValueError: another snet's runtime on the executor ("size changed")
         return False
     return True
 
@@ -94,9 +92,13 @@ def run_plan(plan, records, engine: str = "front"):
     return start(plan, records, RunOptions.from_keywords(engine=engine, workers=1))
 
 
+def keeps_state(node) -> bool:
+    """True if ``node`` holds state (a synchro-cell, an initialiser): its replicas differ from one another."""
+    return bool(node.stateful or node.has_initialisers)
+
+
 def rows(batch, drop: tuple[str, ...] = ()) -> list[dict]:
-    """The records of one Arrow batch: a dict per row, its nulls left out (absent labels), ``drop`` columns
-    too."""
+    """The records of one Arrow batch: a dict per row, nulls (absent labels) and ``drop`` columns left out."""
     names = batch.schema.names
     if drop and any(n in drop for n in names):
         batch = batch.select([n for n in names if n not in drop])
@@ -110,14 +112,8 @@ def rows(batch, drop: tuple[str, ...] = ()) -> list[dict]:
     return found
 
 
-def records(batches, drop: tuple[str, ...] = ()) -> Iterator[dict]:
-    for batch in batches:
-        yield from rows(batch, drop)
-
-
 def rdd_payloads(function: Callable, broadcast, payloads):
-    """``mapPartitions`` function of a split job's classic path: ``function(context(), payload)`` per
-    payload, the run's context a broadcast."""
+    """``mapPartitions`` function of a split job (classic Spark): ``function(context(), payload)`` per payload."""
     for payload in payloads:
         yield function(lambda: broadcast.value, payload)
 

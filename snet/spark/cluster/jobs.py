@@ -43,7 +43,7 @@ class RunJobs:
 
     @contextlib.contextmanager
     def tagged(self, description: str | None = None):
-        """The jobs started in the block carry the tag (and, on classic Spark, ``description`` in the UI)."""
+        """The jobs the block starts carry the tag (and, on classic Spark, ``description``)."""
         self.add()
         try:
             if description is not None and not self.connect:

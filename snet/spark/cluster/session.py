@@ -17,18 +17,10 @@ from snet.spark.failures import first_cause
 
 log = logging.getLogger("snet.spark")
 
-DEFAULT_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.shuffle.partitions": "4",
-    "spark.sql.execution.arrow.pyspark.enabled": "true",
-}
+DEFAULT_CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                "spark.sql.shuffle.partitions": "4", "spark.sql.execution.arrow.pyspark.enabled": "true"}
 
 _LOCK = threading.Lock()
-
-
-def is_connect(master: str) -> bool:
-    return master.startswith("sc://")
 
 
 def is_connect_session(session) -> bool:
@@ -71,7 +63,7 @@ def get_session(master: str, conf: dict[str, str] | None = None):
 
         check_master(master)  # seconds, not a minute, for a master that is not there
         builder = SparkSession.builder.appName("snet")
-        if is_connect(master):
+        if master.startswith("sc://"):  # Spark Connect
             builder = builder.remote(master)
             options = dict(conf)
         else:

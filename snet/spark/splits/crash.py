@@ -9,14 +9,13 @@ record and box call they are in; a dead child becomes its group's
 
 from __future__ import annotations
 
+import functools
 import time
+from dataclasses import dataclass
 from typing import Callable
 
-from snet.errorpolicy import error_record
-from dataclasses import dataclass
-from typing import Any
-
 from snet import isolation
+from snet.errorpolicy import error_record
 from snet.spark.splits.replicas import ErrorReport, Group, GroupResult, Out, ReplicaHost, TaskInput, TaskOutput
 from snet.spark.tasks import RUNS, dumps, loads
 
@@ -43,17 +42,15 @@ def diagnosis_host(run_id: str, context: Callable[[], bytes]) -> ReplicaHost:
     return RUNS.get("diagnosis", run_id, build)
 
 
-def _groups_body(host: ReplicaHost, groups: list, first: int) -> Callable[[], None]:
+def _run_groups(host: ReplicaHost, groups: list, first: int) -> None:
     """The child's work: run ``groups[first:]``, reporting as it goes."""
-    def body() -> None:
-        host.observer = isolation.send
+    host.observer = isolation.send
+    host.engine.box_calls = {}
+    for index in range(first, len(groups)):
+        isolation.send(GroupStart(index))
+        result = host.run_group(groups[index])  # a run-time error of the network is a result
+        isolation.send(GroupDone(index, result, host.engine.box_calls))
         host.engine.box_calls = {}
-        for index in range(first, len(groups)):
-            isolation.send(GroupStart(index))
-            result = host.run_group(groups[index])  # a run-time error of the network is a result
-            isolation.send(GroupDone(index, result, host.engine.box_calls))
-            host.engine.box_calls = {}
-    return body
 
 
 def run_isolated(host: ReplicaHost, task: TaskInput, job_error: str = "") -> TaskOutput:
@@ -66,7 +63,7 @@ def run_isolated(host: ReplicaHost, task: TaskInput, job_error: str = "") -> Tas
     kept: dict[int, tuple[list, list]] = {}  # group index -> (outputs, failures) of runs a skipped crash cut
     index = 0
     while index < len(groups):
-        child = isolation.Child(_groups_body(host, groups, index), dumps=dumps)
+        child = isolation.Child(functools.partial(_run_groups, host, groups, index), dumps=dumps)
         current, key, box, outputs, failures = index, None, None, [], []
         failed = None
         try:

@@ -22,8 +22,8 @@ from snet.errorpolicy import ErrorPolicy, error_record
 from snet.errors import SNetRuntimeError
 from snet import isolation
 from snet.plan import PlanNode, lower, operators
-from snet.spark.tasks import PROTOCOL, RUNS, cloudpickle_module, dumps, loads
-from snet.spg.nodes import Node, PropertyGraph
+from snet.spark.tasks import PROTOCOL, RUNS, cloudpickle_module, dumps, keeps_state, loads
+from snet.spg.nodes import PropertyGraph
 
 Record = dict
 Item = tuple  # (key, record, fire)
@@ -181,11 +181,6 @@ def pending_warnings(cells: list[SyncCell]) -> list[str]:
             for c in cells if not c.fired and c.filled() > 0]
 
 
-def keeps_state(operand: Node) -> bool:
-    """True if replicas of ``operand`` differ from one another (see the module docstring)."""
-    return bool(operand.stateful or operand.has_initialisers)
-
-
 class _Collecting(ErrorPolicy):
     """The error policy of replicas on an executor: collects each skipped failure for the driver."""
 
@@ -207,22 +202,17 @@ class ReplicaHost:
 
         # (error record, ErrorReport) of the records skipped (on_error "skip"), handed back with each group
         self.failures: list[tuple] = []
-        self.skip_errors = skip_errors
-        policy = _Collecting(self.failures) if skip_errors else None
-        self.graph, self.split_id = graph, split_node_id
-        self.plan = lower(graph, boxes, on_error=policy)
-        self.split = self.plan.nodes[split_node_id]
-        self.operand = self.split.children[0]
+        self.skip_errors, self.graph, self.split_id = skip_errors, graph, split_node_id
+        self.plan = lower(graph, boxes, on_error=_Collecting(self.failures) if skip_errors else None)
+        self.operand = self.plan.nodes[split_node_id].children[0]
         self.stateful = keeps_state(graph.nodes[split_node_id].operand)
         self.engine = ReferenceEngine(self.plan)
-        # Static objects a replica refers to, pickled as (node id, field name).
+        # the static objects a replica refers to, pickled as (node id, field name)
         self.op_ids = {id(value): (node.id, name) for node in self.plan.nodes
                        for name, value in operators(node).items() if not isinstance(value, (type(None), str, int))}
         self._shared: tuple | None = None  # the one instance tree of a stateless operand
         # told an isolation.Item before each item and an Out after it (the crash diagnosis)
         self.observer: Callable[[object], None] | None = None
-
-    # running
 
     def run_group(self, group: Group) -> GroupResult:
         engine = self.engine

@@ -19,8 +19,8 @@ from snet.core.compiled import SplitKeys
 from snet.errors import SNetRuntimeError, SNetUsageError
 from snet.spark.failures import crash_summary, job_summary, looks_like_crash
 from snet.spark.splits import crash
-from snet.spark.splits.replicas import Group, TaskInput, TaskOutput, keeps_state, run_payload
-from snet.spark.tasks import arrow_payloads, dumps, loads, rdd_payloads
+from snet.spark.splits.replicas import Group, TaskInput, TaskOutput, run_payload
+from snet.spark.tasks import arrow_payloads, dumps, keeps_state, loads, rdd_payloads
 from snet.splitexec import SplitFailure, SplitOutputs, SplitRunner
 from snet.spg.nodes import PropertyGraph, SplitNode
 
@@ -48,12 +48,10 @@ class SparkSplitRunner(SplitRunner):
             raise SNetUsageError(f"node {split_node_id} is a {node.kind}, not a split")
         conf = dict(conf or {})
         own = {k: conf.pop(k) for k in SNET_KEYS if k in conf}
-        self.node = node
+        self.node, self.keys, self.master = node, SplitKeys(node), master
         self.where = node.span.location if node.span is not None else f"node {node.id}"
-        self.keys = SplitKeys(node)
         self.stateful = keeps_state(node.operand)  # replicas differ: per-replica state bytes
         self.batch_size = batch_size or DEFAULT_BATCH
-        self.master = master
         self.session = get_session(master, conf)
         self.connect = is_connect_session(self.session)
         path = own.get("snet.path", "dataframe" if self.connect else "rdd")
@@ -62,15 +60,12 @@ class SparkSplitRunner(SplitRunner):
         self.path = path
         self.partitions = int(own.get("snet.partitions") or parallelism(self.session))
         self.run_id = uuid.uuid4().hex
-        self.context = make_context(graph, split_node_id, boxes, skip_errors,
-                                    shipped_only=shipped_only(own.get("snet.boxes")))
+        context = make_context(graph, split_node_id, boxes, skip_errors, shipped_only(own.get("snet.boxes")))
         self.failures: list[tuple] = []  # (seq, error record, ErrorReport) of records skipped on the executors
-        self.context_bytes = dump_context(self.context)
-        ship(self.session, self.context, self.connect)
+        self.context_bytes = dump_context(context)
+        ship(self.session, context, self.connect)
         self.jobs = RunJobs(self.session, f"snet-split-{self.run_id}")
-        self._broadcast = None
-        if self.path == "rdd":
-            self._broadcast = self.session.sparkContext.broadcast(self.context_bytes)
+        self._broadcast = self.session.sparkContext.broadcast(self.context_bytes) if self.path == "rdd" else None
         # (instance, value) -> the replica's bytes after its last batch (stateful operands)
         self.states: dict[tuple[int, int], bytes] = {}
         self.pending_warnings: dict[tuple[int, int], list[str]] = {}
@@ -78,10 +73,7 @@ class SparkSplitRunner(SplitRunner):
         self._stats = {"batches": 0, "records": 0, "copies": 0, "tasks": 0, "seconds": 0.0,
                        "job_seconds": 0.0, "max_batch_seconds": 0.0, "executor_seconds": 0.0,
                        "bytes_out": 0, "bytes_in": 0}
-        self._closed = False
-        self._replicas_at_close = 0
-
-    # -- the batch -------------------------------------------------------------
+        self._closed, self._replicas_at_close = False, 0
 
     def process_many(self, batch: list[tuple[int, int, Record]]) -> list[SplitOutputs]:
         """Run ``[(instance, seq, record)]``; the outputs per input, sorted by (seq, instance).  Raises
@@ -227,8 +219,6 @@ class SparkSplitRunner(SplitRunner):
     def cancel(self) -> None:
         """Stop this run's Spark jobs (Ctrl-C while a batch runs)."""
         self.jobs.cancel()
-
-    # -- end of run ------------------------------------------------------------
 
     def warnings(self) -> list[str]:
         """Termination warnings: synchro-cells in replicas that hold records but never fired."""

@@ -16,7 +16,7 @@ import uuid
 from typing import Iterator
 
 from snet.errors import SNetRuntimeError, SNetUsageError
-from snet.spark.tasks import plan_for, records, rows, run_plan
+from snet.spark.tasks import plan_for, rows, run_plan
 from snet.spark.whole.distribute import Distribution, distribution
 
 log = logging.getLogger("snet.spark")
@@ -215,7 +215,7 @@ def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_jso
         if pending:
             yield writer.batch(pending)
         return
-    execution = run_plan(plan, records(batches, drop), engine)
+    execution = run_plan(plan, (r for batch in batches for r in rows(batch, drop)), engine)
     try:
         while out := list(itertools.islice(execution, OUT_BATCH)):
             yield writer.batch(out)

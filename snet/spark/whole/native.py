@@ -47,13 +47,6 @@ def local_path(path: str) -> str | None:
     return path
 
 
-def _reader(session, fmt: str, path: str):
-    reader = session.read.format(fmt)
-    if fmt == "csv":
-        reader = reader.option("header", "true").option("inferSchema", "true")
-    return reader.load(path)
-
-
 def in_file_order(df):
     """``(df with a column of its records' order in the source, the column)``: files by path, rows in file
     order, which Spark's own order is not (it packs files largest first); (df, None) without file metadata."""
@@ -108,10 +101,8 @@ def unmark(session, path: str) -> None:
 
 @attrs.frozen
 class NativeRequest:
-    """A Spark-native run as the command line asks for it (:mod:`snet.commands.sparknative`): ``source`` and
-    ``sink`` are the Spark formats of ``input`` and ``output``; ``options`` the run's (Spark's settings, and the
-    driver fallback's engine); ``schema`` ``--spark-schema``; with ``watched`` (``--progress``, ``-v``) the Spark
-    UI is on and ``show_ui(address)`` is told where."""
+    """A Spark-native run as the command line asks for it: ``source``/``sink`` the Spark formats of
+    ``input``/``output``, ``schema`` ``--spark-schema``; ``watched``: the Spark UI on, ``show_ui(address)`` told."""
 
     source: str
     sink: str
@@ -140,8 +131,7 @@ class NativeOutcome:
 
 
 class NativeRun:
-    """One Spark-native run: made, it has checked the request's settings and how the network is partitioned
-    (``mode``, ``fallback``); :meth:`run` runs it."""
+    """One Spark-native run: made, it has checked the settings and the partitioning (``mode``, ``fallback``)."""
 
     def __init__(self, network, request: NativeRequest):
         from snet.spark.cluster.shipping import shipped_only
@@ -171,8 +161,7 @@ class NativeRun:
         self.df, self.order, self.schema, self.written = None, None, None, 0
 
     def run(self) -> NativeOutcome:
-        """Run it.  A run-time failure is the outcome's error, the outputs made before it written; a usage
-        error (exit status 2) and Ctrl-C are raised."""
+        """Run it: a run-time failure is the outcome's error; a usage error and Ctrl-C are raised."""
         from snet.spark.cluster.jobs import RunJobs
         from snet.spark.cluster.session import start_session, ui_address
 
@@ -229,7 +218,10 @@ class NativeRun:
         from snet.spark.whole.schema import check_source, driver_sample
 
         request, network, session = self.request, self.network, self.session
-        df = self.df = _reader(session, request.source, request.input)
+        reader = session.read.format(request.source)
+        if request.source == "csv":
+            reader = reader.option("header", "true").option("inferSchema", "true")
+        df = self.df = reader.load(request.input)
         check_columns(df.schema)
         if self.key is not None and self.key not in df.columns:  # (spark_apply says it of "the DataFrame")
             raise SNetUsageError(f"the split at {self.split_at} keeps state per {self.key}, so the input is "

@@ -104,8 +104,7 @@ def salvage_partition(context: bytes, drop: tuple[str, ...], schema_json: str, p
                 log.debug("the salvage run of a partition stopped: %s", message.traceback)
         ended = True
     finally:
-        # the job stopped this task early: the child may be in a box call for a while yet
-        child.end(kill=not ended)
+        child.end(kill=not ended)  # the job stopped this task early: the child may be in a long box call
     for _ in batches:  # the rest of the partition, unread by the child that ended
         pass
     if pending:
