@@ -223,7 +223,7 @@ _lsp = _command("snet.lsp", "lsp_command")
 
 def _spark_submit(words: list[str], parser: argparse.ArgumentParser) -> int:
     """``snet spark-submit``: its arguments are spark-submit's and snet run's, split at ``--``."""
-    from snet.spark.submit import submit_command
+    from snet.commands.submit import submit_command
     return submit_command(words, parser)
 
 

@@ -7,7 +7,7 @@ output for it, exactly as if the box had returned ``None``, so every engine
 keeps its ordering and termination rules unchanged (a deterministic
 combinator's collector sees one record fewer in that group, and moves on).
 
-The policy is applied where the plan is built (:func:`snet.plan.lower`):
+The policy is applied where the plan is built (:func:`snet.spg.lower.lower`):
 each box's caller and each filter's operator is wrapped once per run, so
 the engines never see the policy and a run with ``stop`` pays nothing for it.
 With tracked inputs (``Session.submit``, :mod:`snet.requests`) the future

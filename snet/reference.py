@@ -679,6 +679,34 @@ class ReferenceEngine:
             star.replicas.clear()
         self.stars.clear()
 
+    # -- one replica at a time (the tasks of a split executor) ------------
+
+    def replica(self, node_id: int) -> Target:
+        """A new instance of node ``node_id`` writing to the engine's output (:attr:`sink`), for :meth:`feed`;
+        its initialisers wait for the first feed with ``fire``."""
+        target = self.build(node_id, (self.sink, 0))
+        self.cells.clear()  # a replica's cells travel in its state, not in this engine's warnings
+        return target
+
+    def feed(self, target: Target, record: Record, fire: bool = False) -> list[Record]:
+        """The outputs of ``record`` fed to ``target`` (a :meth:`replica`), depth first to the end; ``fire``
+        runs the new replica's initialisers first, else they are dropped.  After a run-time error the engine
+        holds nothing of that record."""
+        self.stack.append((target[0], target[1], record))
+        if fire:
+            self.fire_pending()  # pushed after the record: they run first (§6.4)
+        else:
+            self.pending_fire.clear()
+        try:
+            return list(self.drain())
+        except SNetRuntimeError:
+            self.stack.clear()
+            self.pending_fire.clear()
+            self.sink.outbox.clear()
+            raise
+        finally:
+            self.cells.clear()  # star replicas built on the way: their cells travel in the replica's state
+
     def termination_warnings(self) -> list[str]:
         warnings = [unfinished_warning(node.span, cell.filled(), cell.shape.count)
                     for cell, node in self.cells if not cell.fired and cell.filled() > 0]

@@ -10,7 +10,7 @@ Order of events, which the exit statuses depend on:
    then bind every declared box (missing ones: exit 2), before any record
    is read;
 3. open the input, start Spark when the run uses it (a master that cannot
-   be reached, Java missing: exit 2, see :mod:`snet.spark.preflight`),
+   be reached, Java missing: exit 2, see :mod:`snet.spark.cluster.preflight`),
    then open the output, so that a run that never started leaves an
    existing output file untouched;
 4. run; outputs are written as they arrive and flushed at least every
@@ -240,7 +240,7 @@ def run_command(args: argparse.Namespace) -> int:
     from snet.commands.clobber import refuse_clobbering
 
     refuse_clobbering(args, network)  # before any file is opened for writing
-    from snet.spark.native import native_formats, run_native  # imports no pyspark
+    from snet.commands.sparknative import native_formats, run_spark_native  # imports no pyspark
 
     formats = native_formats(args)  # a Spark source and sink: the whole run inside Spark (docs/spark.md)
     if formats is not None:
@@ -250,7 +250,7 @@ def run_command(args: argparse.Namespace) -> int:
         if getattr(args, "top", False):
             raise SNetUsageError("--top shows the boxes of a run on this machine; a Spark source and sink run "
                                  "the whole network inside Spark (see its UI)")
-        return run_native(network, args, options, *formats, stats_json=_open_stats_json(args.stats_json))
+        return run_spark_native(network, args, options, formats, _open_stats_json(args.stats_json))
 
     in_format = detect_format(args.input, args.input_format or args.format)
     out_format = detect_format(args.output, args.output_format or args.format)
@@ -272,13 +272,13 @@ def run_command(args: argparse.Namespace) -> int:
     watched = args.progress is not None or args.verbose
     if options.spark_master:
         # Spark starts before the output is opened: a run that cannot start it leaves an existing file as it was.
-        from snet.spark.splits import start_for
+        from snet.commands.sparknative import start_for
 
         if watched and "spark.ui.enabled" not in options.spark_conf:  # the Spark UI, for a person watching
             options = attrs.evolve(options, spark_conf={**options.spark_conf, "spark.ui.enabled": "true"})
         session = start_for(network.graph, options)
         if watched and session is not None:
-            from snet.spark.session import ui_address
+            from snet.spark.cluster.session import ui_address
 
             address = ui_address(session)
             if address:
