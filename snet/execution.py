@@ -145,9 +145,9 @@ class Execution:
     def __repr__(self) -> str:
         """``<snet.Execution front engine, 2 workers: 120 in, 118 out, 500 ms>``: the figures so far.
 
-        The time is written as ``--stats`` and ``-v`` write it (:func:`snet.stats.format_duration`).
+        The time is written as ``--stats`` and ``-v`` write it (:func:`snet.statsview.format_duration`).
         """
-        from snet.stats import format_duration
+        from snet.statsview import format_duration
 
         try:
             s = self.stats()

@@ -95,6 +95,9 @@ class BoxCall(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def function(self) -> Callable[..., Any]: ...  # the box's function (a box process's stand-in, say)
+
     def __call__(self, record: Record, /) -> list[Record]: ...
 
     def resume(self, future: Any, record: Record, /) -> list[Record]: ...

@@ -428,7 +428,7 @@ class ReferenceEngine:
         self.cells: list[tuple[SyncCell, PlanNode]] = []
         self.pending_fire: list[_Box] = []
         self.sink = _Sink()
-        self.box_calls: dict[str, list[float]] = {}  # name -> [calls, seconds]
+        self.box_calls: dict[str, list[Any]] = {}  # name -> [calls, seconds, histogram counts]
         self.records_in = 0
         self.records_out = 0
         self.instances = 0
