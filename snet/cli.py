@@ -113,6 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="show progress on standard error: on a terminal a live display (records in and out, "
                           "rate, and for an input file the share of its bytes read); elsewhere a line every "
                           "SECONDS (default 2); Spark batches are also logged one by one")
+    run.add_argument("--split-processes", type=int, metavar="N",
+                     help="run the replicas of index splits in N local processes, keyed by tag value (pure-Python "
+                          "boxes in splits use N cores; not with --spark)")
+    run.add_argument("--process-splits", metavar="IDS",
+                     help="which splits run in the split processes: 'auto' (default), 'all', or a comma list of "
+                          "FILE:LINE:COL positions or net names")
     run.add_argument("--spark", metavar="MASTER",
                      help="run index splits on Spark (local[N], spark://, yarn, k8s://, sc://); "
                           "default: $SNET_SPARK_MASTER, else no Spark")

@@ -105,20 +105,27 @@ def _start_process(path: list[str], shipped: dict[str, tuple]) -> None:
     for entry in reversed(path):
         if entry not in sys.path:
             sys.path.insert(0, entry)
+    _functions.update(load_functions(shipped))
+
+
+def load_functions(shipped: Mapping[str, tuple]) -> dict[str, Callable]:
+    """The functions of ``shipped`` (name -> :func:`shipped_function`'s tuple) in this process."""
+    functions: dict[str, Callable] = {}
     for name, (kind, *detail) in shipped.items():
         if kind == "module":
             module_name, qualname = detail
             target: Any = __import__(module_name, fromlist=["_"])
             for part in qualname.split("."):
                 target = getattr(target, part)
-            _functions[name] = target
+            functions[name] = target
         elif kind == "file":
             path_, attribute = detail
             # the same module name as in the parent (from the path's CRC): objects of classes defined in
             # the box file travel both ways by reference
-            _functions[name] = getattr(load_module_from_path(path_), attribute)
+            functions[name] = getattr(load_module_from_path(path_), attribute)
         else:
-            _functions[name] = pickle.loads(detail[0])
+            functions[name] = pickle.loads(detail[0])
+    return functions
 
 
 def _serve(connection: Any, path: list[str], shipped: dict[str, tuple]) -> None:
@@ -248,6 +255,23 @@ def _shipped(name: str, function: Callable) -> tuple:
         return ("value", cloudpickle.dumps(function))
     except Exception as e:
         raise SNetBindingError(f"box '{name}' cannot be sent to a box process: {type(e).__name__}: {e}") from None
+
+
+def shipped_function(name: str, function: Callable) -> tuple:
+    """How box ``name``'s ``function`` travels to another process (see the module docstring).
+
+    The split processes (:mod:`snet.splitproc`) ship their boxes the same
+    way; :func:`load_functions` turns the tuples back into functions there.
+    """
+    return _shipped(name, function)
+
+
+def process_context() -> Any:
+    """The ``forkserver`` context every worker process of snet starts from (see ``_context``)."""
+    return _context()
+
+
+main_hidden = _main_hidden  # the split processes start with the caller's main module hidden too
 
 
 def _resolves(module: ModuleType, qualname: str, function: Callable) -> bool:
@@ -518,4 +542,5 @@ class ProcessBox:
         return self._pool.call(args, kwargs, timeout)
 
 
-__all__ = ["BoxArgumentNotSendable", "BoxProcesses", "BoxProcessDied", "ProcessBox", "RemoteBoxException"]
+__all__ = ["BoxArgumentNotSendable", "BoxProcesses", "BoxProcessDied", "ProcessBox", "RemoteBoxException",
+           "load_functions", "main_hidden", "process_context", "shipped_function"]

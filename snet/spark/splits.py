@@ -82,6 +82,7 @@ class SparkSplits(SplitExecutor):
     """
 
     name = "spark"
+    place = "on Spark (Spark retries a failed task itself)"
 
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], options: Any):
         from snet.spark.runner import DEFAULT_BATCH

@@ -1,0 +1,385 @@
+"""Split processes: the replicas of ``!<tag>`` splits in N local worker processes (``--split-processes N``).
+
+On a CPython with the GIL, pure-Python boxes run one at a time whatever
+the number of threads.  The replicas of an index split are independent of
+one another (each sees only the records of its tag value), so a split is
+a keyed partition: :class:`ProcessSplits`, a split executor
+(:mod:`snet.splitexec`), runs the replicas of the selected splits in N
+processes of their own, and the rest of the network runs in the engine as
+before.  The splits are chosen as for Spark
+(:func:`~snet.splitexec.select_splits`, ``auto``: every outermost split
+whose operand holds a box).
+
+Which process runs what
+=======================
+
+Tag value *v* belongs to process ``owner(v) = mix(v) mod N``, a fixed
+integer hash (:func:`owner`), for the whole run and for every instance of
+the split.  The process keeps the replica of (instance, *v*) alive between
+batches (:mod:`snet.splitworker`): its synchro-cells stay where they are,
+and only records travel, pickled, one message per process and batch each
+way plus one per record back.  An operand whose replicas are all alike
+(no synchro-cell, no initialiser) is not keyed: a batch is cut into N
+equal runs of consecutive records, which balances skewed tags.
+
+Ordering is the protocol's (see :mod:`snet.splitexec`): a process feeds
+its records in sequence order, so replica *v* sees its records in order,
+and the outputs come back per input in sequence order, which gives per-tag
+order and ``!!`` order.
+
+Failures
+========
+
+* A run-time error in a process (a box that raised, a filter that found
+  no tag) comes back as the same :class:`~snet.errors.SNetRuntimeError`,
+  with the box's name, the record's labels and the traceback; the outputs
+  of every input before it are written first, as for any engine.
+* A process that dies (``os._exit`` in a box, a signal, a crash in C) is
+  named with the box it was calling and the split's input record it was
+  on; the outputs of the inputs before that record are written, and the
+  run fails (exit status 1).  The replicas that process held are lost
+  with it, so the run does not go on, under ``on_error`` "skip" either.
+* Ctrl-C: the processes ignore SIGINT (the terminal sends it to all of
+  them); the run's end terminates them, and each also dies with the
+  process that started it (``PR_SET_PDEATHSIG``), so none is left behind
+  even when the run is killed outright.
+
+Processes start with the run, from the ``forkserver`` context, the box
+functions shipped as for box processes (:mod:`snet.core.processes`: by
+module, by file or by value).
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import sys
+import threading
+from multiprocessing.connection import wait
+from typing import Any, Callable
+
+from snet.core.compiled import SplitKeys
+from snet.errors import SNetBoxError, SNetRuntimeError, SNetUsageError
+from snet.splitexec import SplitExecutor, SplitFailure, SplitOutputs, SplitRunner, select_splits
+from snet.stats import BoxStats, SplitProcessStats
+from snet.splitworker import PROTOCOL, ErrorReport, keeps_state
+from snet.spg.nodes import BoxNode, PropertyGraph, SplitNode
+
+log = logging.getLogger("snet")
+
+Record = dict
+DEFAULT_BATCH = 1024
+_MASK = (1 << 64) - 1
+
+
+def owner(value: int, processes: int) -> int:
+    """The process that owns tag value ``value``: a 64-bit mix of it, modulo ``processes``.
+
+    Stable across runs and machines (not Python's salted ``hash``), and a mix
+    rather than ``value % N``, so that values of one stride (all even, say)
+    still spread over every process.
+    """
+    x = (value * 0x9E3779B97F4A7C15) & _MASK
+    x ^= x >> 31
+    x = (x * 0xBF58476D1CE4E5B9) & _MASK
+    x ^= x >> 29
+    return x % processes
+
+
+class ProcessSplits(SplitExecutor):
+    """The split executor of ``--split-processes N`` / ``split_processes=N``."""
+
+    name = "processes"
+    place = "in split processes"
+
+    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], options: Any):
+        super().__init__(select_splits(graph, options.process_splits, "--process-splits"), DEFAULT_BATCH)
+        self.graph = graph
+        self.count = options.split_processes
+        self.pool: Pool | None = None
+        if self.selected:
+            self.pool = Pool(graph, boxes, self.count)
+
+    def make_runner(self, node_id: int) -> "ProcessSplitRunner":
+        assert self.pool is not None
+        return ProcessSplitRunner(self.graph, node_id, self.pool, skip_errors=self.error_policy is not None)
+
+    def stats(self) -> SplitProcessStats:  # type: ignore[override]
+        runners = [r for r in self.runners.values() if isinstance(r, ProcessSplitRunner)]
+        calls: dict[str, list] = {}
+        for runner in runners:
+            for name, (count, seconds) in runner.box_calls.items():
+                entry = calls.setdefault(name, [0, 0.0])
+                entry[0] += count
+                entry[1] += seconds
+        return SplitProcessStats(
+            processes=self.count, batch_size=self.batch_size,
+            selected=tuple(sorted(_where(self.graph.nodes[i]) for i in self.selected)),
+            flushes=self.flushes, seconds=self.flush_seconds, records=sum(r.records for r in runners),
+            replicas=sum(len(r.replicas) for r in runners), boxes=BoxStats.table(calls))
+
+    def cancel(self) -> None:
+        if self.pool is not None:
+            self.pool.stop()
+
+    def close(self) -> None:
+        super().close()
+        if self.pool is not None:
+            self.pool.stop()
+
+
+def _where(node: Any) -> str:
+    return node.span.location if node.span is not None else f"node {node.id}"
+
+
+class _Process:
+    """One split process, the parent's end of its pipe, and the slot naming the box it is calling."""
+
+    __slots__ = ("process", "connection", "slot")
+
+    def __init__(self, process: Any, connection: Any, slot: Any):
+        self.process = process
+        self.connection = connection
+        self.slot = slot
+
+    def exit_text(self) -> str:
+        """How the process ended, once it has ("exit status 3", "killed by SIGKILL")."""
+        import signal
+
+        self.process.join(5)
+        code = self.process.exitcode
+        if code is None:
+            return "its pipe closed"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit status {code}"
+
+
+class Pool:
+    """The N split processes of one run, shared by every split run in them."""
+
+    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], count: int):
+        from snet.core.processes import main_hidden, process_context, shipped_function
+
+        self.count = count
+        self.box_names = sorted(graph.used_boxes())
+        shipped = {name: shipped_function(name, boxes[name]) for name in self.box_names}
+        graph_bytes = pickle.dumps(graph, PROTOCOL)
+        path = [p for p in sys.path if p]
+        context = process_context()
+        context.set_forkserver_preload(["snet.core.processes", "snet.splitworker"])  # before the server starts
+        self.processes: list[_Process] = []
+        self.stopped = False
+        self.broken: SNetRuntimeError | None = None  # a process died: the replicas it held are lost
+        self._lock = threading.Lock()
+        try:
+            with main_hidden():
+                for i in range(count):
+                    here, there = context.Pipe()
+                    slot = context.Value("i", 0, lock=False)
+                    from snet.splitworker import serve
+
+                    process = context.Process(target=serve, args=(there, path, shipped, graph_bytes,
+                                                                  self.box_names, slot),
+                                              daemon=True, name=f"snet-split-{i + 1}")
+                    process.start()
+                    there.close()
+                    self.processes.append(_Process(process, here, slot))
+        except BaseException:
+            self.stop()
+            raise
+
+    def send(self, index: int, message: tuple) -> None:
+        self.processes[index].connection.send_bytes(pickle.dumps(message, PROTOCOL))
+
+    def stop(self) -> None:
+        """End every process now (the run is over, or stopping): a batch running is abandoned."""
+        with self._lock:
+            if self.stopped:
+                return
+            self.stopped = True
+        for entry in self.processes:
+            if entry.process.is_alive():
+                entry.process.terminate()
+        for entry in self.processes:
+            entry.process.join(5)
+            if entry.process.is_alive():
+                entry.process.kill()
+                entry.process.join(5)
+            entry.connection.close()
+
+    def pids(self) -> list[int]:
+        """The process ids of the split processes running now."""
+        return [e.process.pid for e in self.processes if e.process.is_alive()]
+
+
+class ProcessSplitRunner(SplitRunner):
+    """Runs the replicas of one split node in the pool's processes."""
+
+    def __init__(self, graph: PropertyGraph, split_node_id: int, pool: Pool, skip_errors: bool = False):
+        node = graph.nodes[split_node_id]
+        if not isinstance(node, SplitNode):
+            raise SNetUsageError(f"node {split_node_id} is a {node.kind}, not a split")
+        self.graph = graph
+        self.node = node
+        self.pool = pool
+        self.where = _where(node)
+        self.keys = SplitKeys(node)
+        self.stateful = keeps_state(graph, split_node_id)
+        self.replicas: set[tuple[int, int]] = set()
+        self.records = 0
+        self.failures: list[tuple] = []  # (seq, error record, error) of the records skipped in the processes
+        self.box_calls: dict[str, list] = {}
+        self._warnings: dict[int, list[str]] = {}  # process -> its replicas' unfinished-cell warnings
+        for index in range(pool.count):
+            pool.send(index, ("split", node.id, skip_errors))
+
+    def process_many(self, items: list[tuple[int, int, Record]]) -> list[SplitOutputs]:
+        """Run ``[(instance, seq, record)]`` in the processes; the outputs per input, sorted by seq.
+
+        Raises:
+            SplitFailure: the first error in (seq, instance, value) order, a
+                dead process included, with the outputs of the inputs before it.
+        """
+        pool = self.pool
+        if pool.broken is not None:
+            raise SplitFailure(pool.broken, -1, [])
+        shares = self._share(items)
+        for index, share in enumerate(shares):
+            if share:
+                try:
+                    pool.send(index, ("run", self.node.id, share))
+                except (pickle.PicklingError, TypeError, AttributeError) as e:
+                    raise SNetRuntimeError(f"a record that entered the split cannot be sent to a split process "
+                                           f"(records travel pickled): {type(e).__name__}: {e}", self.node.span) from e
+        keyed, errors = self._collect(shares)
+        keyed.sort(key=lambda item: item[0])
+        if errors:
+            key, error = min(errors, key=lambda e: e[0])
+            raise SplitFailure(error, key[0], _fold([item for item in keyed if item[0] < key]))
+        return _fold(keyed)
+
+    def _share(self, items: list[tuple[int, int, Record]]) -> list[list[tuple]]:
+        """Each process's ``(key, record, replica)`` items, in key order."""
+        n = self.pool.count
+        shares: list[list[tuple]] = [[] for _ in range(n)]
+        copies = [((seq, instance, value), record) for instance, seq, record in items
+                  for value in self.keys.values(record)]
+        copies.sort(key=lambda c: c[0])
+        self.records += len(copies)
+        if self.stateful:
+            for key, record in copies:
+                replica = (key[1], key[2])
+                self.replicas.add(replica)
+                shares[owner(key[2], n)].append((key, record, replica))
+        else:  # any replica will do: N runs of consecutive records
+            for i, (key, record) in enumerate(copies):
+                shares[i * n // len(copies)].append((key, record, None))
+        return shares
+
+    def _collect(self, shares: list[list[tuple]]) -> tuple[list, list]:
+        """Read every process's answers to its share: ``(keyed outputs, [(key, error)])``."""
+        pool = self.pool
+        keyed: list[tuple[tuple, list[Record]]] = []
+        errors: list[tuple[tuple, SNetRuntimeError]] = []
+        done = [0] * pool.count  # items answered, per process
+        waiting = {pool.processes[i].connection: i for i, share in enumerate(shares) if share}
+        while waiting:
+            for connection in wait(list(waiting)):
+                index = waiting[connection]
+                try:
+                    message = pickle.loads(connection.recv_bytes())
+                except (EOFError, OSError):
+                    del waiting[connection]
+                    share = shares[index]
+                    key = share[done[index]][0] if done[index] < len(share) else share[-1][0]
+                    errors.append((key, self._died(index, share[done[index]] if done[index] < len(share) else None)))
+                    continue
+                kind = message[0]
+                if kind == "out":
+                    _, key, outputs, failures = message
+                    keyed.append((key, outputs))
+                    self.failures.extend((key[0], record, report.rebuild()) for record, report in failures)
+                    done[index] += 1
+                elif kind == "error":
+                    errors.append((message[1], message[2].rebuild()))
+                else:  # "end"
+                    del waiting[connection]
+                    for name, (calls, seconds) in message[1].items():
+                        entry = self.box_calls.setdefault(name, [0, 0.0])
+                        entry[0] += calls
+                        entry[1] += seconds
+                    self._warnings[index] = message[2]
+        return keyed, errors
+
+    def _died(self, index: int, item: tuple | None) -> SNetRuntimeError:
+        """The error for split process ``index``, which ended while it ran ``item``; the pool is broken."""
+        pool = self.pool
+        if pool.stopped:
+            return SNetRuntimeError("the split processes were stopped while a batch ran", self.node.span)
+        entry = pool.processes[index]
+        box = entry.slot.value
+        how = entry.exit_text()
+        record = _shown(item[1]) if item is not None else "?"
+        detail = (f"the split's input record: {record}\n(the replicas that split process held are lost with it, "
+                  f"so the run stops)")
+        which = f"split process {index + 1} of {pool.count}"
+        if box:
+            name = pool.box_names[box - 1]
+            error: SNetRuntimeError = SNetBoxError(f"box '{name}' ended {which} ({how}) on the split's input "
+                                                   f"record {record}", _box_span(self.graph, name), detail)
+        else:
+            error = SNetRuntimeError(f"{which} of the split died ({how}) on its input record {record}",
+                                     self.node.span, detail)
+        pool.broken = error
+        return error
+
+    def take_failures(self) -> list[tuple]:
+        failures, self.failures = self.failures, []
+        return sorted(failures, key=lambda f: f[0])
+
+    def warnings(self) -> list[str]:
+        return [w for index in sorted(self._warnings) for w in self._warnings[index]]
+
+    def stats(self) -> dict:
+        return {"split": self.where, "records": self.records, "replicas": len(self.replicas),
+                "boxes": {name: {"calls": c, "seconds": t} for name, (c, t) in sorted(self.box_calls.items())}}
+
+    def cancel(self) -> None:
+        self.pool.stop()
+
+
+def _box_span(graph: PropertyGraph, name: str) -> Any:
+    for node in graph.nodes:
+        if isinstance(node, BoxNode) and node.name == name:
+            return node.span
+    return None
+
+
+def _shown(record: Record, limit: int = 300) -> str:
+    from snet.recordio.jsonl import format_record_jsonl
+
+    try:
+        text = format_record_jsonl(record)
+    except Exception:
+        text = repr(record)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _fold(keyed: list[tuple[tuple, list[Record]]]) -> list[SplitOutputs]:
+    """``[((seq, instance, value), outputs)]`` sorted -> outputs per input, the copies' outputs joined."""
+    result: list[SplitOutputs] = []
+    last = None
+    for (seq, instance, _value), outputs in keyed:
+        if last == (seq, instance):
+            result[-1].outputs.extend(outputs)
+        else:
+            result.append(SplitOutputs(instance, seq, list(outputs)))
+            last = (seq, instance)
+    return result
+
+
+__all__ = ["ProcessSplits", "ProcessSplitRunner", "owner"]
