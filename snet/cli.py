@@ -119,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--process-splits", metavar="IDS",
                      help="which splits run in the split processes: 'auto' (default), 'all', or a comma list of "
                           "FILE:LINE:COL positions or net names")
+    run.add_argument("--process-batch", type=int, metavar="N",
+                     help="records per batch of the split processes (default 1024)")
     run.add_argument("--spark", metavar="MASTER",
                      help="run index splits on Spark (local[N], spark://, yarn, k8s://, sc://); "
                           "default: $SNET_SPARK_MASTER, else no Spark")

@@ -210,7 +210,7 @@ def _one_executor(options: Any, attribute: attrs.Attribute, value: Any) -> None:
 
 def _with_processes(options: Any, attribute: attrs.Attribute, value: Any) -> None:
     if value is not None and not options.split_processes:
-        raise SNetOptionError(attribute.name, f" chooses the splits that run in split processes: it needs "
+        raise SNetOptionError(attribute.name, f" applies to the splits that run in split processes: it needs "
                                               f"split_processes")
 
 
@@ -272,6 +272,7 @@ class RunOptions:
     split_processes: int | None = attrs.field(default=None, validator=[_positive_or_none, _one_executor])
     # which splits run in them: as spark_splits ("auto", "all", positions / net names)
     process_splits: str | None = attrs.field(default=None, validator=[_optional_text, _with_processes])
+    process_batch: int | None = attrs.field(default=None, validator=[_positive_or_none, _with_processes])
     # box calls in a pool of worker processes: for every box, and per box name (snet.core.processes)
     box_processes: int | None = attrs.field(default=None, validator=_positive_or_none)
     box_processes_per_box: dict[str, int] = attrs.field(factory=dict, converter=_dict, validator=_per_box)

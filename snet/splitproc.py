@@ -93,7 +93,8 @@ class ProcessSplits(SplitExecutor):
     place = "in split processes"
 
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], options: Any):
-        super().__init__(select_splits(graph, options.process_splits, "--process-splits"), DEFAULT_BATCH)
+        super().__init__(select_splits(graph, options.process_splits, "--process-splits"),
+                         options.process_batch or DEFAULT_BATCH)
         self.graph = graph
         self.count = options.split_processes
         self.pool: Pool | None = None
