@@ -207,6 +207,22 @@ def running(pid: int) -> bool:
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc") or os.name != "posix", reason="needs Linux /proc and SIGINT")
 def test_ctrl_c_ends_the_run_and_every_process_of_it(executor, tmp_path):
+    interrupt_and_check(executor, tmp_path, group=False)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir("/proc") or os.name != "posix", reason="needs Linux /proc and SIGINT")
+@pytest.mark.parametrize("engine", ["reference", "front"])
+def test_ctrl_c_at_a_terminal_reaches_the_split_processes_too_and_ends_them(engine, tmp_path):
+    """A terminal sends SIGINT to the whole foreground group: the split processes ignore it, the run ends them."""
+    def options(batch: int = 1024):
+        return {"engine": engine}
+    interrupt_and_check(("processes", options), tmp_path, group=True)
+
+
+def interrupt_and_check(executor, tmp_path: Path, group: bool) -> None:
+    """``snet run`` of a long input through the executor, SIGINT once it is under way (to the run, or to its
+    whole process group): exit status 1, "interrupted", no traceback, and no process of the run left."""
     kind, options = executor
     (tmp_path / "net.snet").write_text(PER_TAG)
     (tmp_path / "net.py").write_text("import time\n\ndef work(v, k):\n    if v == 40:\n"
@@ -228,7 +244,10 @@ def test_ctrl_c_ends_the_run_and_every_process_of_it(executor, tmp_path):
         under = descendants(proc.pid)
         if kind == "processes":
             assert len(under) >= 2  # the split processes (and their fork server)
-        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to the whole foreground group
+        if group:
+            os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to the whole foreground group
+        else:
+            proc.send_signal(signal.SIGINT)
         code = proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
