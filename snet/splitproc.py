@@ -40,9 +40,9 @@ Failures
   run fails (exit status 1).  The replicas that process held are lost
   with it, so the run does not go on, under ``on_error`` "skip" either.
 * Ctrl-C: the processes ignore SIGINT (the terminal sends it to all of
-  them); the run's end terminates them, and each also dies with the
-  process that started it (``PR_SET_PDEATHSIG``), so none is left behind
-  even when the run is killed outright.
+  them); the run's end terminates them, and each also watches the run's
+  process and ends with it (:func:`snet.splitworker.end_with`), so none is
+  left behind even when the run is killed outright.
 
 Processes start with the run, from the ``forkserver`` context, the box
 functions shipped as for box processes (:mod:`snet.core.processes`: by
@@ -52,6 +52,7 @@ module, by file or by value).
 from __future__ import annotations
 
 import logging
+import os
 import pickle
 import sys
 import threading
@@ -183,7 +184,7 @@ class Pool:
                     slot = context.Value("i", 0, lock=False)
                     from snet.splitworker import serve
 
-                    process = context.Process(target=serve, args=(there, path, shipped, graph_bytes,
+                    process = context.Process(target=serve, args=(there, os.getpid(), path, shipped, graph_bytes,
                                                                   self.box_names, slot),
                                               daemon=True, name=f"snet-split-{i + 1}")
                     process.start()

@@ -36,8 +36,11 @@ import functools
 import inspect
 import os
 import pickle
+import select
 import signal
 import sys
+import threading
+import time
 from typing import Any, Callable
 
 import attrs
@@ -153,26 +156,47 @@ def announcing(index: int, function: Callable, slot: Any) -> Callable:
     return wrapped
 
 
-def _die_with_parent() -> None:
-    """Have the kernel kill this process when the process that started it ends (Linux; elsewhere nothing)."""
+def end_with(parent: int) -> None:
+    """End this process as soon as process ``parent`` (the run's) ends, whatever this process is doing.
+
+    A split process is a child of the fork server, not of the run, and the
+    fork server lives as long as its children do; so a watcher thread waits
+    on the run's process itself (a pidfd on Linux, else a look every half
+    second) and ends this process, even in the middle of a box call, when
+    the run was killed outright.
+    """
+    def watch() -> None:
+        try:
+            fd = os.pidfd_open(parent)
+        except (AttributeError, OSError):  # no pidfd here, or the run has ended already
+            fd = None
+        if fd is not None:
+            select.select([fd], [], [])
+        else:
+            while _alive(parent):
+                time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="snet-split-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
     try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        parent = os.getppid()
-        if libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0 and os.getppid() != parent:  # PR_SET_PDEATHSIG
-            os._exit(0)
-    except (OSError, AttributeError):
-        pass
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
-def serve(connection: Any, path: list[str], shipped: dict[str, tuple], graph_bytes: bytes,
+def serve(connection: Any, parent: int, path: list[str], shipped: dict[str, tuple], graph_bytes: bytes,
           box_names: list[str], slot: Any) -> None:
     """A split process: answer the parent's messages (see the module docstring) until its pipe ends."""
     from snet.core.processes import load_functions
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the processes
-    _die_with_parent()
+    end_with(parent)
     for entry in reversed(path):
         if entry not in sys.path:
             sys.path.insert(0, entry)

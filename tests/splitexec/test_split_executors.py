@@ -261,3 +261,39 @@ def interrupt_and_check(executor, tmp_path: Path, group: bool) -> None:
     assert not [p for p in under if running(p)], "processes left after Ctrl-C"
     written = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert len(written) < 20000
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir("/proc") or os.name != "posix", reason="needs Linux /proc and signals")
+def test_split_processes_end_with_a_run_killed_outright(tmp_path):
+    """SIGKILL leaves the run no chance to end its processes: each ends with it all the same, even one in
+    the middle of a long box call (it dies with the process that started it)."""
+    (tmp_path / "net.snet").write_text(PER_TAG)
+    (tmp_path / "net.py").write_text("import time\n\ndef work(v, k):\n    if v == 3:\n"
+                                     "        open('called-3', 'w').close()\n        time.sleep(600)\n"
+                                     "    return {'v': v, '<k>': k}\n")
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"v": i, "<k>": i % 8}) + "\n" for i in range(100)))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "snet", "run", "net.snet", "-i", "in.jsonl", "-o", "out.jsonl",
+                             "--split-processes", "2"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300  # upper bound only
+        while not (tmp_path / "called-3").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert proc.poll() is None, proc.stderr.read()
+        under = descendants(proc.pid)
+        assert len(under) >= 2
+        proc.kill()
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    deadline = time.monotonic() + 60  # at once at rest; an upper bound for a busy machine
+    while any(running(p) for p in under) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [p for p in under if running(p)]
+    for pid in left:  # not to leave them behind when the test fails
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "split processes left after the run was killed"
