@@ -329,7 +329,7 @@ def asked_executors(options: Any) -> list[ExecutorEntry]:
     return [entry for entry in EXECUTORS.values() if getattr(options, entry.option, None)]
 
 
-def executor_for(graph: PropertyGraph, boxes: dict[str, Callable], options: Any) -> SplitExecutor | None:
+def executor_for(graph: PropertyGraph, boxes: dict[str, Callable[..., Any]], options: Any) -> SplitExecutor | None:
     """The split executor ``options`` ask for, or None to run every split in place.
 
     An executor that selects no split of ``graph`` is closed and not used.

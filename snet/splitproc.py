@@ -56,8 +56,8 @@ import os
 import pickle
 import sys
 import threading
-from multiprocessing.connection import wait
-from typing import Any, Callable
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable, cast
 
 from snet.core.compiled import SplitKeys
 from snet.errors import SNetBoxError, SNetRuntimeError, SNetUsageError
@@ -74,17 +74,16 @@ _MASK = (1 << 64) - 1
 
 
 def owner(value: int, processes: int) -> int:
-    """The process that owns tag value ``value``: a 64-bit mix of it, modulo ``processes``.
+    """The process that owns tag value ``value``: a 64-bit mix of it (SplitMix64's), modulo ``processes``.
 
     Stable across runs and machines (not Python's salted ``hash``), and a mix
     rather than ``value % N``, so that values of one stride (all even, say)
     still spread over every process.
     """
-    x = (value * 0x9E3779B97F4A7C15) & _MASK
-    x ^= x >> 31
-    x = (x * 0xBF58476D1CE4E5B9) & _MASK
-    x ^= x >> 29
-    return x % processes
+    x = (value + 0x9E3779B97F4A7C15) & _MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+    return (x ^ (x >> 31)) % processes
 
 
 class ProcessSplits(SplitExecutor):
@@ -290,7 +289,8 @@ class ProcessSplitRunner(SplitRunner):
         done = [0] * pool.count  # items answered, per process
         waiting = {pool.processes[i].connection: i for i, share in enumerate(shares) if share}
         while waiting:
-            for connection in wait(list(waiting)):
+            for ready in wait(list(waiting)):
+                connection = cast(Connection, ready)
                 index = waiting[connection]
                 try:
                     message = pickle.loads(connection.recv_bytes())

@@ -49,7 +49,7 @@ from snet.errorpolicy import ErrorPolicy, error_record
 from snet.errors import SNetRuntimeError
 from snet.plan import lower
 from snet.reference import ReferenceEngine
-from snet.spg.nodes import PropertyGraph
+from snet.spg.nodes import PropertyGraph, SplitNode
 
 Record = dict
 PROTOCOL = 5
@@ -94,8 +94,9 @@ def keeps_state(graph: PropertyGraph, split_id: int) -> bool:
     A synchro-cell holds records; an initialiser fires once per replica, and
     which nested replicas exist decides where initialisers still fire.
     """
-    operand = graph.nodes[split_id].operand
-    return bool(operand.stateful or operand.has_initialisers)
+    node = graph.nodes[split_id]
+    assert isinstance(node, SplitNode)
+    return bool(node.operand.stateful or node.operand.has_initialisers)
 
 
 class ReplicaTable:
@@ -245,7 +246,7 @@ def _dumps(message: tuple) -> bytes:
     try:
         return pickle.dumps(message, PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError):
-        import cloudpickle
+        import cloudpickle  # type: ignore[import-untyped]
 
         return cloudpickle.dumps(message, protocol=PROTOCOL)
 
