@@ -12,7 +12,8 @@ Java is missing.  What every executor must give:
   inputs before it written;
 * a process that dies in a box (``os._exit``) named with the box and the
   record, the outputs of the inputs before it written;
-* Ctrl-C: ``snet run`` ends with status 1 and leaves no process behind.
+* Ctrl-C: ``snet run`` ends with status 1 and "error: interrupted", and
+  leaves no process behind.
 """
 
 from __future__ import annotations
@@ -254,7 +255,9 @@ def interrupt_and_check(executor, tmp_path: Path, group: bool) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     stderr = proc.stderr.read()
-    assert code == 1 and "interrupted" in stderr and "Traceback" not in stderr, stderr
+    assert code == 1 and stderr.strip().splitlines()[-1].startswith("error: interrupted"), stderr
+    if kind == "processes":  # (py4j logs its own tracebacks when Ctrl-C interrupts a Spark job)
+        assert "Traceback" not in stderr, stderr
     deadline = time.monotonic() + 60
     while any(running(p) for p in under) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -174,3 +174,11 @@ def test_the_engine_factory_names_no_executor():
 
     assert {e.option for e in EXECUTORS.values()} >= {"spark_master", "split_processes"}
     assert "spark" not in (ROOT / "snet" / "backends" / "__init__.py").read_text().lower()
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=["reference", "front"])
+def test_a_session_gets_each_inputs_outputs_from_the_split_processes(tmp_path, engine):
+    net = load(tmp_path, ONE, "def f(a, k):\n    return {'a': a * 10, '<k>': k}\n")
+    with net.session(split_processes=2, **engine) as session:
+        futures = [session.submit({"a": i, "<k>": i % 3}) for i in range(6)]
+        assert [f.result(timeout=120) for f in futures] == [[{"a": 10 * i, "<k>": i % 3}] for i in range(6)]
