@@ -210,8 +210,8 @@ def _one_executor(options: Any, attribute: attrs.Attribute, value: Any) -> None:
 
 def _with_processes(options: Any, attribute: attrs.Attribute, value: Any) -> None:
     if value is not None and not options.split_processes:
-        raise SNetOptionError(attribute.name, f" applies to the splits that run in split processes: it needs "
-                                              f"split_processes")
+        raise SNetOptionError(attribute.name, f" applies to the splits that run in split processes: give "
+                                              f"split_processes (--split-processes) too")
 
 
 def _memory_limit(_, attribute: attrs.Attribute, value: Any) -> None:

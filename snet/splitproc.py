@@ -60,7 +60,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, cast
 
 from snet.core.compiled import SplitKeys
-from snet.errors import SNetBoxError, SNetRuntimeError, SNetUsageError
+from snet.errors import SNetBindingError, SNetBoxError, SNetRuntimeError, SNetUsageError
 from snet.splitexec import SplitExecutor, SplitFailure, SplitOutputs, SplitRunner, select_splits
 from snet.stats import BoxStats, SplitProcessStats
 from snet.splitworker import PROTOCOL, ErrorReport, keeps_state
@@ -189,12 +189,34 @@ class Pool:
                     process.start()
                     there.close()
                     self.processes.append(_Process(process, here, slot))
+            for index in range(count):
+                self._started(index)
         except BaseException:
             self.stop()
             raise
 
+    def _started(self, index: int) -> None:
+        """Wait for process ``index`` to have loaded the boxes and the program; its failure is a start-up error."""
+        entry = self.processes[index]
+        try:
+            answer = pickle.loads(entry.connection.recv_bytes())
+        except (EOFError, OSError):
+            answer = ("failed", f"it ended ({entry.exit_text()}) before it was ready")
+        if answer[0] != "ready":
+            raise SNetBindingError(f"split process {index + 1} of {self.count} could not start: {answer[1]}")
+
     def send(self, index: int, message: tuple) -> None:
-        self.processes[index].connection.send_bytes(pickle.dumps(message, PROTOCOL))
+        """Send ``message`` to process ``index``; a process that has ended is a run-time error."""
+        data = pickle.dumps(message, PROTOCOL)
+        entry = self.processes[index]
+        try:
+            entry.connection.send_bytes(data)
+        except OSError:
+            if self.stopped:
+                raise SNetRuntimeError("the split processes were stopped") from None
+            self.broken = SNetRuntimeError(f"split process {index + 1} of {self.count} has ended "
+                                           f"({entry.exit_text()}); its standard error says why")
+            raise self.broken from None
 
     def stop(self) -> None:
         """End every process now (the run is over, or stopping): a batch running is abandoned."""

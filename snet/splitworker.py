@@ -14,6 +14,8 @@ gives the same outputs.
 The conversation with the parent, one pickled message each way per event
 over the process's pipe:
 
+* process -> parent, once: ``("ready",)`` when the box functions and the
+  program are loaded, or ``("failed", message)`` (the process then ends);
 * parent -> process: ``("split", node_id, skip_errors)`` once per split
   node, then ``("run", node_id, items)`` per batch, ``items`` a list of
   ``(key, record, replica)`` in key order (``key`` the parent's
@@ -46,7 +48,7 @@ from typing import Any, Callable
 import attrs
 
 from snet.errorpolicy import ErrorPolicy, error_record
-from snet.errors import SNetRuntimeError
+from snet.errors import SNetError, SNetRuntimeError
 from snet.plan import lower
 from snet.reference import ReferenceEngine
 from snet.spg.nodes import PropertyGraph, SplitNode
@@ -201,11 +203,17 @@ def serve(connection: Any, parent: int, path: list[str], shipped: dict[str, tupl
     for entry in reversed(path):
         if entry not in sys.path:
             sys.path.insert(0, entry)
-    functions = load_functions(shipped)
-    boxes = {name: announcing(box_names.index(name), f, slot) for name, f in functions.items()}
-    graph: PropertyGraph = pickle.loads(graph_bytes)
-    tables: dict[int, ReplicaTable] = {}
     send = connection.send_bytes
+    try:
+        functions = load_functions(shipped)
+        graph: PropertyGraph = pickle.loads(graph_bytes)
+    except Exception as e:  # the parent raises it as a start-up error
+        message = str(e).removeprefix("error: ") if isinstance(e, SNetError) else f"{type(e).__name__}: {e}"
+        send(_dumps(("failed", message)))
+        return
+    send(_dumps(("ready",)))
+    boxes = {name: announcing(box_names.index(name), f, slot) for name, f in functions.items()}
+    tables: dict[int, ReplicaTable] = {}
     while True:
         try:
             message = pickle.loads(connection.recv_bytes())

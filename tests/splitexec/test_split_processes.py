@@ -125,7 +125,7 @@ def test_the_options_of_the_split_processes_are_checked(tmp_path):
         list(net.run([], split_processes=2, process_splits="nowhere"))
     for words, message in ((["--split-processes", "0"], "--split-processes must be at least 1, not 0"),
                            (["--process-batch", "5"], "--process-batch applies to the splits that run in split "
-                                                      "processes: it needs split_processes")):
+                                                      "processes: give split_processes (--split-processes) too")):
         result = snet_run("net.snet", *words, cwd=tmp_path)
         assert result.returncode == 2 and message in result.stderr, result.stderr
 
@@ -182,3 +182,14 @@ def test_a_session_gets_each_inputs_outputs_from_the_split_processes(tmp_path, e
     with net.session(split_processes=2, **engine) as session:
         futures = [session.submit({"a": i, "<k>": i % 3}) for i in range(6)]
         assert [f.result(timeout=120) for f in futures] == [[{"a": 10 * i, "<k>": i % 3}] for i in range(6)]
+
+
+def test_a_box_module_that_cannot_load_in_a_split_process_is_a_start_up_error(tmp_path):
+    load(tmp_path, ONE, "import multiprocessing\n\nif multiprocessing.parent_process() is not None:\n"
+                        "    raise ImportError('not in a child process')\n\n"
+                        "def f(a, k):\n    return {'a': a, '<k>': k}\n")
+    result = snet_run("net.snet", "--split-processes", "2", cwd=tmp_path, stdin='{"a": 1, "<k>": 1}\n')
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: split process 1 of 2 could not start: box module ")
+    assert "failed to import: ImportError: not in a child process" in result.stderr
+    assert result.stdout == ""
