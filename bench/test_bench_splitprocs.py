@@ -80,3 +80,34 @@ def test_split_processes_against_threads(benchmark, report, tmp_path):
            calls=len(records), loops=loops, work_ms_per_call=WORK_MS,
            cpu_ceiling_before=ceilings[0], cpu_ceiling_after=ceilings[1], cores=os.cpu_count(),
            load_average_before=round(load_before, 2), load_average_after=round(os.getloadavg()[0], 2))
+
+
+TRIVIAL = "def work(x, t):\n    return {'x': x, '<t>': t}\n"
+
+
+def test_cost_per_record(benchmark, report, tmp_path):
+    """What a record costs through the split processes: a trivial box, 20,000 records over 64 tags.
+
+    Wall time and this process's CPU time per record (the processes' own
+    CPU excluded), FRONT with two workers, in process and with
+    ``split_processes=2``: the pickling, the pipe transfers and the
+    bookkeeping that a split's box must outweigh.
+    """
+    (tmp_path / "fanned.py").write_text(TRIVIAL)
+    (tmp_path / "fanned.snet").write_text(NET)
+    net = snet.load(str(tmp_path / "fanned.snet"))
+    records = [{"x": i, "<t>": i % TAGS} for i in range(20_000)]
+
+    def run(**options):
+        started, cpu = time.perf_counter(), time.process_time()
+        assert sum(1 for _ in net.run(records, engine="front", workers=2, **options)) == len(records)
+        return time.perf_counter() - started, time.process_time() - cpu
+
+    run(split_processes=2)
+    local = [run() for _ in range(3)]
+    remote = [run(split_processes=2) for _ in range(3)]
+    benchmark.pedantic(lambda: run(split_processes=2), rounds=1, iterations=1)
+    per = 1e6 / len(records)
+    report(in_process_us=per * min(w for w, _ in local), in_process_cpu_us=per * min(c for _, c in local),
+           split_processes_us=per * min(w for w, _ in remote), split_processes_cpu_us=per * min(c for _, c in remote),
+           load_average=round(os.getloadavg()[0], 2))

@@ -54,10 +54,11 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import selectors
+import struct
 import sys
 import threading
-from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, cast
+from typing import Any, Callable
 
 from snet.core.compiled import SplitKeys
 from snet.errors import SNetBindingError, SNetBoxError, SNetRuntimeError, SNetUsageError
@@ -304,40 +305,64 @@ class ProcessSplitRunner(SplitRunner):
         return shares
 
     def _collect(self, shares: list[list[tuple]]) -> tuple[list, list]:
-        """Read every process's answers to its share: ``(keyed outputs, [(key, error)])``."""
+        """Read every process's answers to its share: ``(keyed outputs, [(key, error)])``.
+
+        The answers are read from the pipes in large chunks and cut into
+        messages here (:func:`_messages`), rather than one message per
+        read: a process answers once per record.
+        """
         pool = self.pool
         keyed: list[tuple[tuple, list[Record]]] = []
         errors: list[tuple[tuple, SNetRuntimeError]] = []
         done = [0] * pool.count  # items answered, per process
-        waiting = {pool.processes[i].connection: i for i, share in enumerate(shares) if share}
-        while waiting:
-            for ready in wait(list(waiting)):
-                connection = cast(Connection, ready)
-                index = waiting[connection]
+        buffers = [bytearray() for _ in range(pool.count)]
+        waiting = {pool.processes[i].connection.fileno(): i for i, share in enumerate(shares) if share}
+        with selectors.DefaultSelector() as selector:
+            for fd in waiting:
+                selector.register(fd, selectors.EVENT_READ)
+            while waiting:
                 try:
-                    message = pickle.loads(connection.recv_bytes())
-                except (EOFError, OSError):
-                    del waiting[connection]
-                    share = shares[index]
-                    key = share[done[index]][0] if done[index] < len(share) else share[-1][0]
-                    errors.append((key, self._died(index, share[done[index]] if done[index] < len(share) else None)))
-                    continue
-                kind = message[0]
-                if kind == "out":
-                    _, key, outputs, failures = message
-                    keyed.append((key, outputs))
-                    self.failures.extend((key[0], record, report.rebuild()) for record, report in failures)
-                    done[index] += 1
-                elif kind == "error":
-                    errors.append((message[1], message[2].rebuild()))
-                else:  # "end"
-                    del waiting[connection]
-                    for name, (calls, seconds) in message[1].items():
-                        entry = self.box_calls.setdefault(name, [0, 0.0])
-                        entry[0] += calls
-                        entry[1] += seconds
-                    self._warnings[index] = message[2]
+                    ready = [key.fd for key, _ in selector.select()]
+                except (OSError, ValueError):  # a pipe closed by cancel() from another thread
+                    raise SNetRuntimeError("the split processes were stopped while a batch ran", self.node.span)
+                for fd in ready:
+                    index = waiting[fd]
+                    try:
+                        chunk = os.read(fd, _CHUNK)
+                    except OSError:
+                        chunk = b""
+                    if not chunk:  # the process has ended
+                        selector.unregister(fd)
+                        del waiting[fd]
+                        share = shares[index]
+                        item = share[done[index]] if done[index] < len(share) else None
+                        errors.append((item[0] if item is not None else share[-1][0], self._died(index, item)))
+                        continue
+                    buffers[index] += chunk
+                    for data in _messages(buffers[index]):
+                        message = pickle.loads(data)
+                        kind = message[0]
+                        if kind == "out":
+                            _, key, outputs, failures = message
+                            keyed.append((key, outputs))
+                            if failures:
+                                self.failures.extend((key[0], record, report.rebuild()) for record, report in failures)
+                            done[index] += 1
+                        elif kind == "error":
+                            errors.append((message[1], message[2].rebuild()))
+                        else:  # "end"
+                            selector.unregister(fd)
+                            del waiting[fd]
+                            self._ended(index, message)
         return keyed, errors
+
+    def _ended(self, index: int, message: tuple) -> None:
+        """Process ``index``'s ``("end", box_calls, warnings)`` after its share of a batch."""
+        for name, (calls, seconds) in message[1].items():
+            entry = self.box_calls.setdefault(name, [0, 0.0])
+            entry[0] += calls
+            entry[1] += seconds
+        self._warnings[index] = message[2]
 
     def _died(self, index: int, item: tuple | None) -> SNetRuntimeError:
         """The error for split process ``index``, which ended while it ran ``item``; the pool is broken."""
@@ -374,6 +399,37 @@ class ProcessSplitRunner(SplitRunner):
 
     def cancel(self) -> None:
         self.pool.stop()
+
+
+_CHUNK = 1 << 20  # bytes read from a process's pipe at once
+_SIZE = struct.Struct("!i")
+_LARGE = struct.Struct("!Q")
+
+
+def _messages(buffer: bytearray) -> list[bytes]:
+    """Cut the complete messages off the front of ``buffer`` (``Connection.send_bytes``'s framing).
+
+    A message is a 4-byte big-endian size and the bytes; a size of -1 is
+    followed by an 8-byte size (messages of 2 GiB or more).  An incomplete
+    message stays in the buffer for the next read.
+    """
+    found = []
+    at = 0
+    end = len(buffer)
+    while end - at >= 4:
+        (size,) = _SIZE.unpack_from(buffer, at)
+        start = at + 4
+        if size == -1:
+            if end - start < 8:
+                break
+            (size,) = _LARGE.unpack_from(buffer, start)
+            start += 8
+        if end - start < size:
+            break
+        found.append(bytes(buffer[start:start + size]))
+        at = start + size
+    del buffer[:at]
+    return found
 
 
 def _box_span(graph: PropertyGraph, name: str) -> Any:
