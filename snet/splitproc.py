@@ -61,6 +61,7 @@ import threading
 from typing import Any, Callable
 
 from snet.core.compiled import SplitKeys
+from snet.core.processes import main_hidden, process_context, read_answer, shipped_function
 from snet.errors import SNetBindingError, SNetBoxError, SNetRuntimeError, SNetUsageError
 from snet.splitexec import SplitExecutor, SplitFailure, SplitOutputs, SplitRunner, select_splits
 from snet.stats import BoxStats, SplitProcessStats
@@ -164,8 +165,6 @@ class Pool:
     """The N split processes of one run, shared by every split run in them."""
 
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], count: int):
-        from snet.core.processes import main_hidden, process_context, shipped_function
-
         self.count = count
         self.box_names = sorted(graph.used_boxes())
         shipped = {name: shipped_function(name, boxes[name]) for name in self.box_names}
@@ -340,7 +339,13 @@ class ProcessSplitRunner(SplitRunner):
                         continue
                     buffers[index] += chunk
                     for data in _messages(buffers[index]):
-                        message = pickle.loads(data)
+                        try:
+                            message = read_answer(data)
+                        except Exception as e:  # a class the parent cannot import, a value naming os._exit...
+                            pool.broken = SNetRuntimeError(
+                                f"an answer of split process {index + 1} of {pool.count} cannot be read: "
+                                f"{type(e).__name__}: {e}", self.node.span)
+                            raise pool.broken from None
                         kind = message[0]
                         if kind == "out":
                             _, key, outputs, failures = message

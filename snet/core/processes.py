@@ -495,6 +495,14 @@ class _ReplyUnpickler(pickle.Unpickler):
         return found
 
 
+def read_answer(data: bytes) -> Any:
+    """Unpickle a worker process's answer without letting it end or take over this process.
+
+    The split processes (:mod:`snet.splitproc`) read their answers with it too.
+    """
+    return _ReplyUnpickler(io.BytesIO(data)).load()
+
+
 class _Worker:
     """One box process, the parent's end of its pipe, and the calls it has answered."""
 
@@ -543,4 +551,4 @@ class ProcessBox:
 
 
 __all__ = ["BoxArgumentNotSendable", "BoxProcesses", "BoxProcessDied", "ProcessBox", "RemoteBoxException",
-           "load_functions", "main_hidden", "process_context", "shipped_function"]
+           "load_functions", "main_hidden", "process_context", "read_answer", "shipped_function"]

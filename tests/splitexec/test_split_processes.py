@@ -193,3 +193,12 @@ def test_a_box_module_that_cannot_load_in_a_split_process_is_a_start_up_error(tm
     assert result.stderr.startswith("error: split process 1 of 2 could not start: box module ")
     assert "failed to import: ImportError: not in a child process" in result.stderr
     assert result.stdout == ""
+
+
+def test_an_answer_that_would_end_the_run_is_refused(tmp_path):
+    """Unpickling runs what a pickle names: an output whose reduction calls os._exit must not end the run."""
+    net = load(tmp_path, ONE, "import os\n\nclass Exit:\n    def __reduce__(self):\n        return (os._exit, (7,))\n\n"
+                              "def f(a, k):\n    return {'a': Exit(), '<k>': k}\n")
+    with pytest.raises(SNetRuntimeError, match=r"an answer of split process \d of 2 cannot be read: UnpicklingError: "
+                                               r"it would call (os|posix)\._exit in the parent process"):
+        list(net.run([{"a": 1, "<k>": 1}], split_processes=2))
