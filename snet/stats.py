@@ -269,8 +269,11 @@ class RunStats:
                              f"{split.tasks} tasks, {format_duration(split.seconds)}")
         local = self.split_processes
         if local is not None:
-            lines.append(f"  in {local.processes} split processes: {local.flushes} batches, {local.records:,} records, "
+            batches = f"{local.flushes} batch{'es' if local.flushes != 1 else ''}"
+            lines.append(f"  in {local.processes} split processes: {batches}, {local.records:,} records, "
                          f"{format_duration(local.seconds)}; {local.replicas:,} replicas with state")
+            for name, box in sorted(local.boxes.items()):
+                lines.append(f"    box {name}: {box.calls:,} calls, {format_duration(box.seconds)} in the processes")
         return "\n".join(lines)
 
 

@@ -152,6 +152,7 @@ def test_stats_say_what_ran_in_the_split_processes(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "in 2 split processes: 4 batches, 16 records" in result.stderr and "8 replicas with state" in \
         result.stderr, result.stderr
+    assert "    box f: 8 calls, " in result.stderr, result.stderr
 
 
 def test_box_guards_do_not_reach_the_split_processes_and_a_warning_says_so(tmp_path, caplog):
