@@ -51,7 +51,6 @@ module, by file or by value).
 
 from __future__ import annotations
 
-import logging
 import os
 import pickle
 import selectors
@@ -67,8 +66,6 @@ from snet.splitexec import SplitExecutor, SplitFailure, SplitOutputs, SplitRunne
 from snet.stats import BoxStats, SplitProcessStats
 from snet.splitworker import PROTOCOL, ErrorReport, keeps_state
 from snet.spg.nodes import BoxNode, PropertyGraph, SplitNode
-
-log = logging.getLogger("snet")
 
 Record = dict
 DEFAULT_BATCH = 1024
@@ -126,6 +123,8 @@ class ProcessSplits(SplitExecutor):
             self.pool.stop()
 
     def close(self) -> None:
+        for runner in self.runners.values():  # the replicas' warnings, before the processes end
+            runner.warnings()
         super().close()
         if self.pool is not None:
             self.pool.stop()
@@ -174,6 +173,7 @@ class Pool:
         context.set_forkserver_preload(["snet.core.processes", "snet.splitworker"])  # before the server starts
         self.processes: list[_Process] = []
         self.stopped = False
+        self.busy = False  # a batch is running
         self.broken: SNetRuntimeError | None = None  # a process died: the replicas it held are lost
         self._lock = threading.Lock()
         try:
@@ -256,7 +256,7 @@ class ProcessSplitRunner(SplitRunner):
         self.records = 0
         self.failures: list[tuple] = []  # (seq, error record, error) of the records skipped in the processes
         self.box_calls: dict[str, list] = {}
-        self._warnings: dict[int, list[str]] = {}  # process -> its replicas' unfinished-cell warnings
+        self.final_warnings: list[str] | None = None
         for index in range(pool.count):
             pool.send(index, ("split", node.id, skip_errors))
 
@@ -271,14 +271,23 @@ class ProcessSplitRunner(SplitRunner):
         if pool.broken is not None:
             raise SplitFailure(pool.broken, -1, [])
         shares = self._share(items)
-        for index, share in enumerate(shares):
-            if share:
-                try:
-                    pool.send(index, ("run", self.node.id, share))
-                except (pickle.PicklingError, TypeError, AttributeError) as e:
-                    raise SNetRuntimeError(f"a record that entered the split cannot be sent to a split process "
-                                           f"(records travel pickled): {type(e).__name__}: {e}", self.node.span) from e
-        keyed, errors = self._collect(shares)
+        pool.busy = True
+        finished = False
+        try:
+            for index, share in enumerate(shares):
+                if share:
+                    try:
+                        pool.send(index, ("run", self.node.id, share))
+                    except (pickle.PicklingError, TypeError, AttributeError) as e:
+                        raise SNetRuntimeError(f"a record that entered the split cannot be sent to a split process "
+                                               f"(records travel pickled): {type(e).__name__}: {e}",
+                                               self.node.span) from e
+            keyed, errors = self._collect(shares)
+            finished = True
+        finally:
+            pool.busy = False
+            if not finished and pool.broken is None:  # answers may still come: the pipes are out of step
+                pool.broken = SNetRuntimeError("a batch of the split processes was abandoned", self.node.span)
         keyed.sort(key=lambda item: item[0])
         if errors:
             key, error = min(errors, key=lambda e: e[0])
@@ -362,12 +371,11 @@ class ProcessSplitRunner(SplitRunner):
         return keyed, errors
 
     def _ended(self, index: int, message: tuple) -> None:
-        """Process ``index``'s ``("end", box_calls, warnings)`` after its share of a batch."""
+        """Process ``index``'s ``("end", box_calls)`` after its share of a batch."""
         for name, (calls, seconds) in message[1].items():
             entry = self.box_calls.setdefault(name, [0, 0.0])
             entry[0] += calls
             entry[1] += seconds
-        self._warnings[index] = message[2]
 
     def _died(self, index: int, item: tuple | None) -> SNetRuntimeError:
         """The error for split process ``index``, which ended while it ran ``item``; the pool is broken."""
@@ -396,7 +404,28 @@ class ProcessSplitRunner(SplitRunner):
         return sorted(failures, key=lambda f: f[0])
 
     def warnings(self) -> list[str]:
-        return [w for index in sorted(self._warnings) for w in self._warnings[index]]
+        """Termination warnings of the replicas in every process: asked once, at the end of the run.
+
+        The executor asks before it ends the processes (:meth:`ProcessSplits.close`); a process that has
+        ended, or a pool stopped in the middle of a batch, has nothing to say.
+        """
+        if self.final_warnings is None:
+            self.final_warnings = self._ask_warnings()
+        return self.final_warnings
+
+    def _ask_warnings(self) -> list[str]:
+        pool = self.pool
+        if pool.broken is not None or pool.stopped or pool.busy:
+            return []
+        found: list[str] = []
+        for index, entry in enumerate(pool.processes):
+            try:
+                pool.send(index, ("warnings", self.node.id))
+                if entry.connection.poll(60):  # an idle process answers at once; an upper bound only
+                    found.extend(read_answer(entry.connection.recv_bytes())[1])
+            except (SNetRuntimeError, EOFError, OSError):
+                pass
+        return found
 
     def stats(self) -> dict:
         return {"split": self.where, "records": self.records, "replicas": len(self.replicas),

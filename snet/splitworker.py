@@ -22,10 +22,13 @@ over the process's pipe:
   ``(seq, instance, value)``, ``replica`` the ``(instance, value)`` whose
   tree the record enters, None for an operand without state);
 * process -> parent: ``("out", key, outputs, failures)`` after each item,
-  then ``("end", box_calls, warnings)`` after the batch.  A run-time error
+  then ``("end", box_calls)`` after the batch.  A run-time error
   is sent as ``("error", key, report)`` and ends the batch (the run is
   failing); ``failures`` are the records skipped under ``on_error``
-  "skip", as ``(error record, report)``.
+  "skip", as ``(error record, report)``;
+* at the end of the run, ``("warnings", node_id)`` is answered with
+  ``("warnings", texts)``: the synchro-cells of the node's replicas that
+  hold records and never fired (computed once, not after every batch).
 
 The parent learns which record a dead process was on from the ``"out"``
 messages (the first item without one); which box it was calling, from a
@@ -225,6 +228,8 @@ def serve(connection: Any, parent: int, path: list[str], shipped: dict[str, tupl
         elif message[0] == "run":
             _, node_id, items = message
             run_items(tables[node_id], items, send)
+        elif message[0] == "warnings":
+            send(_dumps(("warnings", tables[message[1]].engine.termination_warnings())))
 
 
 def run_items(table: ReplicaTable, items: list[tuple], send: Callable[[bytes], Any]) -> None:
@@ -246,7 +251,7 @@ def run_items(table: ReplicaTable, items: list[tuple], send: Callable[[bytes], A
             send(_dumps(("error", key, ErrorReport.of(error))))
             break
         send(data)
-    send(_dumps(("end", engine.box_calls, engine.termination_warnings())))
+    send(_dumps(("end", engine.box_calls)))
 
 
 def _dumps(message: tuple) -> bytes:
