@@ -203,3 +203,11 @@ def test_an_answer_that_would_end_the_run_is_refused(tmp_path):
     with pytest.raises(SNetRuntimeError, match=r"an answer of split process \d of 2 cannot be read: UnpicklingError: "
                                                r"it would call (os|posix)\._exit in the parent process"):
         list(net.run([{"a": 1, "<k>": 1}], split_processes=2))
+
+
+def test_a_child_that_a_box_forks_never_answers_for_its_split_process(tmp_path):
+    """The box caller ends such a child (snet.core.boxes.end_forked_child) in a split process as anywhere."""
+    net = load(tmp_path, ONE, "import os\n\ndef f(a, k):\n    os.fork()  # the child returns from the call too\n"
+                              "    return {'a': a, '<k>': k}\n")
+    outputs = list(net.run([{"a": i, "<k>": i % 2} for i in range(6)], split_processes=2))
+    assert sorted(o["a"] for o in outputs) == list(range(6))  # each once: no child wrote an answer
