@@ -211,3 +211,21 @@ def test_a_child_that_a_box_forks_never_answers_for_its_split_process(tmp_path):
                               "    return {'a': a, '<k>': k}\n")
     outputs = list(net.run([{"a": i, "<k>": i % 2} for i in range(6)], split_processes=2))
     assert sorted(o["a"] for o in outputs) == list(range(6))  # each once: no child wrote an answer
+
+
+TWO = ("net two {\n  box f((a, <k>) -> (a, <k>, <j>));\n  box g((a, <j>) -> (b, <j>));\n}"
+       " connect (f !! <k>) .. (g ! <j>);\n")
+TWO_BOXES = "def f(a, k):\n    return {'a': a, '<k>': k, '<j>': a % 5}\n\ndef g(a, j):\n    return {'b': a * 2, '<j>': j}\n"
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=["reference", "front"])
+def test_two_splits_share_the_processes(tmp_path, engine):
+    net = load(tmp_path, TWO, TWO_BOXES)
+    records = [{"a": i, "<k>": i % 3} for i in range(40)]
+    local = list(net.run(records, engine="reference"))
+    execution = net.run(records, split_processes=2, process_batch=7, **engine)
+    outputs = list(execution)
+    assert sorted(map(json.dumps, outputs)) == sorted(map(json.dumps, local))
+    for j in range(5):  # per tag order through the second split
+        assert [o["b"] for o in outputs if o["<j>"] == j] == [o["b"] for o in local if o["<j>"] == j]
+    assert len(execution.stats().split_processes.selected) == 2
