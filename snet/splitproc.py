@@ -61,6 +61,7 @@ from typing import Any, Callable
 
 from snet.core.compiled import SplitKeys
 from snet.core.processes import main_hidden, process_context, read_answer, shipped_function
+from snet.errorpolicy import error_record
 from snet.errors import SNetBindingError, SNetBoxError, SNetRuntimeError, SNetUsageError
 from snet.splitexec import SplitExecutor, SplitFailure, SplitOutputs, SplitRunner, select_splits
 from snet.stats import BoxStats, SplitProcessStats
@@ -167,33 +168,53 @@ class Pool:
         self.count = count
         self.box_names = sorted(graph.used_boxes())
         shipped = {name: shipped_function(name, boxes[name]) for name in self.box_names}
-        graph_bytes = pickle.dumps(graph, PROTOCOL)
-        path = [p for p in sys.path if p]
-        context = process_context()
-        context.set_forkserver_preload(["snet.core.processes", "snet.splitworker"])  # before the server starts
+        # what every process starts with (a process that replaces a dead one too)
+        self._start_args = ([p for p in sys.path if p], shipped, pickle.dumps(graph, PROTOCOL), self.box_names)
+        self._context = process_context()
+        self._context.set_forkserver_preload(["snet.core.processes", "snet.splitworker"])  # before the server starts
         self.processes: list[_Process] = []
+        self.splits: list[tuple] = []  # the ("split", node, skip_errors) messages sent, for a replacement process
         self.stopped = False
         self.busy = False  # a batch is running
         self.broken: SNetRuntimeError | None = None  # a process died: the replicas it held are lost
         self._lock = threading.Lock()
         try:
             with main_hidden():
-                for i in range(count):
-                    here, there = context.Pipe()
-                    slot = context.Value("i", 0, lock=False)
-                    from snet.splitworker import serve
-
-                    process = context.Process(target=serve, args=(there, os.getpid(), path, shipped, graph_bytes,
-                                                                  self.box_names, slot),
-                                              daemon=True, name=f"snet-split-{i + 1}")
-                    process.start()
-                    there.close()
-                    self.processes.append(_Process(process, here, slot))
+                self.processes.extend(self._spawn(i) for i in range(count))
             for index in range(count):
                 self._started(index)
         except BaseException:
             self.stop()
             raise
+
+    def _spawn(self, index: int) -> _Process:
+        from snet.splitworker import serve
+
+        here, there = self._context.Pipe()
+        slot = self._context.Value("i", 0, lock=False)
+        process = self._context.Process(target=serve, args=(there, os.getpid(), *self._start_args[:3],
+                                                            self._start_args[3], slot),
+                                        daemon=True, name=f"snet-split-{index + 1}")
+        process.start()
+        there.close()
+        return _Process(process, here, slot)
+
+    def replace(self, index: int) -> None:
+        """Start a process in place of process ``index``, which has died; it knows every split announced."""
+        old = self.processes[index]
+        old.connection.close()
+        with main_hidden():
+            self.processes[index] = self._spawn(index)
+        self._started(index)
+        for message in self.splits:
+            self.send(index, message)
+
+    def announce(self, node_id: int, skip_errors: bool) -> None:
+        """Tell every process that split ``node_id`` runs in them."""
+        message = ("split", node_id, skip_errors)
+        self.splits.append(message)
+        for index in range(self.count):
+            self.send(index, message)
 
     def _started(self, index: int) -> None:
         """Wait for process ``index`` to have loaded the boxes and the program; its failure is a start-up error."""
@@ -257,8 +278,8 @@ class ProcessSplitRunner(SplitRunner):
         self.failures: list[tuple] = []  # (seq, error record, error) of the records skipped in the processes
         self.box_calls: dict[str, list] = {}
         self.final_warnings: list[str] | None = None
-        for index in range(pool.count):
-            pool.send(index, ("split", node.id, skip_errors))
+        self.skip_errors = skip_errors
+        pool.announce(node.id, skip_errors)
 
     def process_many(self, items: list[tuple[int, int, Record]]) -> list[SplitOutputs]:
         """Run ``[(instance, seq, record)]`` in the processes; the outputs per input, sorted by seq.
@@ -344,7 +365,21 @@ class ProcessSplitRunner(SplitRunner):
                         del waiting[fd]
                         share = shares[index]
                         item = share[done[index]] if done[index] < len(share) else None
-                        errors.append((item[0] if item is not None else share[-1][0], self._died(index, item)))
+                        error, box = self._died(index, item)
+                        if item is None or not self._skips_crashes():
+                            pool.broken = error
+                            errors.append((item[0] if item is not None else share[-1][0], error))
+                            continue
+                        # skipped: the record fails alone, a new process takes the rest of the share
+                        keyed.append((item[0], []))
+                        self.failures.append((item[0][0], error_record(error, item[1], box), error))
+                        shares[index] = share[done[index] + 1:]
+                        done[index], buffers[index] = 0, bytearray()
+                        pool.replace(index)
+                        pool.send(index, ("run", self.node.id, shares[index]))  # answered with "end" if empty
+                        fd = pool.processes[index].connection.fileno()
+                        waiting[fd] = index
+                        selector.register(fd, selectors.EVENT_READ)
                         continue
                     buffers[index] += chunk
                     for data in _messages(buffers[index]):
@@ -377,27 +412,31 @@ class ProcessSplitRunner(SplitRunner):
             entry[0] += calls
             entry[1] += seconds
 
-    def _died(self, index: int, item: tuple | None) -> SNetRuntimeError:
-        """The error for split process ``index``, which ended while it ran ``item``; the pool is broken."""
+    def _skips_crashes(self) -> bool:
+        """Does a record on which a process died fail alone? Under ``on_error`` "skip", for replicas without
+        state: any process gives the same outputs.  Replicas with state died with the process."""
+        return self.skip_errors and not self.stateful and not self.pool.stopped
+
+    def _died(self, index: int, item: tuple | None) -> tuple[SNetRuntimeError, str | None]:
+        """The error for split process ``index``, which ended while it ran ``item``, and the box it was in."""
         pool = self.pool
         if pool.stopped:
-            return SNetRuntimeError("the split processes were stopped while a batch ran", self.node.span)
+            return SNetRuntimeError("the split processes were stopped while a batch ran", self.node.span), None
         entry = pool.processes[index]
         box = entry.slot.value
         how = entry.exit_text()
         record = _shown(item[1]) if item is not None else "?"
-        detail = (f"the split's input record: {record}\n(the replicas that split process held are lost with it, "
-                  f"so the run stops)")
+        after = ("the record is skipped, and a new split process runs the records after it"
+                 if item is not None and self._skips_crashes() else
+                 "the replicas that split process held are lost with it, so the run stops")
+        detail = f"the split's input record: {record}\n({after})"
         which = f"split process {index + 1} of {pool.count}"
         if box:
             name = pool.box_names[box - 1]
-            error: SNetRuntimeError = SNetBoxError(f"box '{name}' ended {which} ({how}) on the split's input "
-                                                   f"record {record}", _box_span(self.graph, name), detail)
-        else:
-            error = SNetRuntimeError(f"{which} of the split died ({how}) on its input record {record}",
-                                     self.node.span, detail)
-        pool.broken = error
-        return error
+            return SNetBoxError(f"box '{name}' ended {which} ({how}) on the split's input record {record}",
+                                _box_span(self.graph, name), detail), name
+        return SNetRuntimeError(f"{which} of the split died ({how}) on its input record {record}", self.node.span,
+                                detail), None
 
     def take_failures(self) -> list[tuple]:
         failures, self.failures = self.failures, []

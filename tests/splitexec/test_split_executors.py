@@ -177,6 +177,19 @@ def test_a_process_that_dies_in_a_box_is_named_with_the_box_and_the_record(execu
     assert sorted(o["a"] for o in outputs) == list(range(7))
 
 
+def test_under_skip_the_record_a_process_died_on_fails_alone(executor, tmp_path):
+    """``on_error`` "skip", replicas without state: the record is skipped, the records after it still run."""
+    kind, options = executor
+    net = load(tmp_path, SPLIT, EXITING)
+    failures: list[dict] = []
+    outputs = list(net.run([{"a": i, "<k>": i % 3} for i in range(12)], on_error=failures.append,
+                           **options(batch=100)))
+    assert sorted(o["a"] for o in outputs) == [i for i in range(12) if i != 7]
+    assert len(failures) == 1, failures
+    assert failures[0]["record"] == {"a": 7, "<k>": 1} and failures[0]["box"] == "f"
+    assert failures[0]["error"].startswith("box 'f' ended ") and "(exit status 3)" in failures[0]["error"]
+
+
 def descendants(pid: int) -> set[int]:
     """The processes under ``pid`` now (Linux ``/proc``)."""
     children: dict[int, list[int]] = {}

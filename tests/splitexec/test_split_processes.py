@@ -229,3 +229,14 @@ def test_two_splits_share_the_processes(tmp_path, engine):
     for j in range(5):  # per tag order through the second split
         assert [o["b"] for o in outputs if o["<j>"] == j] == [o["b"] for o in local if o["<j>"] == j]
     assert len(execution.stats().split_processes.selected) == 2
+
+
+def test_under_skip_a_process_that_dies_with_replicas_that_hold_state_stops_the_run(tmp_path):
+    """The replicas the process held are lost: going on would give other outputs than a run without the record."""
+    net = load(tmp_path, KEYED, "import os\n\ndef f(a, b, k):\n    if a == 5:\n        os._exit(3)\n"
+                                "    return {'pid': os.getpid(), '<k>': k}\n")
+    records = [{"a": k, "<k>": k} for k in range(8)] + [{"b": k, "<k>": k} for k in range(8)]
+    with pytest.raises(SNetRuntimeError) as error:
+        list(net.run(records, split_processes=2, on_error="skip"))
+    assert error.value.message.startswith("box 'f' ended split process ")
+    assert "the replicas that split process held are lost with it, so the run stops" in error.value.detail
