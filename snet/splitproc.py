@@ -37,8 +37,10 @@ Failures
 * A process that dies (``os._exit`` in a box, a signal, a crash in C) is
   named with the box it was calling and the split's input record it was
   on; the outputs of the inputs before that record are written, and the
-  run fails (exit status 1).  The replicas that process held are lost
-  with it, so the run does not go on, under ``on_error`` "skip" either.
+  run fails (exit status 1).  Under ``on_error`` "skip" the record fails
+  alone when the operand holds no state: a new process takes the place of
+  the dead one and runs the rest of its share.  Replicas with state are
+  lost with the process that held them, so then the run stops all the same.
 * Ctrl-C: the processes ignore SIGINT (the terminal sends it to all of
   them); the run's end terminates them, and each also watches the run's
   process and ends with it (:func:`snet.splitworker.end_with`), so none is
