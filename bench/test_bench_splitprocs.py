@@ -78,6 +78,9 @@ def test_split_processes_against_threads(benchmark, report, tmp_path):
     benchmark.pedantic(lambda: run(split_processes=2), rounds=1, iterations=1)
     report(speedup=1 / result["ratio"], threads_s=result["baseline_s"], processes_s=result["candidate_s"],
            calls=len(records), loops=loops, work_ms_per_call=WORK_MS,
+           # the boxes' CPU (WORK_MS a call) over the wall time: the cores each run had
+           cores_used_threads=len(records) * WORK_MS / 1000 / result["baseline_s"],
+           cores_used_processes=len(records) * WORK_MS / 1000 / result["candidate_s"],
            cpu_ceiling_before=ceilings[0], cpu_ceiling_after=ceilings[1], cores=os.cpu_count(),
            load_average_before=round(load_before, 2), load_average_after=round(os.getloadavg()[0], 2))
 
