@@ -67,7 +67,7 @@ from snet.errorpolicy import error_record
 from snet.errors import SNetBindingError, SNetBoxError, SNetRuntimeError, SNetUsageError
 from snet.splitexec import SplitExecutor, SplitFailure, SplitOutputs, SplitRunner, select_splits
 from snet.stats import BoxStats, SplitProcessStats
-from snet.splitworker import PROTOCOL, ErrorReport, keeps_state
+from snet.splitworker import PROTOCOL, keeps_state
 from snet.spg.nodes import BoxNode, PropertyGraph, SplitNode
 
 Record = dict
