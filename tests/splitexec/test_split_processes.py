@@ -225,7 +225,8 @@ def test_two_splits_share_the_processes(tmp_path, engine):
     local = list(net.run(records, engine="reference"))
     execution = net.run(records, split_processes=2, process_batch=7, **engine)
     outputs = list(execution)
-    assert sorted(map(json.dumps, outputs)) == sorted(map(json.dumps, local))
+    assert sorted(json.dumps(o, sort_keys=True) for o in outputs) == \
+        sorted(json.dumps(o, sort_keys=True) for o in local)
     for j in range(5):  # per tag order through the second split
         assert [o["b"] for o in outputs if o["<j>"] == j] == [o["b"] for o in local if o["<j>"] == j]
     assert len(execution.stats().split_processes.selected) == 2
@@ -240,3 +241,19 @@ def test_under_skip_a_process_that_dies_with_replicas_that_hold_state_stops_the_
         list(net.run(records, split_processes=2, on_error="skip"))
     assert error.value.message.startswith("box 'f' ended split process ")
     assert "the replicas that split process held are lost with it, so the run stops" in error.value.detail
+
+
+CASES = ROOT / "tests" / "conformance" / "cases"
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=["reference", "front"])
+@pytest.mark.parametrize("name", ["fibonacci", "split_sync_per_key", "split_range"])
+def test_shared_split_cases_in_small_batches(name, engine):
+    """State carried across many batches: stars, sync-stars and cells inside the replicas, one record a batch."""
+    net = snet.load(str(CASES / name / "net.snet"))
+    records = [json.loads(line) for line in (CASES / name / "input.jsonl").read_text().splitlines() if line.strip()]
+    expected = [json.loads(line) for line in (CASES / name / "expected.jsonl").read_text().splitlines() if line]
+    for batch in (1, 3):
+        outputs = list(net.run(records, split_processes=2, process_splits="all", process_batch=batch, **engine))
+        assert sorted(json.dumps(o, sort_keys=True) for o in outputs) == \
+            sorted(json.dumps(o, sort_keys=True) for o in expected), batch
