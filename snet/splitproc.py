@@ -108,10 +108,11 @@ class ProcessSplits(SplitExecutor):
         return ProcessSplitRunner(self.graph, node_id, self.pool, skip_errors=self.error_policy is not None)
 
     def stats(self) -> SplitProcessStats:  # type: ignore[override]
-        runners = [r for r in self.runners.values() if isinstance(r, ProcessSplitRunner)]
+        # (asked from any thread, while a batch may run: copies of what the batch changes)
+        runners = [r for r in list(self.runners.values()) if isinstance(r, ProcessSplitRunner)]
         calls: dict[str, list] = {}
         for runner in runners:
-            for name, (count, seconds) in runner.box_calls.items():
+            for name, (count, seconds) in list(runner.box_calls.items()):
                 entry = calls.setdefault(name, [0, 0.0])
                 entry[0] += count
                 entry[1] += seconds
