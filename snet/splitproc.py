@@ -53,6 +53,7 @@ module, by file or by value).
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import selectors
@@ -102,6 +103,16 @@ class ProcessSplits(SplitExecutor):
         self.pool: Pool | None = None
         if self.selected:
             self.pool = Pool(graph, boxes, self.count)
+        else:  # not an error (the same command may run another network next), but nothing runs in them: say so
+            rule = options.process_splits or "auto"
+            if not any(isinstance(node, SplitNode) for node in graph.nodes):
+                why = "--split-processes: this network has no index split"
+            elif rule == "auto":
+                why = ("no split of this network has a box in its operand (--process-splits auto leaves splits of "
+                       "filters and synchro-cells in place)")
+            else:
+                why = f"--process-splits {rule} selects no split"
+            logging.getLogger("snet").warning("warning: %s: no split process is started", why)
 
     def make_runner(self, node_id: int) -> "ProcessSplitRunner":
         assert self.pool is not None

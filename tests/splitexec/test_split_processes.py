@@ -257,3 +257,12 @@ def test_shared_split_cases_in_small_batches(name, engine):
         outputs = list(net.run(records, split_processes=2, process_splits="all", process_batch=batch, **engine))
         assert sorted(json.dumps(o, sort_keys=True) for o in outputs) == \
             sorted(json.dumps(o, sort_keys=True) for o in expected), batch
+
+
+def test_a_network_whose_splits_hold_no_box_runs_in_place_and_says_so(caplog):
+    net = snet.load("net pairs connect [| {a}, {b} |] ! <k>;")
+    with caplog.at_level(logging.WARNING, logger="snet"):
+        outputs = list(net.run([{"a": 1, "<k>": 1}, {"b": 2, "<k>": 1}], split_processes=2))
+    assert outputs == [{"a": 1, "b": 2, "<k>": 1}]
+    assert any("no split of this network has a box in its operand (--process-splits auto leaves splits of filters "
+               "and synchro-cells in place): no split process is started" in m for m in caplog.messages)
