@@ -67,7 +67,7 @@ from snet.core.processes import main_hidden, process_context, read_answer, shipp
 from snet.errorpolicy import error_record
 from snet.errors import SNetBindingError, SNetBoxError, SNetRuntimeError, SNetUsageError
 from snet.splitexec import SplitExecutor, SplitFailure, SplitOutputs, SplitRunner, select_splits
-from snet.stats import LATENCY_BUCKETS, BoxStats, SplitProcessStats
+from snet.stats import BoxStats, SplitProcessStats, add_box_calls
 from snet.splitworker import PROTOCOL, keeps_state
 from snet.spg.nodes import BoxNode, PropertyGraph, SplitNode
 
@@ -123,11 +123,7 @@ class ProcessSplits(SplitExecutor):
         runners = [r for r in list(self.runners.values()) if isinstance(r, ProcessSplitRunner)]
         calls: dict[str, list] = {}
         for runner in runners:
-            for name, (count, seconds, histogram) in list(runner.box_calls.items()):
-                entry = calls.setdefault(name, [0, 0.0, [0] * LATENCY_BUCKETS])
-                entry[0] += count
-                entry[1] += seconds
-                entry[2] = [a + b for a, b in zip(entry[2], histogram)]
+            add_box_calls(calls, dict(runner.box_calls))
         return SplitProcessStats(
             processes=self.count, batch_size=self.batch_size,
             selected=tuple(sorted(_where(self.graph.nodes[i]) for i in self.selected)),
@@ -422,12 +418,7 @@ class ProcessSplitRunner(SplitRunner):
 
     def _ended(self, index: int, message: tuple) -> None:
         """Process ``index``'s ``("end", box_calls)`` after its share of a batch."""
-        for name, (calls, seconds, *histogram) in message[1].items():  # the reference engine's per-box entries
-            entry = self.box_calls.setdefault(name, [0, 0.0, [0] * LATENCY_BUCKETS])
-            entry[0] += calls
-            entry[1] += seconds
-            for bucket, count in enumerate(histogram[0] if histogram else ()):
-                entry[2][bucket] += count
+        add_box_calls(self.box_calls, message[1])
 
     def _skips_crashes(self) -> bool:
         """Does a record on which a process died fail alone? Under ``on_error`` "skip", for replicas without

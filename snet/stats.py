@@ -369,8 +369,19 @@ def _boxes_json(boxes: Mapping[str, BoxStats]) -> dict[str, dict[str, Any]]:
             for name, box in sorted(boxes.items())}
 
 
-__all__ = ["LATENCY_BOUNDS", "LATENCY_BUCKETS", "latency_bucket", "RunStats", "BoxStats", "FrontStats", "EntityStats", "WorkerStats", "ReferenceStats", "SparkStats",
+__all__ = ["LATENCY_BOUNDS", "LATENCY_BUCKETS", "latency_bucket", "add_box_calls", "RunStats", "BoxStats", "FrontStats", "EntityStats", "WorkerStats", "ReferenceStats", "SparkStats",
            "SplitStats", "SplitProcessStats"]
+
+
+def add_box_calls(into: dict[str, list[Any]], entries: Mapping[str, Any]) -> None:
+    """Add an engine's per-box entries (``[calls, seconds]`` or ``[calls, seconds, histogram]``, as the
+    reference engine keeps them) to ``into``'s: the figures of replicas run elsewhere, summed."""
+    for name, (calls, seconds, *histogram) in entries.items():
+        entry = into.setdefault(name, [0, 0.0, [0] * LATENCY_BUCKETS])
+        entry[0] += calls
+        entry[1] += seconds
+        if histogram:
+            entry[2] = [a + b for a, b in zip(entry[2], histogram[0])]
 
 
 def executor_part(executor_stats: ExecutorStats | None) -> dict[str, Any]:

@@ -62,7 +62,7 @@ def executor(request):
         missing = SPARK.spark_missing()
         if missing:
             pytest.skip(missing)
-        from snet.spark.session import get_session
+        from snet.spark.cluster.session import get_session
 
         get_session(SPARK.MASTER, {"spark.default.parallelism": "2"})  # the session tests/spark use
 

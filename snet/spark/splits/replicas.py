@@ -92,7 +92,7 @@ class TaskInput:
 @dataclass(slots=True)
 class TaskOutput:
     results: list[GroupResult]
-    box_calls: dict[str, list] = field(default_factory=dict)  # name -> [calls, seconds]
+    box_calls: dict[str, list] = field(default_factory=dict)  # name -> [calls, seconds, histogram]
     seconds: float = 0.0
 
 

@@ -22,6 +22,7 @@ from snet.spark.splits import crash
 from snet.spark.splits.replicas import Group, TaskInput, TaskOutput, run_payload
 from snet.spark.tasks import arrow_payloads, dumps, keeps_state, loads, rdd_payloads
 from snet.splitexec import SplitFailure, SplitOutputs, SplitRunner
+from snet.stats import add_box_calls
 from snet.spg.nodes import PropertyGraph, SplitNode
 
 log = logging.getLogger("snet.spark")
@@ -97,10 +98,7 @@ class SparkSplitRunner(SplitRunner):
         for data in raw:
             out: TaskOutput = loads(data)
             self._stats["executor_seconds"] += out.seconds
-            for name, (calls, seconds) in out.box_calls.items():
-                entry = self.box_calls.setdefault(name, [0, 0.0])
-                entry[0] += calls
-                entry[1] += seconds
+            add_box_calls(self.box_calls, out.box_calls)
             for result in out.results:
                 keyed.extend(result.outputs)
                 self.failures.extend(result.failures)
@@ -231,7 +229,8 @@ class SparkSplitRunner(SplitRunner):
         s["partitions"] = self.partitions
         s["replicas"] = len(self.states) if not self._closed else self._replicas_at_close
         s["seconds_per_batch"] = s["seconds"] / s["batches"] if s["batches"] else 0.0
-        s["boxes"] = {name: {"calls": c, "seconds": t} for name, (c, t) in sorted(self.box_calls.items())}
+        s["boxes"] = {name: {"calls": c, "seconds": t, "histogram": h}
+                      for name, (c, t, h) in sorted(self.box_calls.items())}
         return s
 
     def close(self) -> None:
