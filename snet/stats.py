@@ -42,6 +42,8 @@ class BoxStats:
     # calls tried again, and calls abandoned past the timeout: for a box given a timeout or retries, else None
     retries: int | None = None
     timeouts: int | None = None
+    # the level the box settled at under box concurrency auto (its highest over its instances), else None
+    concurrency: int | None = None
 
     @property
     def seconds_per_call(self) -> float:
@@ -89,6 +91,17 @@ class FrontStats:
     licences_stolen: int
     records_moved_past_identities: int
     workers: tuple[WorkerStats, ...]
+
+
+@attrs.frozen
+class AutoStats:
+    """What box concurrency auto settled at (snet.autoconc); the levels per box are in ``boxes``."""
+
+    workers: int  # workers active at the end
+    max_workers: int  # workers started
+    changes: int  # changes of a level or of the worker count that stayed
+    trials: int  # raises and worker counts tried
+    settled_seconds: float  # when the last change that stayed was made, from the start of the run
 
 
 @attrs.frozen
@@ -163,6 +176,7 @@ class RunStats:
     failures: int = 0  # records skipped after an error (on_error other than "stop")
     # patterns filled in synchro-cells that have not fired (None: the engine does not say)
     held_in_cells: int | None = None
+    auto: AutoStats | None = None  # box concurrency auto: where the controller settled
 
     @classmethod
     def from_front(cls, data: Mapping[str, Any], executor: Any = None,
@@ -189,6 +203,14 @@ class RunStats:
             boxes[name] = attrs.evolve(boxes.get(name, BoxStats()), retries=retries, timeouts=timeouts)
         return attrs.evolve(self, boxes=boxes)
 
+    def with_auto(self, summary: Mapping[str, Any]) -> "RunStats":
+        """These statistics with box concurrency auto's settled state (``Controller.summary()``)."""
+        boxes = dict(self.boxes)
+        for name, level in summary["levels"].items():
+            boxes[name] = attrs.evolve(boxes.get(name, BoxStats()), concurrency=level)
+        auto = AutoStats(**{k: v for k, v in summary.items() if k != "levels"})
+        return attrs.evolve(self, boxes=boxes, auto=auto)
+
     # -- the two formatters ---------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
@@ -205,6 +227,8 @@ class RunStats:
             data["spark"] = attrs.asdict(self.spark)
         if self.held_in_cells is not None:
             data["held_in_cells"] = self.held_in_cells
+        if self.auto is not None:
+            data["auto"] = attrs.asdict(self.auto)
         return data
 
     def summary(self) -> str:
@@ -227,6 +251,13 @@ class RunStats:
                 if box.retries is not None:
                     lines.append(f"  box {name}: {box.retries:,} call{'s' if box.retries != 1 else ''} retried, "
                                  f"{box.timeouts:,} timed out")
+        if self.auto is not None:
+            auto = self.auto
+            levels = ", ".join(f"{name} {box.concurrency}" for name, box in sorted(self.boxes.items())
+                               if box.concurrency is not None)
+            lines.append(f"  box concurrency auto: {auto.workers} of {auto.max_workers} workers active; "
+                         f"levels {levels}; settled after {format_duration(auto.settled_seconds)} "
+                         f"({auto.changes} change{'s' if auto.changes != 1 else ''}, {auto.trials} tried)")
         if self.failures:
             lines.append(f"  records that failed and were skipped: {self.failures}")
         if self.held_in_cells is not None:
@@ -264,7 +295,7 @@ def _boxes_json(boxes: Mapping[str, BoxStats]) -> dict[str, dict[str, Any]]:
     return {name: attrs.asdict(box, filter=lambda _, v: v is not None) for name, box in sorted(boxes.items())}
 
 
-__all__ = ["RunStats", "BoxStats", "FrontStats", "EntityStats", "WorkerStats", "ReferenceStats", "SparkStats",
+__all__ = ["RunStats", "AutoStats", "BoxStats", "FrontStats", "EntityStats", "WorkerStats", "ReferenceStats", "SparkStats",
            "SplitStats"]
 
 

@@ -53,6 +53,7 @@ cdef class BoxEntity(Entity):
     cdef object op
     cdef BoxCaller caller
     cdef int limit
+    cdef bint auto  # the limit is the node's level, ``rt.conc[node]``, which the controller changes
     cdef long next_seq
     cdef long emit_seq
     cdef dict done
@@ -66,7 +67,12 @@ cdef class BoxEntity(Entity):
         cdef int early = 0
         cdef long calls
         cdef int every
-        if self.limit <= 1:
+        cdef bint one = self.limit <= 1
+        if self.auto:
+            # At level 1 with no call in flight, the cheap path (the lock stays held for the
+            # call; a concurrent call would emit out of order, so none may be running).
+            one = self.rt.conc[self.node] <= 1 and snet_atomic_load(&self.running) == 0
+        if one:
             # Box time: every call of a box this worker has called fewer than TIMED_CALLS times
             # or whose calls average at least SLOW_CALL; otherwise one call in SAMPLE_EVERY,
             # counted that many times (reading the clock twice cost 8 % of a trivial box's hop).
@@ -479,6 +485,9 @@ cdef Entity make_box(Network net, int n, Ctx ctx):
         b.caller = <BoxCaller>call
     b.limit = net.conc[n]
     b.cap = b.limit if b.limit > 1 else 0
+    if n in net.auto_nodes:
+        b.auto = True
+        b.cap = -1  # `saturated` reads the node's level
     b.done = {}
     return b
 

@@ -22,7 +22,7 @@ import attrs
 
 from snet.errors import SNetUsageError
 from snet.execution import Execution
-from snet.options import DEFAULT_ENGINE, ENGINES, RunOptions, engine_names  # re-exported here
+from snet.options import AUTO, DEFAULT_ENGINE, ENGINES, RunOptions, engine_names  # re-exported here
 from snet.spg.nodes import BoxNode, PropertyGraph
 
 Record = dict
@@ -77,7 +77,9 @@ def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], 
         boxes, guards = guard_boxes(graph, boxes, options)  # timeouts, retries
         if executor is not None and guards is not None:
             _warn_unguarded(graph, executor.selected, guards.table())
-        plan = lower(graph, boxes, box_concurrency=options.box_concurrency, box_concurrency_per_box=per_box,
+        fixed = options.box_concurrency if options.box_concurrency != AUTO else None
+        per_box = {name: limit for name, limit in per_box.items() if limit != AUTO}  # auto: the engine's (None)
+        plan = lower(graph, boxes, box_concurrency=fixed, box_concurrency_per_box=per_box,
                      executor=executor, on_error=policy, defer_async=getattr(run, "overlaps_async_boxes", False))
         execution = run(plan, records, options)
         execution.error_policy = policy

@@ -1,0 +1,370 @@
+"""Box concurrency ``auto``: a controller that sets each box's concurrency and the active workers.
+
+With ``--box-concurrency auto`` (``box_concurrency="auto"``) the FRONT
+engine starts every automatic box at one call at a time and runs as many
+workers as the machine has cores; a :class:`Tuner` thread then watches the
+run and changes both while it goes on.  docs/runtime.md ("Automatic box
+concurrency") describes the design for users; this docstring keeps the
+reasons.
+
+What is measured
+================
+
+Every ``TICK_S`` the tuner samples the runtime's counters (``Runtime.sample``):
+the invocations of all entities so far (the network's *work rate* is their
+rate: in a steady state every record costs the same number of
+invocations, so the rate is proportional to the throughput, whichever box
+limits it), and per automatic box its calls and the seconds spent in
+them.  Ticks are summed into a :class:`Window` of at least ``WINDOW_S``
+(longer until the box under trial made ``MIN_CALLS`` calls, at most
+``MAX_WINDOW_S``).  Per box a window gives:
+
+* the *arrival rate* and *service time*: calls per second and seconds
+  per call;
+* the *calls in flight* (occupancy): seconds in calls per second of the
+  window, Little's law's mean number in service; divided by the box's level
+  it is the box's *saturation*.  A box near saturation has records
+  waiting for it (a worker only takes a record from a box below its level),
+  so it is where the queue is;
+* *overlap*, after a trial raise: a box whose calls hold the GIL gains
+  nothing, its service time grows with its level and its calls per second
+  stay; a box that releases the GIL (``time.sleep``, I/O, NumPy) keeps its
+  service time and its calls per second grow with the level.
+
+How it decides
+==============
+
+:class:`Controller` is the decision function: windows in, decisions out,
+no clock and no runtime, so tests feed it synthetic windows.  It is a
+hill climber that keeps a change only on evidence:
+
+* *Raise* (a trial): the busiest box whose saturation is at least
+  ``RAISE_AT`` has its level doubled.  The next window is discarded (the
+  queue in front of the box drains), the one after is compared with the
+  window before the change: the raise is kept only if both the work rate
+  and the box's calls per second grew by ``GAIN`` (the dead band), else
+  the level goes back.  A kept raise may be followed by the next doubling
+  at once (1, 2, 4, 8, 16: four trials), so a GIL-releasing bottleneck
+  settles within about two seconds.
+* *Lower* (no trial): a box whose saturation stayed below ``LOWER_AT`` for
+  ``LOWER_WINDOWS`` windows has its level halved: its slots are unused, and
+  each slot above one holds a worker.  The gap between ``LOWER_AT`` and
+  ``RAISE_AT`` (hysteresis) means a lowered box is not a candidate for a
+  raise at once: after halving, its saturation is at most twice
+  ``LOWER_AT``, below ``RAISE_AT``.
+* *Workers*: the active workers are the base count (the cores, at
+  first) plus one per slot above one of every automatic box, at most the
+  workers started.  A trial of one worker fewer is kept when the work rate
+  does not fall by more than ``TOLERANCE`` (fewer threads contending for
+  the GIL; a pipeline of cheap pure-Python boxes runs faster on one); a
+  trial of one more (up to the cores) needs the ``GAIN`` of a raise.
+
+Stability: a trial that fails is not tried again before a back-off that
+starts at ``BACKOFF_S`` and doubles with every failure of the same trial
+(at most ``MAX_BACKOFF_S``), so in a steady run the settled levels stay
+and the trials become rare; a kept change needs a margin larger than the
+noise of a busy machine (the dead band), and raising and lowering have
+thresholds apart (the hysteresis).  No two changes overlap: one trial at a
+time, and each change is followed by a discarded window.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Mapping
+
+import attrs
+
+TICK_S = 0.05  # the tuner samples the counters this often
+WINDOW_S = 0.15  # shortest observation window
+MAX_WINDOW_S = 1.0  # longest: a window closes then even with few calls
+MIN_CALLS = 20  # calls of the box under trial a window waits for
+GAIN = 0.10  # a raise is kept when the work rate and the box's calls per second grow by this share
+TOLERANCE = 0.03  # one worker fewer is kept unless the work rate falls by more than this share
+RAISE_AT = 0.7  # saturation (calls in flight / level) from which a box's level is tried higher
+LOWER_AT = 0.25  # saturation below which, for LOWER_WINDOWS windows, a box's level is halved
+LOWER_WINDOWS = 3
+MAX_LEVEL = 16  # the highest level a box is given
+BACKOFF_S = 1.0  # first wait before a failed trial is tried again; doubles with each failure
+MAX_BACKOFF_S = 64.0
+
+log = logging.getLogger("snet")
+
+
+@attrs.frozen
+class Window:
+    """What the counters say over one observation window.
+
+    ``boxes``: per box node, (calls, seconds in calls) during the window.
+    """
+
+    seconds: float
+    invocations: int
+    boxes: Mapping[int, tuple[int, float]]
+
+    @property
+    def rate(self) -> float:
+        """The work rate: invocations per second."""
+        return self.invocations / self.seconds if self.seconds > 0 else 0.0
+
+    def calls_per_second(self, node: int) -> float:
+        return self.boxes.get(node, (0, 0.0))[0] / self.seconds if self.seconds > 0 else 0.0
+
+    def in_flight(self, node: int) -> float:
+        """Mean calls of the box in flight during the window (Little's law)."""
+        return self.boxes.get(node, (0, 0.0))[1] / self.seconds if self.seconds > 0 else 0.0
+
+    def service_time(self, node: int) -> float:
+        calls, seconds = self.boxes.get(node, (0, 0.0))
+        return seconds / calls if calls else 0.0
+
+
+@attrs.frozen
+class Decision:
+    """One step of the controller: a level (``node`` set) or the base worker count changes.
+
+    ``old == new`` says only why a change stays (a trial kept).
+    """
+
+    node: int | None
+    name: str
+    old: int
+    new: int
+    reason: str
+    kept: bool = True  # False: a trial, kept or undone at the next decision
+
+    def describe(self) -> str:
+        what = f"box {self.name}: level" if self.node is not None else "base workers"
+        change = f"{self.old} -> {self.new}" if self.old != self.new else f"stays {self.new}"
+        return f"box concurrency auto: {what} {change} ({self.reason})"
+
+
+@attrs.define
+class _Trial:
+    node: int | None  # None: the base worker count
+    old: int
+    new: int
+    before: Window
+    measuring: bool = False
+
+
+class Controller:
+    """The decision function: feed it windows (:meth:`decide`), apply what it returns.
+
+    ``boxes``: node id -> box name, for the automatic boxes.  Levels start
+    at 1, the base worker count at ``start_workers``; the active workers
+    (:meth:`active`) are never more than ``max_workers``.
+    """
+
+    def __init__(self, boxes: Mapping[int, str], *, start_workers: int, max_workers: int,
+                 max_level: int = MAX_LEVEL):
+        self.names = dict(boxes)
+        self.levels = {node: 1 for node in boxes}
+        self.start_workers = max(1, min(start_workers, max_workers))
+        self.base = self.start_workers
+        self.max_workers = max_workers
+        self.max_level = max(1, min(max_level, max_workers))
+        self.trial: _Trial | None = None
+        self.skip = 1  # windows to discard (the start, and after every change)
+        self.low: dict[int, int] = {node: 0 for node in boxes}  # windows in a row below LOWER_AT
+        self.retry_at: dict[Any, float] = {}
+        self.backoff: dict[Any, float] = {}
+        self.changes = 0  # changes that stayed
+        self.trials = 0
+        self.settled_at = 0.0  # when the last change that stayed was made
+
+    def active(self) -> int:
+        """Workers to run: the base count and one per slot above one of every box, at most ``max_workers``."""
+        return min(self.max_workers, self.base + sum(level - 1 for level in self.levels.values()))
+
+    def window_done(self, window: Window) -> bool:
+        """True when ``window`` is long enough to decide on."""
+        if window.seconds >= MAX_WINDOW_S:
+            return True
+        if window.seconds < WINDOW_S:
+            return False
+        trial = self.trial
+        if trial is not None and trial.node is not None and trial.measuring:
+            return window.boxes.get(trial.node, (0, 0.0))[0] >= MIN_CALLS
+        return True
+
+    def decide(self, window: Window, now: float) -> list[Decision]:
+        """The decisions after ``window`` (which ended at ``now``, in seconds since the start)."""
+        trial = self.trial
+        if trial is not None and not trial.measuring:
+            trial.measuring = True  # the window right after a change is discarded
+            return []
+        if trial is not None:
+            self.trial = None
+            return self._judge(trial, window, now)
+        if self.skip:
+            self.skip -= 1
+            return []
+        return self._lower(window, now) or self._raise(window, now) or self._workers(window, now)
+
+    # -- the three moves ------------------------------------------------------
+
+    def _raise(self, window: Window, now: float) -> list[Decision]:
+        best, busiest = None, 0.0
+        for node, level in self.levels.items():
+            flight = window.in_flight(node)
+            if (level < self.max_level and flight >= RAISE_AT * level and flight > busiest
+                    and now >= self.retry_at.get(node, 0.0)):
+                best, busiest = node, flight
+        if best is None:
+            return []
+        old = self.levels[best]
+        new = min(self.max_level, 2 * old)
+        return [self._start(best, old, new, window, f"{busiest:.2g} calls in flight at level {old}, "
+                            f"{_ms(window.service_time(best))} per call: trying {new}")]
+
+    def _lower(self, window: Window, now: float) -> list[Decision]:
+        out = []
+        for node, level in self.levels.items():
+            flight = window.in_flight(node)
+            self.low[node] = self.low[node] + 1 if level > 1 and flight < LOWER_AT * level else 0
+            if self.low[node] >= LOWER_WINDOWS:
+                self.low[node] = 0
+                new = max(1, level // 2)
+                self.levels[node] = new
+                out.append(Decision(node, self.names[node], level, new,
+                                    f"{flight:.2g} calls in flight at level {level}: slots unused"))
+        if out:
+            self._stayed(now)
+        return out
+
+    def _workers(self, window: Window, now: float) -> list[Decision]:
+        if self.base > 1 and now >= self.retry_at.get("fewer", 0.0):
+            return [self._start(None, self.base, self.base - 1, window,
+                                f"{window.rate:,.0f} invocations/s: trying one worker fewer")]
+        if self.base < self.start_workers and now >= self.retry_at.get("more", 0.0):
+            return [self._start(None, self.base, self.base + 1, window,
+                                f"{window.rate:,.0f} invocations/s: trying one worker more")]
+        return []
+
+    def _start(self, node: int | None, old: int, new: int, before: Window, reason: str) -> Decision:
+        self.trial = _Trial(node, old, new, before)
+        self.trials += 1
+        self._set(node, new)
+        return Decision(node, self.names.get(node, "") if node is not None else "", old, new, reason, kept=False)
+
+    def _judge(self, trial: _Trial, after: Window, now: float) -> list[Decision]:
+        """Keep the trial's change or undo it, on the evidence of ``after`` against ``trial.before``."""
+        node, before = trial.node, trial.before
+        gain = after.rate / before.rate - 1 if before.rate > 0 else 0.0
+        figures = f"work rate {before.rate:,.0f} -> {after.rate:,.0f} invocations/s ({100 * gain:+.0f}%)"
+        if node is not None:
+            calls_gain = (after.calls_per_second(node) / before.calls_per_second(node) - 1
+                          if before.calls_per_second(node) > 0 else 0.0)
+            figures += (f", calls {before.calls_per_second(node):,.0f} -> {after.calls_per_second(node):,.0f}/s, "
+                        f"{_ms(before.service_time(node))} -> {_ms(after.service_time(node))} per call")
+            keep = gain >= GAIN and calls_gain >= GAIN
+            why = "calls overlap" if keep else "calls do not overlap (or the box is not the bottleneck)"
+            key: Any = node
+        else:
+            fewer = trial.new < trial.old
+            keep = gain >= -TOLERANCE if fewer else gain >= GAIN
+            why = ("no slower with fewer" if fewer else "faster with more") if keep else "slower" if fewer \
+                else "no faster"
+            key = "fewer" if fewer else "more"
+        name = self.names.get(node, "") if node is not None else ""
+        if keep:
+            self.backoff.pop(key, None)
+            self.retry_at.pop(key, None)
+            if node is None:  # the move back gets a fresh chance later (the load may change)
+                other = "more" if trial.new < trial.old else "fewer"
+                self.retry_at[other] = now + 4 * BACKOFF_S
+            self._stayed(now)
+            self.skip = 0  # `after` was measured at the new setting: the next trial may start now
+            return [Decision(node, name, trial.new, trial.new, f"kept: {figures}: {why}")]
+        wait = self.backoff.get(key, BACKOFF_S / 2) * 2
+        self.backoff[key] = min(MAX_BACKOFF_S, wait)
+        self.retry_at[key] = now + self.backoff[key]
+        self._set(node, trial.old)
+        self.skip = 1
+        return [Decision(node, name, trial.new, trial.old,
+                         f"undone: {figures}: {why}; not tried again for {self.backoff[key]:g} s")]
+
+    def _set(self, node: int | None, value: int) -> None:
+        if node is None:
+            self.base = value
+        else:
+            self.levels[node] = value
+
+    def _stayed(self, now: float) -> None:
+        self.changes += 1
+        self.settled_at = now
+
+    def summary(self) -> dict[str, Any]:
+        """The settled state, for the run's statistics: levels per box name (the highest of its nodes)."""
+        settled = dict(self.levels)
+        base = self.base
+        if self.trial is not None:  # a trial still open at the end did not settle anything
+            if self.trial.node is None:
+                base = self.trial.old
+            else:
+                settled[self.trial.node] = self.trial.old
+        levels: dict[str, int] = {}
+        for node, level in settled.items():
+            name = self.names[node]
+            levels[name] = max(level, levels.get(name, 1))
+        workers = min(self.max_workers, base + sum(level - 1 for level in settled.values()))
+        return {"levels": levels, "workers": workers, "max_workers": self.max_workers,
+                "changes": self.changes, "trials": self.trials, "settled_seconds": self.settled_at}
+
+
+def _ms(seconds: float) -> str:
+    return f"{1e3 * seconds:.3g} ms"
+
+
+class Tuner:
+    """The controller's thread: samples a FRONT ``Runtime``, applies and logs the decisions."""
+
+    def __init__(self, runtime: Any, controller: Controller):
+        self.runtime = runtime
+        self.controller = controller
+        self.nodes = sorted(controller.names)
+        self.decisions: list[Decision] = []
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="snet-box-concurrency-auto", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(1.0)
+
+    def _run(self) -> None:
+        try:
+            first = last = self.runtime.sample(self.nodes)
+            while not self._stop.wait(TICK_S):
+                now = self.runtime.sample(self.nodes)
+                window = _window(last, now, self.nodes)
+                if not self.controller.window_done(window):
+                    continue
+                last = now
+                for decision in self.controller.decide(window, now[0] - first[0]):
+                    self._apply(decision)
+        except Exception as e:  # never the run's failure: the levels stay where they are
+            log.warning("warning: box concurrency auto stopped: %s: %s", type(e).__name__, e)
+
+    def _apply(self, decision: Decision) -> None:
+        if decision.node is not None and decision.old != decision.new:
+            self.runtime.set_level(decision.node, decision.new)
+        self.runtime.set_active(self.controller.active())
+        self.decisions.append(decision)
+        log.info("info: %s; workers active: %d", decision.describe(), self.controller.active())
+
+
+def _window(last: tuple, now: tuple, nodes: list[int]) -> Window:
+    """The window between two samples of ``Runtime.sample``."""
+    boxes = {node: (c1 - c0, max(0.0, s1 - s0)) for node, (c0, s0), (c1, s1) in zip(nodes, last[2], now[2])}
+    return Window(seconds=max(now[0] - last[0], 1e-9), invocations=now[1] - last[1], boxes=boxes)
+
+
+__all__ = ["Controller", "Decision", "Tuner", "Window", "MAX_LEVEL"]
