@@ -26,6 +26,10 @@ them.  Ticks are summed into a :class:`Window` of at least ``WINDOW_S``
   it is the box's *saturation*.  A box near saturation has records
   waiting for it (a worker only takes a record from a box below its level),
   so it is where the queue is;
+* *waiting*: the share of the calls' wall time their thread did not
+  spend on the CPU (the runtime reads the thread's CPU clock around the
+  calls of automatic boxes); a call that mostly waits can overlap with
+  many others, so its trials step by 4 rather than 2;
 * *overlap*, after a trial raise: a box whose calls hold the GIL gains
   nothing, its service time grows with its level and its calls per second
   stay; a box that releases the GIL (``time.sleep``, I/O, NumPy) keeps its
@@ -43,9 +47,10 @@ hill climber that keeps a change only on evidence:
   queue in front of the box drains), the one after is compared with the
   window before the change: the raise is kept only if both the work rate
   and the box's calls per second grew by ``GAIN`` (the dead band), else
-  the level goes back.  A kept raise may be followed by the next doubling
-  at once (1, 2, 4, 8, 16: four trials), so a GIL-releasing bottleneck
-  settles within about two seconds.
+  the level goes back.  A kept raise is followed by the next one at once,
+  with the window that judged it as the baseline (1, 2, 4, 8, 16; or 1, 4,
+  16 for calls that wait), so a GIL-releasing bottleneck settles within a
+  second or two.
 * *Lower* (no trial): a box whose saturation stayed below ``LOWER_AT`` for
   ``LOWER_WINDOWS`` windows has its level halved: its slots are unused, and
   each slot above one holds a worker.  The gap between ``LOWER_AT`` and
@@ -78,7 +83,7 @@ from typing import Any, Mapping
 import attrs
 
 TICK_S = 0.05  # the tuner samples the counters this often
-WINDOW_S = 0.15  # shortest observation window
+WINDOW_S = 0.1  # shortest observation window
 MAX_WINDOW_S = 1.0  # longest: a window closes then even with few calls
 MIN_CALLS = 20  # calls of the box under trial a window waits for
 GAIN = 0.10  # a raise is kept when the work rate and the box's calls per second grow by this share
@@ -87,6 +92,7 @@ RAISE_AT = 0.7  # saturation (calls in flight / level) from which a box's level 
 LOWER_AT = 0.25  # saturation below which, for LOWER_WINDOWS windows, a box's level is halved
 LOWER_WINDOWS = 3
 MAX_LEVEL = 16  # the highest level a box is given
+WAITING = 0.75  # a box whose calls wait this share of their wall time (not computing) is raised 4x at a time
 BACKOFF_S = 1.0  # first wait before a failed trial is tried again; doubles with each failure
 MAX_BACKOFF_S = 64.0
 
@@ -97,12 +103,13 @@ log = logging.getLogger("snet")
 class Window:
     """What the counters say over one observation window.
 
-    ``boxes``: per box node, (calls, seconds in calls) during the window.
+    ``boxes``: per box node, (calls, seconds in calls) during the window,
+    and a third figure where measured: the CPU seconds of those calls.
     """
 
     seconds: float
     invocations: int
-    boxes: Mapping[int, tuple[int, float]]
+    boxes: Mapping[int, tuple]
 
     @property
     def rate(self) -> float:
@@ -117,8 +124,15 @@ class Window:
         return self.boxes.get(node, (0, 0.0))[1] / self.seconds if self.seconds > 0 else 0.0
 
     def service_time(self, node: int) -> float:
-        calls, seconds = self.boxes.get(node, (0, 0.0))
+        calls, seconds = self.boxes.get(node, (0, 0.0))[:2]
         return seconds / calls if calls else 0.0
+
+    def waiting_share(self, node: int) -> float | None:
+        """The share of the calls' wall time not spent computing (None: not measured)."""
+        figures = self.boxes.get(node, ())
+        if len(figures) < 3 or figures[1] <= 0:
+            return None
+        return max(0.0, 1.0 - figures[2] / figures[1])
 
 
 @attrs.frozen
@@ -146,8 +160,9 @@ class _Trial:
     node: int | None  # None: the base worker count
     old: int
     new: int
-    before: Window
-    measuring: bool = False
+    before: Window  # the first A window
+    phase: int = 0  # windows seen since the trial started
+    b: Window | None = None  # the B window
 
 
 class Controller:
@@ -186,19 +201,15 @@ class Controller:
         if window.seconds < WINDOW_S:
             return False
         trial = self.trial
-        if trial is not None and trial.node is not None and trial.measuring:
-            return window.boxes.get(trial.node, (0, 0.0))[0] >= MIN_CALLS
+        if trial is not None and trial.node is not None and trial.phase in (1, 3):  # the next one measures
+            return window.boxes.get(trial.node, (0,))[0] >= MIN_CALLS
         return True
 
     def decide(self, window: Window, now: float) -> list[Decision]:
         """The decisions after ``window`` (which ended at ``now``, in seconds since the start)."""
         trial = self.trial
-        if trial is not None and not trial.measuring:
-            trial.measuring = True  # the window right after a change is discarded
-            return []
         if trial is not None:
-            self.trial = None
-            return self._judge(trial, window, now)
+            return self._step(trial, window, now)
         if self.skip:
             self.skip -= 1
             return []
@@ -216,9 +227,12 @@ class Controller:
         if best is None:
             return []
         old = self.levels[best]
-        new = min(self.max_level, 2 * old)
+        waiting = window.waiting_share(best)
+        # Calls that mostly wait (sleep, I/O) can overlap far: a bolder step; calls that compute, one doubling.
+        new = min(self.max_level, (4 if waiting is not None and waiting >= WAITING else 2) * old)
+        wait = f", {100 * waiting:.0f}% of it waiting" if waiting is not None else ""
         return [self._start(best, old, new, window, f"{busiest:.2g} calls in flight at level {old}, "
-                            f"{_ms(window.service_time(best))} per call: trying {new}")]
+                            f"{_ms(window.service_time(best))} per call{wait}: trying {new}")]
 
     def _lower(self, window: Window, now: float) -> list[Decision]:
         out = []
@@ -250,42 +264,82 @@ class Controller:
         self._set(node, new)
         return Decision(node, self.names.get(node, "") if node is not None else "", old, new, reason, kept=False)
 
-    def _judge(self, trial: _Trial, after: Window, now: float) -> list[Decision]:
-        """Keep the trial's change or undo it, on the evidence of ``after`` against ``trial.before``."""
-        node, before = trial.node, trial.before
-        gain = after.rate / before.rate - 1 if before.rate > 0 else 0.0
-        figures = f"work rate {before.rate:,.0f} -> {after.rate:,.0f} invocations/s ({100 * gain:+.0f}%)"
-        if node is not None:
-            calls_gain = (after.calls_per_second(node) / before.calls_per_second(node) - 1
-                          if before.calls_per_second(node) > 0 else 0.0)
-            figures += (f", calls {before.calls_per_second(node):,.0f} -> {after.calls_per_second(node):,.0f}/s, "
-                        f"{_ms(before.service_time(node))} -> {_ms(after.service_time(node))} per call")
-            keep = gain >= GAIN and calls_gain >= GAIN
-            why = "calls overlap" if keep else "calls do not overlap (or the box is not the bottleneck)"
-            key: Any = node
+    def _step(self, trial: _Trial, window: Window, now: float) -> list[Decision]:
+        """One window of a trial: A (``before``), then B (the new setting), then A again, then the verdict.
+
+        The window after each change is discarded.  B must pass against
+        both A windows: a machine whose speed drifts (other work starting or
+        stopping) moves both A windows with it, and passes neither.  A B
+        that fails against the first A ends the trial there.
+        """
+        trial.phase += 1
+        if trial.phase in (1, 3):  # the window right after a change
+            return []
+        if trial.phase == 2:
+            trial.b = window
+            passed, figures = self._passes(trial, trial.before, window)
+            if not passed:
+                return self._undo(trial, figures, now, at_old=False)
+            self._set(trial.node, trial.old)
+            return [Decision(trial.node, self._name(trial.node), trial.new, trial.old,
+                             f"{figures}: measuring {trial.old} again to compare", kept=False)]
+        self.trial = None
+        assert trial.b is not None
+        passed, figures = self._passes(trial, window, trial.b)
+        if not passed:
+            return self._undo(trial, figures, now, at_old=True)
+        return self._keep(trial, figures, now)
+
+    def _passes(self, trial: _Trial, a: Window, b: Window) -> tuple[bool, str]:
+        """Whether ``b`` (the new setting) beats ``a`` by the dead band, and the figures that say so."""
+        node = trial.node
+        gain = b.rate / a.rate - 1 if a.rate > 0 else 0.0
+        figures = f"work rate {a.rate:,.0f} -> {b.rate:,.0f} invocations/s ({100 * gain:+.0f}%)"
+        if node is None:
+            return (gain >= -TOLERANCE if trial.new < trial.old else gain >= GAIN), figures
+        calls_a, calls_b = a.calls_per_second(node), b.calls_per_second(node)
+        calls_gain = calls_b / calls_a - 1 if calls_a > 0 else 0.0
+        figures += (f", calls {calls_a:,.0f} -> {calls_b:,.0f}/s, {_ms(a.service_time(node))} -> "
+                    f"{_ms(b.service_time(node))} per call")
+        return gain >= GAIN and calls_gain >= GAIN, figures
+
+    def _keep(self, trial: _Trial, figures: str, now: float) -> list[Decision]:
+        node, key = trial.node, self._key(trial)
+        self.backoff.pop(key, None)
+        self.retry_at.pop(key, None)
+        if node is None:  # the move back gets a fresh chance later (the load may change)
+            self.retry_at["more" if key == "fewer" else "fewer"] = now + 4 * BACKOFF_S
+            why = "no slower with fewer" if key == "fewer" else "faster with more"
         else:
-            fewer = trial.new < trial.old
-            keep = gain >= -TOLERANCE if fewer else gain >= GAIN
-            why = ("no slower with fewer" if fewer else "faster with more") if keep else "slower" if fewer \
-                else "no faster"
-            key = "fewer" if fewer else "more"
-        name = self.names.get(node, "") if node is not None else ""
-        if keep:
-            self.backoff.pop(key, None)
-            self.retry_at.pop(key, None)
-            if node is None:  # the move back gets a fresh chance later (the load may change)
-                other = "more" if trial.new < trial.old else "fewer"
-                self.retry_at[other] = now + 4 * BACKOFF_S
-            self._stayed(now)
-            self.skip = 0  # `after` was measured at the new setting: the next trial may start now
-            return [Decision(node, name, trial.new, trial.new, f"kept: {figures}: {why}")]
-        wait = self.backoff.get(key, BACKOFF_S / 2) * 2
-        self.backoff[key] = min(MAX_BACKOFF_S, wait)
+            why = "calls overlap"
+        self._set(node, trial.new)
+        self._stayed(now)
+        self.skip = 1
+        return [Decision(node, self._name(node), trial.old, trial.new, f"kept: {figures}: {why}")]
+
+    def _undo(self, trial: _Trial, figures: str, now: float, at_old: bool) -> list[Decision]:
+        node, key = trial.node, self._key(trial)
+        if node is not None:
+            why = "calls do not overlap (or the box is not the bottleneck)"
+        else:
+            why = "slower" if key == "fewer" else "no faster"
+        self.backoff[key] = min(MAX_BACKOFF_S, self.backoff.get(key, BACKOFF_S / 2) * 2)
         self.retry_at[key] = now + self.backoff[key]
         self._set(node, trial.old)
+        self.trial = None
         self.skip = 1
-        return [Decision(node, name, trial.new, trial.old,
-                         f"undone: {figures}: {why}; not tried again for {self.backoff[key]:g} s")]
+        reason = f"undone: {figures}: {why}; not tried again for {self.backoff[key]:g} s"
+        old = trial.old if at_old else trial.new
+        return [Decision(node, self._name(node), old, trial.old, reason)]
+
+    @staticmethod
+    def _key(trial: _Trial) -> Any:
+        if trial.node is not None:
+            return trial.node
+        return "fewer" if trial.new < trial.old else "more"
+
+    def _name(self, node: int | None) -> str:
+        return self.names.get(node, "") if node is not None else ""
 
     def _set(self, node: int | None, value: int) -> None:
         if node is None:
@@ -363,7 +417,8 @@ class Tuner:
 
 def _window(last: tuple, now: tuple, nodes: list[int]) -> Window:
     """The window between two samples of ``Runtime.sample``."""
-    boxes = {node: (c1 - c0, max(0.0, s1 - s0)) for node, (c0, s0), (c1, s1) in zip(nodes, last[2], now[2])}
+    boxes = {node: (c1 - c0, max(0.0, s1 - s0), max(0.0, u1 - u0))
+             for node, (c0, s0, u0), (c1, s1, u1) in zip(nodes, last[2], now[2])}
     return Window(seconds=max(now[0] - last[0], 1e-9), invocations=now[1] - last[1], boxes=boxes)
 
 

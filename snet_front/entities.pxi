@@ -5,6 +5,7 @@
 # (:mod:`snet.plan`).  See core.pxi for the design of the runtime.
 
 cimport cython
+from posix.time cimport clock_gettime, timespec, CLOCK_THREAD_CPUTIME_ID
 from asyncio import run_coroutine_threadsafe
 from collections import deque
 from functools import partial
@@ -32,6 +33,13 @@ cdef long emit_in_order(Entity e, Writer w, dict done, long emit_seq) except -1:
         e.emit_list(w, pair[0], pair[1], False)
         emit_seq += 1
     return emit_seq
+
+
+cdef inline double thread_cpu() noexcept nogil:
+    """This thread's CPU time (seconds): against the wall time of a call, how much of it the call computed."""
+    cdef timespec ts
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return ts.tv_sec + ts.tv_nsec * 1e-9
 
 
 cdef enum:
@@ -63,6 +71,7 @@ cdef class BoxEntity(Entity):
         cdef object rec = record_of(item)
         cdef GStack st = stack_of(item)
         cdef double t0 = 0.0
+        cdef double c0 = 0.0
         cdef long seq
         cdef int early = 0
         cdef long calls
@@ -82,10 +91,14 @@ cdef class BoxEntity(Entity):
             else:
                 every = SAMPLE_EVERY if calls % SAMPLE_EVERY == 0 else 0
             if every:
+                if self.auto:
+                    c0 = thread_cpu()
                 t0 = snet_now()
             outs = self.op(rec) if self.caller is None else self.caller.hop(rec)
             if every:
                 w.box_time[self.node] += (snet_now() - t0) * every
+                if self.auto:
+                    w.box_cpu[self.node] += (thread_cpu() - c0) * every
             w.box_calls[self.node] += 1
             if type(outs) is dict:  # one output: the walk goes on with it
                 w.write(self.resolve_out(), make_item(outs, st), True)
@@ -102,9 +115,13 @@ cdef class BoxEntity(Entity):
         early = 1
         snet_unlock(&self.lock)
         try:
+            if self.auto:
+                c0 = thread_cpu()
             t0 = snet_now()
             outs = self.op(rec)
             w.box_time[self.node] += snet_now() - t0
+            if self.auto:
+                w.box_cpu[self.node] += thread_cpu() - c0
             w.box_calls[self.node] += 1
             spin_lock(&self.rlock)
             try:

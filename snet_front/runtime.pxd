@@ -152,6 +152,7 @@ cdef class Writer:
     cdef double busy
     cdef double *box_time  # per node: seconds in box calls
     cdef long *box_calls  # per node: box calls
+    cdef double *box_cpu  # per node: seconds of this thread's CPU time in calls of automatic boxes
     cdef long ticks  # invocations and unfoldings since the last look at the clock (`safe_point`)
     cdef double next_yield  # when the worker next lets other threads take the GIL
 

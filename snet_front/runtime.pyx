@@ -210,7 +210,7 @@ cdef class Runtime(Network):
         return self.active
 
     def sample(self, nodes):
-        """(now, invocations, [(calls, seconds) per node of ``nodes``]): the counters so far, cheaply."""
+        """(now, invocations, [(calls, seconds, CPU seconds) per node of ``nodes``]): the counters so far, cheaply."""
         cdef Worker w
         cdef long invocations = 0
         cdef int n
@@ -218,11 +218,12 @@ cdef class Runtime(Network):
         for n in nodes:
             if n < 0 or n >= self.nnodes:
                 raise IndexError(f"sample: no node {n}")
-            calls, seconds = 0, 0.0
+            calls, seconds, cpu = 0, 0.0, 0.0
             for w in self.workers:
                 calls += w.box_calls[n]
                 seconds += w.box_time[n]
-            figures.append((calls, seconds))
+                cpu += w.box_cpu[n]
+            figures.append((calls, seconds, cpu))
         for w in self.workers:
             invocations += w.n_invocations
         return snet_now(), invocations, figures

@@ -69,15 +69,18 @@ cdef class Worker(Writer):
         self.victim = victim
         self.box_time = <double *>PyMem_Malloc(rt.nnodes * sizeof(double))
         self.box_calls = <long *>PyMem_Malloc(rt.nnodes * sizeof(long))
-        if self.box_time == NULL or self.box_calls == NULL:
+        self.box_cpu = <double *>PyMem_Malloc(rt.nnodes * sizeof(double))
+        if self.box_time == NULL or self.box_calls == NULL or self.box_cpu == NULL:
             raise MemoryError()
         for i in range(rt.nnodes):
             self.box_time[i] = 0.0
             self.box_calls[i] = 0
+            self.box_cpu[i] = 0.0
 
     def __dealloc__(self):
         PyMem_Free(self.box_time)
         PyMem_Free(self.box_calls)
+        PyMem_Free(self.box_cpu)
 
     cdef int write(self, Entity dest, object item, bint last) except -1:
         """Send one item to ``dest``; the last write of an invocation may continue there."""

@@ -119,9 +119,9 @@ class FrontExecution(Execution):
         automatic = auto_boxes(plan, options)
         self.controller = None
         limits = box_limits(plan, self.workers)
-        if automatic:
+        if automatic or options.box_concurrency == AUTO:  # (no box to tune: the active workers still are)
             cores = self.workers
-            self.workers = options.workers or cores + MAX_LEVEL - 1
+            self.workers = options.workers or (cores + MAX_LEVEL - 1 if automatic else cores)
             self.controller = Controller(automatic, start_workers=cores, max_workers=self.workers)
             limits = [1 if i in automatic else limit for i, limit in enumerate(limits)]  # others: as without auto
         self.runtime = Runtime(plan, records, self.workers, limits, throttle,
