@@ -213,6 +213,8 @@ class Controller:
         if self.skip:
             self.skip -= 1
             return []
+        if window.invocations < MIN_CALLS:  # an idle network (a session between inputs) says nothing
+            return []
         return self._lower(window, now) or self._raise(window, now) or self._workers(window, now)
 
     # -- the three moves ------------------------------------------------------
@@ -293,7 +295,9 @@ class Controller:
     def _passes(self, trial: _Trial, a: Window, b: Window) -> tuple[bool, str]:
         """Whether ``b`` (the new setting) beats ``a`` by the dead band, and the figures that say so."""
         node = trial.node
-        gain = b.rate / a.rate - 1 if a.rate > 0 else 0.0
+        if a.rate <= 0 or b.invocations < MIN_CALLS:  # nothing ran: no evidence either way, the old setting stays
+            return False, "the network was idle"
+        gain = b.rate / a.rate - 1
         figures = f"work rate {a.rate:,.0f} -> {b.rate:,.0f} invocations/s ({100 * gain:+.0f}%)"
         if node is None:
             return (gain >= -TOLERANCE if trial.new < trial.old else gain >= GAIN), figures

@@ -37,7 +37,7 @@ from snet.backends import RunOptions
 from snet.execution import Execution
 from snet.options import AUTO
 from snet.core.semantics import unfinished_warning
-from snet.plan import Kind, Plan
+from snet.plan import BoxPlan, Kind, Plan
 from snet.stats import RunStats
 
 DEFAULT_BOX_CONCURRENCY: int | None = None  # None: the number of workers
@@ -95,7 +95,7 @@ def auto_boxes(plan: Plan, options: RunOptions) -> dict[int, str]:
     """
     chosen = {}
     for i, node in enumerate(plan.nodes):
-        if node.kind != Kind.BOX or node.deferred or node.concurrency is not None:
+        if not isinstance(node, BoxPlan) or node.deferred or node.concurrency is not None:
             continue
         given = options.box_concurrency_per_box.get(node.name, options.box_concurrency)
         if given == AUTO:

@@ -251,3 +251,10 @@ def test_the_flag_refuses_other_words(tmp_path):
                             cwd=tmp_path, capture_output=True, text=True, timeout=60, input="")
     assert result.returncode == 2
     assert "--box-concurrency takes N, auto, NAME=N or NAME=auto, not 'slow=auto2'" in result.stderr
+
+
+def test_an_idle_network_changes_nothing():
+    c = controller()
+    idle = Window(0.2, 0, {7: (0, 0.0, 0.0)})
+    decisions = [d for i in range(100) for d in c.decide(idle, 0.2 * (i + 1))]
+    assert not decisions and c.summary()["workers"] == 2 and c.levels[7] == 1
