@@ -83,10 +83,13 @@ from typing import Any, Mapping
 import attrs
 
 TICK_S = 0.05  # the tuner samples the counters this often
-WINDOW_S = 0.1  # shortest observation window
+WINDOW_S = 0.2  # shortest observation window
+SETTLE_S = 0.05  # shortest window discarded after a change
+RECHECK_S = 4.0  # a raise kept is tried lower again after this (then doubling, as a failed trial)
 MAX_WINDOW_S = 1.0  # longest: a window closes then even with few calls
 MIN_CALLS = 20  # calls of the box under trial a window waits for
-GAIN = 0.10  # a raise is kept when the work rate and the box's calls per second grow by this share
+GAIN = 0.10  # one worker more is kept when the work rate grows by this share
+RAISE_GAIN = 0.25  # a raise is kept when the work rate and the box's calls per second grow by this share
 TOLERANCE = 0.03  # one worker fewer is kept unless the work rate falls by more than this share
 RAISE_AT = 0.7  # saturation (calls in flight / level) from which a box's level is tried higher
 LOWER_AT = 0.25  # saturation below which, for LOWER_WINDOWS windows, a box's level is halved
@@ -195,13 +198,17 @@ class Controller:
         return min(self.max_workers, self.base + sum(level - 1 for level in self.levels.values()))
 
     def window_done(self, window: Window) -> bool:
-        """True when ``window`` is long enough to decide on."""
+        """True when ``window`` is long enough: ``SETTLE_S`` for one that is discarded, else ``WINDOW_S``
+        and, in a trial of a box, ``MIN_CALLS`` of its calls (or ``MAX_WINDOW_S`` in any case)."""
         if window.seconds >= MAX_WINDOW_S:
             return True
+        trial = self.trial
+        settling = self.skip > 0 if trial is None else trial.phase in (0, 2)
+        if settling:
+            return window.seconds >= SETTLE_S
         if window.seconds < WINDOW_S:
             return False
-        trial = self.trial
-        if trial is not None and trial.node is not None and trial.phase in (1, 3):  # the next one measures
+        if trial is not None and trial.node is not None:
             return window.boxes.get(trial.node, (0,))[0] >= MIN_CALLS
         return True
 
@@ -215,7 +222,8 @@ class Controller:
             return []
         if window.invocations < MIN_CALLS:  # an idle network (a session between inputs) says nothing
             return []
-        return self._lower(window, now) or self._raise(window, now) or self._workers(window, now)
+        return (self._lower(window, now) or self._raise(window, now) or self._down(window, now)
+                or self._workers(window, now))
 
     # -- the three moves ------------------------------------------------------
 
@@ -250,6 +258,15 @@ class Controller:
         if out:
             self._stayed(now)
         return out
+
+    def _down(self, window: Window, now: float) -> list[Decision]:
+        """A trial of half the level of a box raised before: is the level still needed (or was it noise)?"""
+        for node, level in self.levels.items():
+            if level > 1 and now >= self.retry_at.get(("down", node), float("inf")):
+                return [self._start(node, level, max(1, level // 2), window,
+                                    f"{window.in_flight(node):.2g} calls in flight at level {level}: "
+                                    f"trying {max(1, level // 2)}, to see that {level} is still needed")]
+        return []
 
     def _workers(self, window: Window, now: float) -> list[Decision]:
         if self.base > 1 and now >= self.retry_at.get("fewer", 0.0):
@@ -299,23 +316,29 @@ class Controller:
             return False, "the network was idle"
         gain = b.rate / a.rate - 1
         figures = f"work rate {a.rate:,.0f} -> {b.rate:,.0f} invocations/s ({100 * gain:+.0f}%)"
-        if node is None:
+        if node is None or trial.new < trial.old:  # fewer workers or a lower level: no slower will do
             return (gain >= -TOLERANCE if trial.new < trial.old else gain >= GAIN), figures
         calls_a, calls_b = a.calls_per_second(node), b.calls_per_second(node)
         calls_gain = calls_b / calls_a - 1 if calls_a > 0 else 0.0
         figures += (f", calls {calls_a:,.0f} -> {calls_b:,.0f}/s, {_ms(a.service_time(node))} -> "
                     f"{_ms(b.service_time(node))} per call")
-        return gain >= GAIN and calls_gain >= GAIN, figures
+        return gain >= RAISE_GAIN and calls_gain >= RAISE_GAIN, figures
 
     def _keep(self, trial: _Trial, figures: str, now: float) -> list[Decision]:
         node, key = trial.node, self._key(trial)
         self.backoff.pop(key, None)
         self.retry_at.pop(key, None)
         if node is None:  # the move back gets a fresh chance later (the load may change)
-            self.retry_at["more" if key == "fewer" else "fewer"] = now + 4 * BACKOFF_S
+            self.retry_at["more" if key == "fewer" else "fewer"] = now + RECHECK_S
             why = "no slower with fewer" if key == "fewer" else "faster with more"
-        else:
+        elif trial.new > trial.old:
+            self.retry_at[("down", node)] = now + RECHECK_S  # a raise is checked again, later
             why = "calls overlap"
+        else:  # a raise back needs a fresh saturation and a back-off
+            self.backoff[node] = min(MAX_BACKOFF_S, self.backoff.get(node, BACKOFF_S / 2) * 2)
+            self.retry_at[node] = now + self.backoff[node]
+            self.retry_at[("down", node)] = now + RECHECK_S if trial.new > 1 else float("inf")
+            why = f"{trial.old} was not needed"
         self._set(node, trial.new)
         self._stayed(now)
         self.skip = 1
@@ -323,11 +346,14 @@ class Controller:
 
     def _undo(self, trial: _Trial, figures: str, now: float, at_old: bool) -> list[Decision]:
         node, key = trial.node, self._key(trial)
-        if node is not None:
+        if node is None:
+            why = "slower" if key == "fewer" else "no faster"
+        elif trial.new > trial.old:
             why = "calls do not overlap (or the box is not the bottleneck)"
         else:
-            why = "slower" if key == "fewer" else "no faster"
-        self.backoff[key] = min(MAX_BACKOFF_S, self.backoff.get(key, BACKOFF_S / 2) * 2)
+            why = f"slower: {trial.old} is needed"
+        first = RECHECK_S if isinstance(key, tuple) else BACKOFF_S
+        self.backoff[key] = min(MAX_BACKOFF_S, self.backoff.get(key, first / 2) * 2)
         self.retry_at[key] = now + self.backoff[key]
         self._set(node, trial.old)
         self.trial = None
@@ -339,7 +365,7 @@ class Controller:
     @staticmethod
     def _key(trial: _Trial) -> Any:
         if trial.node is not None:
-            return trial.node
+            return trial.node if trial.new > trial.old else ("down", trial.node)
         return "fewer" if trial.new < trial.old else "more"
 
     def _name(self, node: int | None) -> str:

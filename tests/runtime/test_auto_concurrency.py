@@ -74,9 +74,11 @@ def test_a_gil_releasing_box_is_raised_to_the_top_level_and_stays():
     c = controller()
     decisions = Model(c, 7, service=0.005, releases=True, noise=0.05).run(30.0)
     assert c.levels[7] == MAX_LEVEL
-    kept = [d for d in decisions if d.node == 7 and d.kept]
+    kept = [d for d in decisions if d.node == 7 and d.reason.startswith("kept")]
     assert [(d.old, d.new) for d in kept] == [(1, 4), (4, 16)]  # calls that wait: steps of 4, each kept
-    assert not [d for d in decisions if d.node == 7 and d.reason.startswith("undone")]  # no oscillation
+    undone = [d for d in decisions if d.node == 7 and d.reason.startswith("undone")]
+    assert all("16 is needed" in d.reason for d in undone)  # only checks that 16 is still needed, undone
+    assert 1 <= len(undone) <= 4  # at 4, 8, 16 s after the raise and so on: rarer and rarer
     assert c.active() == 2 + MAX_LEVEL - 1 or c.active() == 1 + MAX_LEVEL - 1
 
 
@@ -231,7 +233,7 @@ def test_verbose_prints_each_change_and_stats_show_the_levels(tmp_path):
     assert result.returncode == 0, result.stderr
     err = result.stderr
     # calls that sleep wait nearly all their time: the first trial is level 4
-    assert re.search(r"^info: box concurrency auto: box slow: level 1 -> 4 \(1(\.0)? calls in flight at level 1, "
+    assert re.search(r"^info: box concurrency auto: box slow: level 1 -> 4 \([\d.]+ calls in flight at level 1, "
                      r"[\d.]+ ms per call, \d+% of it waiting: trying 4\); workers active: 5$", err, re.M), err
     assert re.search(r"^info: box concurrency auto: box slow: level 4 -> 1 \(work rate .*: measuring 1 again to "
                      r"compare\); workers active: 2$", err, re.M), err
