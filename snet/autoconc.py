@@ -43,14 +43,18 @@ no clock and no runtime, so tests feed it synthetic windows.  It is a
 hill climber that keeps a change only on evidence:
 
 * *Raise* (a trial): the busiest box whose saturation is at least
-  ``RAISE_AT`` has its level doubled.  The next window is discarded (the
-  queue in front of the box drains), the one after is compared with the
-  window before the change: the raise is kept only if both the work rate
-  and the box's calls per second grew by ``GAIN`` (the dead band), else
-  the level goes back.  A kept raise is followed by the next one at once,
+  ``RAISE_AT`` has its level doubled (4x for calls that wait).  A trial is
+  judged A/B/A (:meth:`Controller._step`): the window before (A), one at the
+  new level (B), one back at the old level (A again), each after a short
+  discarded window; the raise is kept only if the work rate and the box's
+  calls per second of B beat both A windows by ``RAISE_GAIN`` (the dead
+  band), else the level goes back.  A kept raise is followed by the next one at once,
   with the window that judged it as the baseline (1, 2, 4, 8, 16; or 1, 4,
   16 for calls that wait), so a GIL-releasing bottleneck settles within a
   second or two.
+* *Check* (a trial): ``RECHECK_S`` after a raise was kept, half the
+  level is tried; it stays when no slower (by ``TOLERANCE``): a raise that
+  noise let through comes back down.
 * *Lower* (no trial): a box whose saturation stayed below ``LOWER_AT`` for
   ``LOWER_WINDOWS`` windows has its level halved: its slots are unused, and
   each slot above one holds a worker.  The gap between ``LOWER_AT`` and
@@ -62,7 +66,7 @@ hill climber that keeps a change only on evidence:
   workers started.  A trial of one worker fewer is kept when the work rate
   does not fall by more than ``TOLERANCE`` (fewer threads contending for
   the GIL; a pipeline of cheap pure-Python boxes runs faster on one); a
-  trial of one more (up to the cores) needs the ``GAIN`` of a raise.
+  trial of one more (up to the cores) needs a gain of ``GAIN``.
 
 Stability: a trial that fails is not tried again before a back-off that
 starts at ``BACKOFF_S`` and doubles with every failure of the same trial
