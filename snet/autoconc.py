@@ -57,13 +57,14 @@ hill climber that keeps a change only on evidence:
   noise let through comes back down.
 * *Lower* (no trial): a box whose saturation stayed below ``LOWER_AT`` for
   ``LOWER_WINDOWS`` windows has its level halved: its slots are unused, and
-  each slot above one holds a worker.  The gap between ``LOWER_AT`` and
+  each slot holds a worker.  The gap between ``LOWER_AT`` and
   ``RAISE_AT`` (hysteresis) means a lowered box is not a candidate for a
   raise at once: after halving, its saturation is at most twice
   ``LOWER_AT``, below ``RAISE_AT``.
 * *Workers*: the active workers are the base count (the cores, at
-  first) plus one per slot above one of every automatic box, at most the
-  workers started.  A trial of one worker fewer is kept when the work rate
+  first) plus one per slot of every automatic box above level 1 (a box at
+  level L may hold L workers in its calls; the base count runs the rest),
+  at most the workers started.  A trial of one worker fewer is kept when the work rate
   does not fall by more than ``TOLERANCE`` (fewer threads contending for
   the GIL; a pipeline of cheap pure-Python boxes runs faster on one); a
   trial of one more (up to the cores) needs a gain of ``GAIN``.
@@ -198,8 +199,9 @@ class Controller:
         self.settled_at = 0.0  # when the last change that stayed was made
 
     def active(self) -> int:
-        """Workers to run: the base count and one per slot above one of every box, at most ``max_workers``."""
-        return min(self.max_workers, self.base + sum(level - 1 for level in self.levels.values()))
+        """Workers to run: the base count, and a worker per slot of every box above level 1 (at most
+        ``max_workers``): a box at level L may hold L workers in its calls, the base runs the rest."""
+        return _workers(self.base, self.levels.values(), self.max_workers)
 
     def window_done(self, window: Window) -> bool:
         """True when ``window`` is long enough: ``SETTLE_S`` for one that is discarded, else ``WINDOW_S``
@@ -398,9 +400,13 @@ class Controller:
         for node, level in settled.items():
             name = self.names[node]
             levels[name] = max(level, levels.get(name, 1))
-        workers = min(self.max_workers, base + sum(level - 1 for level in settled.values()))
+        workers = _workers(base, settled.values(), self.max_workers)
         return {"levels": levels, "workers": workers, "max_workers": self.max_workers,
                 "changes": self.changes, "trials": self.trials, "settled_seconds": self.settled_at}
+
+
+def _workers(base: int, levels: Any, most: int) -> int:
+    return min(most, base + sum(level for level in levels if level > 1))
 
 
 def _ms(seconds: float) -> str:

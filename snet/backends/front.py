@@ -21,7 +21,7 @@ cap").  ``--box-concurrency 1`` restores one call at a time.
 
 ``--box-concurrency auto`` (for every box, or ``NAME=auto`` for one)
 leaves the choice to :mod:`snet.autoconc`: such a box starts at one call
-at a time, the runtime starts up to ``cores + MAX_LEVEL - 1`` workers (or
+at a time, the runtime starts up to ``cores + MAX_LEVEL`` workers (or
 the ``-w`` given) of which as many as there are cores run at first, and a
 tuner thread changes the levels and the active workers while the run goes
 on (docs/runtime.md, "Automatic box concurrency").
@@ -121,7 +121,7 @@ class FrontExecution(Execution):
         limits = box_limits(plan, self.workers)
         if automatic or options.box_concurrency == AUTO:  # (no box to tune: the active workers still are)
             cores = self.workers
-            self.workers = options.workers or (cores + MAX_LEVEL - 1 if automatic else cores)
+            self.workers = options.workers or (cores + MAX_LEVEL if automatic else cores)
             self.controller = Controller(automatic, start_workers=cores, max_workers=self.workers)
             limits = [1 if i in automatic else limit for i, limit in enumerate(limits)]  # others: as without auto
         self.runtime = Runtime(plan, records, self.workers, limits, throttle,

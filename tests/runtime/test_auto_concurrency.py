@@ -66,7 +66,7 @@ class Model:
 
 
 def controller(**kw) -> Controller:
-    return Controller({7: "box"}, start_workers=kw.pop("start_workers", 2), max_workers=kw.pop("max_workers", 17),
+    return Controller({7: "box"}, start_workers=kw.pop("start_workers", 2), max_workers=kw.pop("max_workers", 18),
                       **kw)
 
 
@@ -79,7 +79,7 @@ def test_a_gil_releasing_box_is_raised_to_the_top_level_and_stays():
     undone = [d for d in decisions if d.node == 7 and d.reason.startswith("undone")]
     assert all("16 is needed" in d.reason for d in undone)  # only checks that 16 is still needed, undone
     assert 1 <= len(undone) <= 4  # at 4, 8, 16 s after the raise and so on: rarer and rarer
-    assert c.active() == 2 + MAX_LEVEL - 1 or c.active() == 1 + MAX_LEVEL - 1
+    assert c.summary()["workers"] in (1 + MAX_LEVEL, 2 + MAX_LEVEL)  # the box's calls, and the rest besides
 
 
 def test_a_gil_releasing_box_settles_within_two_seconds_of_windows():
@@ -189,7 +189,8 @@ def test_a_sleeping_box_is_raised_while_the_run_goes_on_and_order_is_kept():
     assert stats.boxes["slow"].concurrency >= 2
     assert stats.boxes["fast"].concurrency is not None
     assert stats.auto is not None and stats.auto.changes >= 1 and 1 <= stats.auto.workers <= stats.auto.max_workers
-    assert not [t for t in threading.enumerate() if t.name == "snet-box-concurrency-auto" and t.is_alive()]
+    alive = [t.name for t in threading.enumerate() if t.is_alive()]
+    assert not [name for name in alive if name == "snet-box-concurrency-auto" or name.startswith("snet-front-worker")]
 
 
 def test_a_box_given_a_number_keeps_it_beside_automatic_boxes():
@@ -234,7 +235,7 @@ def test_verbose_prints_each_change_and_stats_show_the_levels(tmp_path):
     err = result.stderr
     # calls that sleep wait nearly all their time: the first trial is level 4
     assert re.search(r"^info: box concurrency auto: box slow: level 1 -> 4 \([\d.]+ calls in flight at level 1, "
-                     r"[\d.]+ ms per call, \d+% of it waiting: trying 4\); workers active: 5$", err, re.M), err
+                     r"[\d.]+ ms per call, \d+% of it waiting: trying 4\); workers active: 6$", err, re.M), err
     assert re.search(r"^info: box concurrency auto: box slow: level 4 -> 1 \(work rate .*: measuring 1 again to "
                      r"compare\); workers active: 2$", err, re.M), err
     assert re.search(r"^info: box concurrency auto: box slow: level 1 -> 4 \(kept: work rate .* calls overlap\)",
