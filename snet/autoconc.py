@@ -48,7 +48,8 @@ hill climber that keeps a change only on evidence:
   new level (B), one back at the old level (A again), each after a short
   discarded window; the raise is kept only if the work rate and the box's
   calls per second of B beat both A windows by ``RAISE_GAIN`` (the dead
-  band), else the level goes back.  A kept raise is followed by the next one at once,
+  band), else the level goes back; a B twice as fast as A is kept at
+  once, without the second A (``CLEAR_GAIN``).  A kept raise is followed by the next one at once,
   with the window that judged it as the baseline (1, 2, 4, 8, 16; or 1, 4,
   16 for calls that wait), so a GIL-releasing bottleneck settles within a
   second or two.
@@ -95,6 +96,7 @@ MAX_WINDOW_S = 1.0  # longest: a window closes then even with few calls
 MIN_CALLS = 20  # calls of the box under trial a window waits for
 GAIN = 0.10  # one worker more is kept when the work rate grows by this share
 RAISE_GAIN = 0.25  # a raise is kept when the work rate and the box's calls per second grow by this share
+CLEAR_GAIN = 1.0  # ... and kept without the second A window when they grow by this share (twice the rate)
 TOLERANCE = 0.03  # one worker fewer is kept unless the work rate falls by more than this share
 RAISE_AT = 0.7  # saturation (calls in flight / level) from which a box's level is tried higher
 LOWER_AT = 0.25  # saturation below which, for LOWER_WINDOWS windows, a box's level is halved
@@ -156,6 +158,7 @@ class Decision:
     new: int
     reason: str
     kept: bool = True  # False: a trial, kept or undone at the next decision
+    active: int | None = None  # the active workers right after this decision
 
     def describe(self) -> str:
         what = f"box {self.name}: level" if self.node is not None else "base workers"
@@ -260,7 +263,8 @@ class Controller:
                 new = max(1, level // 2)
                 self.levels[node] = new
                 out.append(Decision(node, self.names[node], level, new,
-                                    f"{flight:.2g} calls in flight at level {level}: slots unused"))
+                                    f"{flight:.2g} calls in flight at level {level}: slots unused",
+                                    active=self.active()))
         if out:
             self._stayed(now)
         return out
@@ -287,7 +291,7 @@ class Controller:
         self.trial = _Trial(node, old, new, before)
         self.trials += 1
         self._set(node, new)
-        return Decision(node, self.names.get(node, "") if node is not None else "", old, new, reason, kept=False)
+        return Decision(node, self._name(node), old, new, reason, kept=False, active=self.active())
 
     def _step(self, trial: _Trial, window: Window, now: float) -> list[Decision]:
         """One window of a trial: A (``before``), then B (the new setting), then A again, then the verdict.
@@ -305,9 +309,15 @@ class Controller:
             passed, figures = self._passes(trial, trial.before, window)
             if not passed:
                 return self._undo(trial, figures, now, at_old=False)
+            if trial.node is not None and trial.new > trial.old and self._passes(trial, trial.before, window,
+                                                                                  CLEAR_GAIN)[0]:
+                # Twice the rate: no drift between two windows 0.05 s apart is that large (and the check
+                # of the raise comes later); the next raise starts at once, B its baseline.
+                self.trial = None
+                return self._keep(trial, figures + " at once", now) + self._raise(window, now)
             self._set(trial.node, trial.old)
             return [Decision(trial.node, self._name(trial.node), trial.new, trial.old,
-                             f"{figures}: measuring {trial.old} again to compare", kept=False)]
+                             f"{figures}: measuring {trial.old} again to compare", kept=False, active=self.active())]
         self.trial = None
         assert trial.b is not None
         passed, figures = self._passes(trial, window, trial.b)
@@ -315,7 +325,7 @@ class Controller:
             return self._undo(trial, figures, now, at_old=True)
         return self._keep(trial, figures, now)
 
-    def _passes(self, trial: _Trial, a: Window, b: Window) -> tuple[bool, str]:
+    def _passes(self, trial: _Trial, a: Window, b: Window, raise_gain: float = RAISE_GAIN) -> tuple[bool, str]:
         """Whether ``b`` (the new setting) beats ``a`` by the dead band, and the figures that say so."""
         node = trial.node
         if a.rate <= 0 or b.invocations < MIN_CALLS:  # nothing ran: no evidence either way, the old setting stays
@@ -328,7 +338,7 @@ class Controller:
         calls_gain = calls_b / calls_a - 1 if calls_a > 0 else 0.0
         figures += (f", calls {calls_a:,.0f} -> {calls_b:,.0f}/s, {_ms(a.service_time(node))} -> "
                     f"{_ms(b.service_time(node))} per call")
-        return gain >= RAISE_GAIN and calls_gain >= RAISE_GAIN, figures
+        return gain >= raise_gain and calls_gain >= raise_gain, figures
 
     def _keep(self, trial: _Trial, figures: str, now: float) -> list[Decision]:
         node, key = trial.node, self._key(trial)
@@ -348,7 +358,7 @@ class Controller:
         self._set(node, trial.new)
         self._stayed(now)
         self.skip = 1
-        return [Decision(node, self._name(node), trial.old, trial.new, f"kept: {figures}: {why}")]
+        return [Decision(node, self._name(node), trial.old, trial.new, f"kept: {figures}: {why}", active=self.active())]
 
     def _undo(self, trial: _Trial, figures: str, now: float, at_old: bool) -> list[Decision]:
         node, key = trial.node, self._key(trial)
@@ -366,7 +376,7 @@ class Controller:
         self.skip = 1
         reason = f"undone: {figures}: {why}; not tried again for {self.backoff[key]:g} s"
         old = trial.old if at_old else trial.new
-        return [Decision(node, self._name(node), old, trial.old, reason)]
+        return [Decision(node, self._name(node), old, trial.old, reason, active=self.active())]
 
     @staticmethod
     def _key(trial: _Trial) -> Any:
@@ -452,7 +462,8 @@ class Tuner:
             self.runtime.set_level(decision.node, decision.new)
         self.runtime.set_active(self.controller.active())
         self.decisions.append(decision)
-        log.info("info: %s; workers active: %d", decision.describe(), self.controller.active())
+        active = decision.active if decision.active is not None else self.controller.active()
+        log.info("info: %s; workers active: %d", decision.describe(), active)
 
 
 def _window(last: tuple, now: tuple, nodes: list[int]) -> Window:

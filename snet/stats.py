@@ -295,7 +295,8 @@ def _boxes_json(boxes: Mapping[str, BoxStats]) -> dict[str, dict[str, Any]]:
     return {name: attrs.asdict(box, filter=lambda _, v: v is not None) for name, box in sorted(boxes.items())}
 
 
-__all__ = ["RunStats", "AutoStats", "BoxStats", "FrontStats", "EntityStats", "WorkerStats", "ReferenceStats", "SparkStats",
+__all__ = ["RunStats", "AutoStats", "BoxStats", "FrontStats", "EntityStats", "WorkerStats", "ReferenceStats",
+           "SparkStats",
            "SplitStats"]
 
 

@@ -121,7 +121,8 @@ def _slower_on_one_worker(window, c):
         w = window(seconds)
         if c.active() > 1:
             return w
-        return Window(w.seconds, w.invocations // 2, {n: (calls // 2, s / 2, u / 2) for n, (calls, s, u) in w.boxes.items()})
+        halved = {n: (calls // 2, s / 2, u / 2) for n, (calls, s, u) in w.boxes.items()}
+        return Window(w.seconds, w.invocations // 2, halved)
     return slower
 
 
@@ -236,8 +237,6 @@ def test_verbose_prints_each_change_and_stats_show_the_levels(tmp_path):
     # calls that sleep wait nearly all their time: the first trial is level 4
     assert re.search(r"^info: box concurrency auto: box slow: level 1 -> 4 \([\d.]+ calls in flight at level 1, "
                      r"[\d.]+ ms per call, \d+% of it waiting: trying 4\); workers active: 6$", err, re.M), err
-    assert re.search(r"^info: box concurrency auto: box slow: level 4 -> 1 \(work rate .*: measuring 1 again to "
-                     r"compare\); workers active: 2$", err, re.M), err
     assert re.search(r"^info: box concurrency auto: box slow: level 1 -> 4 \(kept: work rate .* calls overlap\)",
                      err, re.M), err
     stats = json.loads((tmp_path / "stats.json").read_text())
