@@ -7,7 +7,7 @@
 
 import time
 
-WAIT_S = 0.001
+WAIT_S = 0.0005
 CRUNCH_LOOPS = 4000
 
 
