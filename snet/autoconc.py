@@ -72,8 +72,10 @@ hill climber that keeps a change only on evidence:
 
 Stability: a trial that fails is not tried again before a back-off that
 starts at ``BACKOFF_S`` and doubles with every failure of the same trial
-(at most ``MAX_BACKOFF_S``), so in a steady run the settled levels stay
-and the trials become rare; a kept change needs a margin larger than the
+(at most ``MAX_BACKOFF_S``), and a change kept postpones the move back by
+a wait that starts at ``RECHECK_S`` and doubles with every change kept, so
+in a steady run the settled levels stay, the trials become rare, and even
+a pair of moves that noise kept in turn slows down rather than oscillates; a kept change needs a margin larger than the
 noise of a busy machine (the dead band), and raising and lowering have
 thresholds apart (the hysteresis).  No two changes overlap: one trial at a
 time, and each change is followed by a discarded window.
@@ -234,7 +236,7 @@ class Controller:
         return (self._lower(window, now) or self._raise(window, now) or self._down(window, now)
                 or self._workers(window, now))
 
-    # -- the three moves ------------------------------------------------------
+    # -- the moves -------------------------------------------------------------
 
     def _raise(self, window: Window, now: float) -> list[Decision]:
         best, busiest = None, 0.0
@@ -342,23 +344,21 @@ class Controller:
 
     def _keep(self, trial: _Trial, figures: str, now: float) -> list[Decision]:
         node, key = trial.node, self._key(trial)
-        self.backoff.pop(key, None)
         self.retry_at.pop(key, None)
-        if node is None:  # the move back gets a fresh chance later (the load may change)
-            self.retry_at["more" if key == "fewer" else "fewer"] = now + RECHECK_S
+        # The move back gets its chance later (the load may change), after a wait that doubles with
+        # every change kept: a pair of moves that noise kept in turn slows down, it cannot oscillate.
+        self._postpone(_opposite(key), now, RECHECK_S)
+        if node is None:
             why = "no slower with fewer" if key == "fewer" else "faster with more"
         elif trial.new > trial.old:
-            self.retry_at[("down", node)] = now + RECHECK_S  # a raise is checked again, later
             why = "calls overlap"
-        else:  # a raise back needs a fresh saturation and a back-off
-            self.backoff[node] = min(MAX_BACKOFF_S, self.backoff.get(node, BACKOFF_S / 2) * 2)
-            self.retry_at[node] = now + self.backoff[node]
-            self.retry_at[("down", node)] = now + RECHECK_S if trial.new > 1 else float("inf")
+        else:
             why = f"{trial.old} was not needed"
         self._set(node, trial.new)
         self._stayed(now)
         self.skip = 1
-        return [Decision(node, self._name(node), trial.old, trial.new, f"kept: {figures}: {why}", active=self.active())]
+        return [Decision(node, self._name(node), trial.old, trial.new, f"kept: {figures}: {why}",
+                         active=self.active())]
 
     def _undo(self, trial: _Trial, figures: str, now: float, at_old: bool) -> list[Decision]:
         node, key = trial.node, self._key(trial)
@@ -368,15 +368,18 @@ class Controller:
             why = "calls do not overlap (or the box is not the bottleneck)"
         else:
             why = f"slower: {trial.old} is needed"
-        first = RECHECK_S if isinstance(key, tuple) else BACKOFF_S
-        self.backoff[key] = min(MAX_BACKOFF_S, self.backoff.get(key, first / 2) * 2)
-        self.retry_at[key] = now + self.backoff[key]
+        self._postpone(key, now, RECHECK_S if isinstance(key, tuple) else BACKOFF_S)
         self._set(node, trial.old)
         self.trial = None
         self.skip = 1
         reason = f"undone: {figures}: {why}; not tried again for {self.backoff[key]:g} s"
         old = trial.old if at_old else trial.new
         return [Decision(node, self._name(node), old, trial.old, reason, active=self.active())]
+
+    def _postpone(self, key: Any, now: float, first: float) -> None:
+        """No trial of ``key`` before ``first`` seconds, twice as long as the last time (at most MAX_BACKOFF_S)."""
+        self.backoff[key] = min(MAX_BACKOFF_S, self.backoff.get(key, first / 2) * 2)
+        self.retry_at[key] = now + self.backoff[key]
 
     @staticmethod
     def _key(trial: _Trial) -> Any:
@@ -413,6 +416,16 @@ class Controller:
         workers = _workers(base, settled.values(), self.max_workers)
         return {"levels": levels, "workers": workers, "max_workers": self.max_workers,
                 "changes": self.changes, "trials": self.trials, "settled_seconds": self.settled_at}
+
+
+def _opposite(key: Any) -> Any:
+    """The trial that would undo a change of ``key``: a raise of a box and the check at half its level,
+    one worker fewer and one more."""
+    if isinstance(key, tuple):
+        return key[1]
+    if key in ("fewer", "more"):
+        return "more" if key == "fewer" else "fewer"
+    return ("down", key)
 
 
 def _workers(base: int, levels: Any, most: int) -> int:

@@ -260,3 +260,19 @@ def test_an_idle_network_changes_nothing():
     idle = Window(0.2, 0, {7: (0, 0.0, 0.0)})
     decisions = [d for i in range(100) for d in c.decide(idle, 0.2 * (i + 1))]
     assert not decisions and c.summary()["workers"] == 2 and c.levels[7] == 1
+
+
+def test_noise_alone_cannot_make_the_levels_oscillate():
+    """Rates that depend on nothing but noise (±40 %): some changes pass the dead band, but fewer and fewer."""
+    c = controller()
+    rng = random.Random(3)
+
+    def window(seconds=0.2):
+        calls = int(1000 * seconds * (1 + rng.uniform(-0.4, 0.4)))
+        return Window(seconds, 30 * calls, {7: (calls, seconds * c.levels[7] * 0.9, seconds * 0.9)})
+
+    kept_at = []
+    for i in range(3000):  # ten minutes of windows
+        now = 0.2 * (i + 1)
+        kept_at += [now for d in c.decide(window(), now) if d.reason.startswith("kept")]
+    assert len(kept_at) <= 16 and len([t for t in kept_at if t > 300]) <= 4, kept_at
