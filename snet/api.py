@@ -158,8 +158,8 @@ class Network:
         return "\n".join(parts)
 
     def run(self, records: Iterable[Mapping], *, workers: int | None = None, engine: str | None = None,
-            throttle: tuple[float, float] | None = None, box_concurrency: int | str | Mapping[str, int | str] | None = None,
-            **options: Any) -> Execution:
+            throttle: tuple[float, float] | None = None,
+            box_concurrency: int | str | Mapping[str, int | str] | None = None, **options: Any) -> Execution:
         """Run the network over ``records``; iterate the result for the outputs.
 
         Outputs stream back as they are produced: the first may arrive long
