@@ -246,6 +246,7 @@ def test_verbose_prints_each_change_and_stats_show_the_levels(tmp_path):
     assert set(stats["auto"]) == {"workers", "max_workers", "changes", "trials", "settled_seconds"}
     assert re.search(r"^  box concurrency auto: \d+ of \d+ workers active; levels fast \d+, slow \d+; settled after",
                      err, re.M), err
+    assert re.search(r"^  [\d.]+ m?s on the front engine with up to \d+ workers$", err, re.M), err
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 1500
 
 
