@@ -85,7 +85,7 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
+from collections import deque
 from typing import Any, Mapping
 
 import attrs
@@ -443,8 +443,7 @@ class Tuner:
         self.runtime = runtime
         self.controller = controller
         self.nodes = sorted(controller.names)
-        self.decisions: list[Decision] = []
-        self.started = time.monotonic()
+        self.decisions: deque[Decision] = deque(maxlen=1000)  # the latest, for a person who looks
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="snet-box-concurrency-auto", daemon=True)
 
