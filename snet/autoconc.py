@@ -48,7 +48,8 @@ hill climber that keeps a change only on evidence:
   new level (B), one back at the old level (A again), each after a short
   discarded window; the raise is kept only if the work rate and the box's
   calls per second of B beat both A windows by ``RAISE_GAIN`` (the dead
-  band), else the level goes back; a B twice as fast as A is kept at
+  band), and B had more calls in flight by as much (the new slots were
+  used), else the level goes back; a B twice as fast as A is kept at
   once, without the second A (``CLEAR_GAIN``).  A kept raise is followed by the next one at once,
   with the window that judged it as the baseline (1, 2, 4, 8, 16; or 1, 4,
   16 for calls that wait), so a GIL-releasing bottleneck settles within a
@@ -316,7 +317,7 @@ class Controller:
                 # Twice the rate: no drift between two windows 0.05 s apart is that large (and the check
                 # of the raise comes later); the next raise starts at once, B its baseline.
                 self.trial = None
-                return self._keep(trial, figures + " at once", now) + self._raise(window, now)
+                return self._keep(trial, figures, now, at_once=True) + self._raise(window, now)
             self._set(trial.node, trial.old)
             return [Decision(trial.node, self._name(trial.node), trial.new, trial.old,
                              f"{figures}: measuring {trial.old} again to compare", kept=False, active=self.active())]
@@ -338,11 +339,14 @@ class Controller:
             return (gain >= -TOLERANCE if trial.new < trial.old else gain >= GAIN), figures
         calls_a, calls_b = a.calls_per_second(node), b.calls_per_second(node)
         calls_gain = calls_b / calls_a - 1 if calls_a > 0 else 0.0
+        # The new slots must be in use: a gain with no more calls in flight is not the raise's doing
+        flight_gain = b.in_flight(node) / a.in_flight(node) - 1 if a.in_flight(node) > 0 else 0.0
         figures += (f", calls {calls_a:,.0f} -> {calls_b:,.0f}/s, {_ms(a.service_time(node))} -> "
-                    f"{_ms(b.service_time(node))} per call")
-        return gain >= raise_gain and calls_gain >= raise_gain, figures
+                    f"{_ms(b.service_time(node))} per call, {a.in_flight(node):.2g} -> {b.in_flight(node):.2g} "
+                    f"in flight")
+        return gain >= raise_gain and calls_gain >= raise_gain and flight_gain >= RAISE_GAIN, figures
 
-    def _keep(self, trial: _Trial, figures: str, now: float) -> list[Decision]:
+    def _keep(self, trial: _Trial, figures: str, now: float, at_once: bool = False) -> list[Decision]:
         node, key = trial.node, self._key(trial)
         self.retry_at.pop(key, None)
         # The move back gets its chance later (the load may change), after a wait that doubles with
@@ -357,7 +361,8 @@ class Controller:
         self._set(node, trial.new)
         self._stayed(now)
         self.skip = 1
-        return [Decision(node, self._name(node), trial.old, trial.new, f"kept: {figures}: {why}",
+        kept = "kept at once" if at_once else "kept"
+        return [Decision(node, self._name(node), trial.old, trial.new, f"{kept}: {figures}: {why}",
                          active=self.active())]
 
     def _undo(self, trial: _Trial, figures: str, now: float, at_old: bool) -> list[Decision]:

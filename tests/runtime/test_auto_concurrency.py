@@ -239,7 +239,7 @@ def test_verbose_prints_each_change_and_stats_show_the_levels(tmp_path):
     active = (os.cpu_count() or 1) + 4
     assert re.search(r"^info: box concurrency auto: box slow: level 1 -> 4 \([\d.]+ calls in flight at level 1, "
                      rf"[\d.]+ ms per call, \d+% of it waiting: trying 4\); workers active: {active}$", err, re.M), err
-    assert re.search(r"^info: box concurrency auto: box slow: level 1 -> 4 \(kept: work rate .* calls overlap\)",
+    assert re.search(r"^info: box concurrency auto: box slow: level 1 -> 4 \(kept( at once)?: work rate .* calls overlap\)",
                      err, re.M), err
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["boxes"]["slow"]["concurrency"] >= 2 and stats["boxes"]["fast"]["concurrency"] >= 1
@@ -279,3 +279,16 @@ def test_noise_alone_cannot_make_the_levels_oscillate():
         now = 0.2 * (i + 1)
         kept_at += [now for d in c.decide(window(), now) if d.reason.startswith("kept")]
     assert len(kept_at) <= 16 and len([t for t in kept_at if t > 300]) <= 4, kept_at
+
+
+def test_a_gain_without_more_calls_in_flight_is_not_the_raise():
+    """The machine got faster while the box kept one call in flight: its second slot did nothing."""
+    c = controller()
+    c.skip = 0
+    a = Window(0.2, 6000, {7: (200, 0.2 * 0.9, 0.2 * 0.9)})  # 0.9 in flight, 0.9 ms per call
+    (start,) = c.decide(a, 0.2)
+    assert start.new == 2 and not start.kept
+    assert c.decide(Window(0.05, 1500, {7: (50, 0.045, 0.045)}), 0.25) == []  # discarded
+    b = Window(0.2, 9000, {7: (300, 0.2 * 0.9, 0.2 * 0.9)})  # 1.5x the rate and the calls, still 0.9 in flight
+    (verdict,) = c.decide(b, 0.45)
+    assert verdict.reason.startswith("undone") and c.levels[7] == 1
