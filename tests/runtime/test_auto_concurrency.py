@@ -239,7 +239,8 @@ def test_verbose_prints_each_change_and_stats_show_the_levels(tmp_path):
     active = (os.cpu_count() or 1) + 4
     assert re.search(r"^info: box concurrency auto: box slow: level 1 -> 4 \([\d.]+ calls in flight at level 1, "
                      rf"[\d.]+ ms per call, \d+% of it waiting: trying 4\); workers active: {active}$", err, re.M), err
-    assert re.search(r"^info: box concurrency auto: box slow: level 1 -> 4 \(kept( at once)?: work rate .* calls overlap\)",
+    assert re.search(r"^info: box concurrency auto: box slow: level 1 -> 4 \(kept( at once)?: work rate .* "
+                     r"calls overlap\)",
                      err, re.M), err
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["boxes"]["slow"]["concurrency"] >= 2 and stats["boxes"]["fast"]["concurrency"] >= 1
