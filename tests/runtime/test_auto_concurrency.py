@@ -293,3 +293,28 @@ def test_a_gain_without_more_calls_in_flight_is_not_the_raise():
     b = Window(0.2, 9000, {7: (300, 0.2 * 0.9, 0.2 * 0.9)})  # 1.5x the rate and the calls, still 0.9 in flight
     (verdict,) = c.decide(b, 0.45)
     assert verdict.reason.startswith("undone") and c.levels[7] == 1
+
+
+def test_replicas_of_a_split_share_the_level_and_keep_their_order():
+    source = """
+    net keyed {
+      box slow ((a, <k>) -> (a, <k>));
+      box fast ((a, <k>) -> (a, <k>));
+    } connect (fast .. slow .. fast) ! <k>;
+    """
+    def slow(a, k):
+        time.sleep(0.004 * random.random())
+        return {"a": a * 10, "<k>": k}
+
+    def fast(a, k):
+        return {"a": a + 1, "<k>": k}
+
+    net = snet.load(source, boxes={"slow": slow, "fast": fast})
+    records = [{"a": i, "<k>": i % 8} for i in range(2000)]
+    with net.run(records, engine="front", box_concurrency="auto") as execution:
+        outputs = list(execution)
+    by_key = {}
+    for r in outputs:
+        by_key.setdefault(r["<k>"], []).append(r["a"])
+    assert by_key == {k: [(i + 1) * 10 + 1 for i in range(k, 2000, 8)] for k in range(8)}
+    assert execution.stats().auto.trials >= 1  # (about 2 s at level 1: the level changed while the records ran)
