@@ -94,6 +94,9 @@ TEST = LSP + METRICS + ["Cython>=3.1,<3.4", "pytest>=8", "pytest-benchmark>=4", 
 # cloudpickle: the fallback of snet.spark.replicas where pyspark's own copy is missing.
 SPARK = ["pyspark[connect]>=4.0,<5", "pandas>=2.2,<3", "pyarrow>=18", "cloudpickle>=2.0"]
 EXAMPLES = ["numpy>=1.24"]
+# The peers of bench/peers/ (pip install -e '.[peers]'); Ray is optional there (peers-ray): skipped when absent.
+PEERS = ["dask[bag]>=2024.1", "bytewax>=0.21", "apache-beam>=2.60", "numpy>=1.24"]
+PEERS_RAY = ["ray>=2.9"]
 
 CLASSIFIERS = [
     "Development Status :: 3 - Alpha",
@@ -134,13 +137,16 @@ if __name__ == "__main__":  # the build runs this file as a script; tests import
         exclude_package_data={"": ["*.c", "*.html"]},
         ext_modules=front_extensions(),
         # cloudpickle: box processes send functions from __main__, notebooks and closures by value.
-        install_requires=["lark>=1.2,<2", "attrs>=23", "tqdm>=4.66", "cloudpickle>=2.0"],
+        # rich: snet run --top draws its live table of the boxes with it.
+        install_requires=["lark>=1.2,<2", "attrs>=23", "tqdm>=4.66", "cloudpickle>=2.0", "rich>=13"],
         extras_require={
             "examples": EXAMPLES,
             "test": TEST,
             "spark": SPARK,
             "lsp": LSP,
             "metrics": METRICS,
+            "peers": PEERS,
+            "peers-ray": PEERS_RAY,
             # Everything: what CI installs, and the README's test command.
             "all": sorted(set(TEST + SPARK + EXAMPLES)),
         },

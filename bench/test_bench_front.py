@@ -80,7 +80,8 @@ def comprehension_loop():
 
 
 def test_pipeline_one_worker_against_a_plain_loop(benchmark, report):
-    from snet.plan import Kind, lower
+    from snet.plan import Kind
+    from snet.spg.lower import lower
 
     net = snet.load(PIPE, boxes=PIPE_BOXES)
     callers = [n.call for n in lower(net.graph, PIPE_BOXES).nodes if n.kind == Kind.BOX]

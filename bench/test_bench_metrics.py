@@ -1,6 +1,13 @@
-"""What serving the metrics costs a run: the ten-box pipeline with ``metrics_port`` against without.
+"""What serving the metrics and drawing the live view cost a run: the ten-box pipeline with and without.
 
     python3 -m pytest bench/test_bench_metrics.py --benchmark-only -s
+
+The live view (``snet run --top``, :class:`snet.commands.top.TopView`) is
+measured the same way as the metrics below: the pipeline drawn every
+``REFRESH_SECONDS`` on a rich console (into memory, as a terminal of 100
+columns would get it) against the run without it.  What the engines keep
+for these figures in any case (the per-box call-time histogram) is
+measured against a tree without it by ``bench/histogram_against.py``.
 
 The pipeline of bench/test_bench_front.py (ten trivial boxes, one worker),
 over 300,000 records: the candidate runs with ``metrics_port=0`` and a
@@ -121,3 +128,50 @@ def test_metrics_overhead_on_the_pipeline(benchmark, report):
            ratio=figures["ratio"], cpu_ratio=cpu["ratio"], scrapes=len(scrapes),
            ms_per_scrape=1e3 * statistics.median(scrapes) if scrapes else float("nan"),
            ms_to_start_and_stop_the_server=1e3 * start_stop, cpu_ms_per_page=1e3 * page)
+
+
+def test_live_view_overhead_on_the_pipeline(benchmark, report):
+    """``--top``'s view: a stats() snapshot and a table drawn every half second, against the run without."""
+    pytest.importorskip("rich", reason="the live view draws with rich")
+    import io
+
+    from rich.console import Console
+
+    from snet.commands.top import REFRESH_SECONDS, TopView
+
+    net = snet.load(PIPE, boxes=PIPE_BOXES)
+    drawn = []
+
+    def viewed():
+        screen = io.StringIO()
+        view = TopView(PIPE_BOXES, Console(file=screen, force_terminal=True, width=100, height=24))
+        with net.run(LONG, workers=1) as execution:
+            view.start(execution)
+            try:
+                return list(execution)
+            finally:
+                view.stop()
+                view.report(final=True)
+                drawn.append(screen.getvalue().count("calls/s"))
+
+    def plain():
+        return drain(net, LONG, workers=1)
+
+    assert viewed() == plain()
+    assert drawn[-1] >= 2  # drawn at the start and at the end at least
+    benchmark.pedantic(viewed, rounds=1, iterations=1)
+    figures = paired(viewed, plain, rounds=ROUNDS)
+    cpu = paired_cpu(viewed, plain, rounds=ROUNDS)
+    view = TopView(PIPE_BOXES, Console(file=io.StringIO(), force_terminal=True, width=100, height=24))
+    execution = net.run(RECORDS[:1000], workers=1)
+    list(execution)
+    view.execution = execution
+    t = time.process_time()
+    for _ in range(200):  # a snapshot, its table, drawn
+        view.console.print(view._renderable())
+    per_frame = (time.process_time() - t) / 200
+    report(seconds_with_view=figures["candidate_s"], seconds_without=figures["baseline_s"],
+           ratio=figures["ratio"], cpu_ratio=cpu["ratio"], frames_per_run=statistics.median(drawn),
+           refresh_s=REFRESH_SECONDS, cpu_ms_per_frame=1e3 * per_frame,
+           # what the frames cost, as a share of the run's processor time: the bound the ratio cannot resolve
+           frames_share=statistics.median(drawn) * per_frame / cpu["baseline_s"])

@@ -6,7 +6,12 @@
    unpickling) and the CPU this process spends per call (the box process's
    own CPU excluded); then whole runs of a one-box network, FRONT with one
    worker, in process against ``processes=1``, the pool's start included.
-2. A pipeline of two pure-Python boxes that compute for about ``WORK_MS``
+2. Batched calls: the same one-box network over ``BATCHED`` records, FRONT
+   with one worker, in process against ``processes=1`` (whose calls go to
+   the process in batches, snet.core.batching), rounds alternating in this
+   process: the time per record of each, their ratio, the CPU per record
+   of this process and of the box process, and the batches the pool sent.
+3. A pipeline of two pure-Python boxes that compute for about ``WORK_MS``
    of CPU per call each, 200 records (400 calls), on a machine with two
    cores: ``processes=2`` (FRONT, two workers, two processes per box)
    against the same run in process with one worker (with the GIL, more
@@ -30,6 +35,7 @@ NET = "box f ((n) -> (n, s)); net p connect f;"
 PIPELINE = "box f ((n) -> (n)); box g ((n) -> (n, s)); net p connect f .. g;"
 WORK_MS = 5
 CALLS = 5000
+BATCHED = 50_000
 
 
 def trivial(n):
@@ -112,6 +118,54 @@ def test_round_trip_and_parent_cpu_per_call(benchmark, report):
            parent_cpu_median_us=1e6 * statistics.median(cpu), parent_cpu_best_us=1e6 * min(cpu),
            run_in_process_us_per_call=1e6 * min(runs_local) / CALLS,
            run_processes_1_us_per_call=1e6 * min(runs_remote) / CALLS)
+
+
+def test_batched_calls_per_record_against_in_process(benchmark, report):
+    import snet.core.processes as processes
+
+    sent = []
+    close = processes.BoxProcesses.close
+
+    def counting_close(self):  # the pool's batches and its processes' CPU, read as the run releases it
+        sent.append((*self.batches(), sum(_process_cpu(pid) for pid in self.pids())))
+        close(self)
+
+    net = snet.load(NET, boxes={"f": trivial})
+    records = [{"n": i} for i in range(BATCHED)]
+    timed(net, records[:10], engine="front", workers=1, processes=1)  # the fork server starts once
+    local, remote, cpu_local, cpu_remote = [], [], [], []
+    processes.BoxProcesses.close = counting_close
+    try:
+        for _ in range(5):
+            used = time.process_time()
+            local.append(timed(net, records, engine="front", workers=1))
+            cpu_local.append(time.process_time() - used)
+            used = time.process_time()
+            remote.append(timed(net, records, engine="front", workers=1, processes=1))
+            cpu_remote.append(time.process_time() - used)
+    finally:
+        processes.BoxProcesses.close = close
+    benchmark.pedantic(lambda: timed(net, records, engine="front", workers=1, processes=1), rounds=1, iterations=1)
+    messages, calls, _ = sent[-1]
+    child_cpu = statistics.median(cpu for _, _, cpu in sent[-6:-1])  # the five timed runs'
+    report(in_process_us_per_record=1e6 * statistics.median(local) / BATCHED,
+           processes_1_us_per_record=1e6 * statistics.median(remote) / BATCHED,
+           processes_1_best_us_per_record=1e6 * min(remote) / BATCHED,
+           ratio_of_medians=statistics.median(remote) / statistics.median(local),
+           parent_cpu_us_per_record_in_process=1e6 * statistics.median(cpu_local) / BATCHED,
+           parent_cpu_us_per_record_processes=1e6 * statistics.median(cpu_remote) / BATCHED,
+           box_process_cpu_us_per_record=1e6 * child_cpu / BATCHED,
+           records_per_batch=calls / max(1, messages), load_average=round(os.getloadavg()[0], 2))
+
+
+def _process_cpu(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far (Linux ``/proc``; 0 where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def test_two_processes_against_one_worker_in_process(benchmark, report):

@@ -104,7 +104,7 @@ def trivial(v, k):
 def session():
     if shutil.which("java") is None or importlib.util.find_spec("pyspark") is None:
         pytest.skip("needs Java and pyspark")
-    from snet.spark.session import get_session
+    from snet.spark.cluster.session import get_session
 
     return get_session(MASTER, {"spark.default.parallelism": "2"})
 

@@ -17,7 +17,7 @@ for ``spark_apply`` against ``mapInPandas``, 7 without Spark).
 
 1. Parquet in, Parquet out, through a stateless 3-box network and through
    ``work ! <k>`` with 64 tag values: the Spark-native path
-   (:func:`snet.spark.native.run_native`: ``spark.read``, ``spark_apply``,
+   (:class:`snet.spark.whole.native.NativeRun`: ``spark.read``, ``spark_apply``,
    ``df.write``) against the driver path, which is what ``snet run --spark``
    does with record files, applied to the same Parquet: the records come to
    the driver (``toLocalIterator``), the FRONT engine with 2 workers runs
@@ -48,7 +48,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import types
 
 import pytest
 
@@ -117,7 +116,7 @@ def setup(tmp_path_factory):
     import pyarrow.parquet as pq
 
     import snet
-    from snet.spark.session import get_session
+    from snet.spark.cluster.session import get_session
 
     session = get_session(MASTER, {"spark.default.parallelism": "2", "spark.sql.shuffle.partitions": "2"})
     folder = tmp_path_factory.mktemp("native")
@@ -131,7 +130,7 @@ def setup(tmp_path_factory):
 
 
 def _native(setup, name):
-    from snet.spark.native import write_sink
+    from snet.spark.whole.native import write_sink
 
     session, folder, nets = setup
     net, schema = nets[name]
@@ -141,14 +140,16 @@ def _native(setup, name):
 
 def _driver(setup, name):
     from snet.options import RunOptions
-    from snet.spark.native import driver_run
+    from snet.spark.whole.native import driver_run
 
     session, folder, nets = setup
     net, schema = nets[name]
     df = session.read.parquet(str(folder / f"{name}.parquet"))
     options = RunOptions.from_keywords(engine="front", workers=2, spark_master=MASTER)
-    args = types.SimpleNamespace(output=str(folder / f"{name}-driver.out"))
-    return driver_run(net, session, df, "parquet", args, options, "overwrite", schema)
+    written, failure = driver_run(net, session, df, "parquet", str(folder / f"{name}-driver.out"), options,
+                                  "overwrite", schema)
+    assert failure is None
+    return written
 
 
 @pytest.mark.parametrize("name", ["three", "keyed"])
@@ -230,8 +231,9 @@ def test_the_task_function_against_the_hand_written_loop_without_spark(benchmark
 
     import snet
     from snet.core.boxes import chain_outputs
-    from snet.spark.dataframe import _plan, _rows, _Writer, box_chain, map_partition
-    from snet.spark.shipping import dump_context, make_context
+    from snet.spark.tasks import plan_for, rows as _rows
+    from snet.spark.whole.dataframe import Writer, box_chain, map_partition
+    from snet.spark.cluster.shipping import dump_context, make_context
 
     from pyspark import cloudpickle
 
@@ -253,7 +255,7 @@ def test_the_task_function_against_the_hand_written_loop_without_spark(benchmark
             by_hand_frame(frame)
 
     figures = paired(applied, hand, rounds=rounds(7))
-    chain, writer = box_chain(_plan("bench", context)), _Writer(schema, True)
+    chain, writer = box_chain(plan_for("bench", context)), Writer(schema, True)
     shares = {}
     for _ in range(3):  # the best of three, a batch at a time as in a task
         spent = [0.0, 0.0, 0.0]
@@ -307,8 +309,8 @@ def test_the_task_engine_front_against_the_reference_engine_without_spark(benchm
     from pyspark.sql.types import LongType, StructField, StructType
 
     import snet
-    import snet.spark.dataframe as dataframe
-    from snet.spark.shipping import dump_context, make_context
+    import snet.spark.whole.dataframe as dataframe
+    from snet.spark.cluster.shipping import dump_context, make_context
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     nets = {"keyed": (KEYED, {"work": work}, ("v", "<k>")), "pairs": (PAIRS, {"split": split}, ("a", "b", "<k>")),
@@ -349,7 +351,7 @@ def test_spark_apply_on_front_tasks_against_reference_engine_tasks(benchmark, re
     from pyspark import cloudpickle
 
     import snet
-    import snet.spark.dataframe as dataframe
+    import snet.spark.whole.dataframe as dataframe
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     session, folder, nets = setup

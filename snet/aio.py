@@ -21,6 +21,7 @@ from snet.session import Session
 
 if TYPE_CHECKING:
     from snet.options import RunOptions
+    from snet.stats import RunStats
 
 Record = dict
 _END = object()
@@ -177,7 +178,8 @@ class AsyncSession:
         """Stop at once (see ``Session.abort``); open futures fail."""
         self._session.abort()
 
-    def stats(self) -> Any:
+    def stats(self) -> "RunStats":
+        """The session's figures so far (see ``Session.stats``)."""
         return self._session.stats()
 
     @property

@@ -246,7 +246,7 @@ class Network:
             SNetUsageError: a missing tag column, an output field whose
                 type cannot be inferred.
         """
-        from snet.spark.dataframe import spark_apply
+        from snet.spark.whole.dataframe import spark_apply
 
         return spark_apply(self, df, schema, partitions=partitions, order=order)
 

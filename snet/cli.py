@@ -114,6 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="show progress on standard error: on a terminal a live display (records in and out, "
                           "rate, and for an input file the share of its bytes read); elsewhere a line every "
                           "SECONDS (default 2); Spark batches are also logged one by one")
+    run.add_argument("--top", action="store_true",
+                     help="draw the network's boxes on standard error while the run goes on, redrawn live: per "
+                          "box calls per second, mean and 99th-percentile call time, share of the time in boxes, "
+                          "records queued, concurrency; records held in synchro-cells and memory above (needs a "
+                          "terminal)")
     run.add_argument("--spark", metavar="MASTER",
                      help="run index splits on Spark (local[N], spark://, yarn, k8s://, sc://); "
                           "default: $SNET_SPARK_MASTER, else no Spark")
@@ -219,7 +224,7 @@ _lsp = _command("snet.lsp", "lsp_command")
 
 def _spark_submit(words: list[str], parser: argparse.ArgumentParser) -> int:
     """``snet spark-submit``: its arguments are spark-submit's and snet run's, split at ``--``."""
-    from snet.spark.submit import submit_command
+    from snet.commands.submit import submit_command
     return submit_command(words, parser)
 
 
@@ -329,7 +334,7 @@ def _main(argv: list[str] | None) -> int:
             parser.error(unrecognized(extras, args.parser))  # exits with status 2
 
         def command() -> int:
-            return args.func(args)  # type: ignore[no-any-return]
+            return args.func(args)
     global interrupted
     try:
         return command()

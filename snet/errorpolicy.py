@@ -7,7 +7,7 @@ output for it, exactly as if the box had returned ``None``, so every engine
 keeps its ordering and termination rules unchanged (a deterministic
 combinator's collector sees one record fewer in that group, and moves on).
 
-The policy is applied where the plan is built (:func:`snet.plan.lower`):
+The policy is applied where the plan is built (:func:`snet.spg.lower.lower`):
 each box's caller and each filter's operator is wrapped once per run, so
 the engines never see the policy and a run with ``stop`` pays nothing for it.
 With tracked inputs (``Session.submit``, :mod:`snet.requests`) the future
@@ -29,10 +29,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from snet.errors import SNetBoxError, SNetRuntimeError
 from snet.requests import current_request
+
+if TYPE_CHECKING:
+    from snet.core.boxes import BoxCaller
 
 Record = dict
 STOP = "stop"
@@ -47,7 +50,7 @@ log = logging.getLogger("snet")
 def error_record(error: SNetRuntimeError, record: Record, box: str | None) -> dict:
     """The error record of ``error``, raised while processing ``record``."""
     cause = error.__cause__
-    out = {"error": error.message, "at": error.span.location if error.span is not None else None}
+    out: dict[str, Any] = {"error": error.message, "at": error.span.location if error.span is not None else None}
     if box is not None:
         out["box"] = box
     out["exception"] = type(cause).__name__ if cause is not None else type(error).__name__
@@ -124,7 +127,7 @@ class SkippingBox:
 
     __slots__ = ("call", "policy", "name")
 
-    def __init__(self, call: Any, policy: ErrorPolicy):
+    def __init__(self, call: BoxCaller, policy: ErrorPolicy):
         self.call = call
         self.policy = policy
         self.name = call.name

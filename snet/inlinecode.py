@@ -216,7 +216,8 @@ def _placed(tree: ast.Module, lines: tuple[tuple[int, int], ...]) -> ast.Module:
         line, shift = lines[min(lineno - 2, len(lines) - 1)]
         return line, max(0, col + shift)
 
-    for node in ast.walk(tree):
+    for walked in ast.walk(tree):
+        node: Any = walked  # the classes with positions (expressions, statements, arguments...) share no base
         if getattr(node, "lineno", None) is not None:
             node.lineno, node.col_offset = place(node.lineno, node.col_offset)
         if getattr(node, "end_lineno", None) is not None:

@@ -16,10 +16,16 @@ serving them costs the run nothing between scrapes; a scrape costs what one
 ``stats()`` call costs.  What is served:
 
 * ``snet_box_calls_total{box}``: calls of the box (all its instances);
-* ``snet_box_seconds{box}``: a summary, ``_count`` the calls and ``_sum``
-  the seconds spent in them (the engine's figure: FRONT times every call of
-  a slow box and a sample of a fast one's, see ``docs/runtime.md``); the
-  engines keep no per-call distribution, so there are no buckets;
+* ``snet_box_seconds{box}``: a histogram of the call times, its buckets
+  those every engine keeps (:data:`snet.stats.LATENCY_BOUNDS`: 1, 1.5, 2,
+  3, 4 ... µs up to about 33.6 s), ``_sum`` the seconds spent in calls.  It
+  counts what the engine timed: FRONT times every call of a slow box and one
+  in 16 of a fast one's, counted 16 times (``docs/runtime.md``), so for a
+  fast box ``_count`` may run ahead of ``snet_box_calls_total`` by up to 15
+  per worker;
+* ``snet_box_queued{box}``: records waiting in the box's inboxes now, and
+  ``snet_box_concurrency{box}``: how many calls of one instance may run at
+  once (engines that say: FRONT);
 * ``snet_box_failures_total{box}``: records that failed in the box and were
   skipped (``on_error`` other than ``"stop"``);
 * ``snet_records_in_total``, ``snet_records_out_total``,
@@ -28,7 +34,8 @@ serving them costs the run nothing between scrapes; a scrape costs what one
   (engines that say);
 * ``snet_entities``: FRONT's live entities (box, combinator and cell
   instances), with ``snet_entities_peak``;
-* ``snet_run_seconds``: the run's time so far.
+* ``snet_run_seconds``: the run's time so far;
+* ``snet_resident_bytes``: the process's resident memory.
 
 Every box of the network has its series from the first scrape, at 0 until
 it is called.
@@ -44,6 +51,7 @@ from typing import Any, Iterable, Iterator
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from snet.errors import SNetUsageError
+from snet.stats import LATENCY_BOUNDS, LATENCY_BUCKETS, BoxStats
 
 LOOPBACK = "127.0.0.1"
 MISSING = ("needs the prometheus-client package: pip install 'snet-lang[metrics]' "
@@ -170,7 +178,7 @@ class RunCollector:
         return []  # families depend on the run; the registry must not call collect() at registration
 
     def collect(self) -> Iterator[Any]:
-        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
         execution = self._execution()
         if execution is None:
@@ -182,22 +190,34 @@ class RunCollector:
         failed_by_box = dict(getattr(policy, "box_failures", {})) if policy is not None else {}
         names = sorted(set(self.boxes) | set(stats.boxes) | set(failed_by_box))
         calls = CounterMetricFamily("snet_box_calls", "Calls of the box (all its instances).", labels=["box"])
-        seconds = SummaryMetricFamily("snet_box_seconds", "Seconds spent in calls of the box.", labels=["box"])
+        seconds = HistogramMetricFamily("snet_box_seconds", "Seconds spent in calls of the box.", labels=["box"])
         failures = CounterMetricFamily("snet_box_failures", "Records that failed in the box and were skipped.",
                                        labels=["box"])
+        queued = GaugeMetricFamily("snet_box_queued", "Records waiting in the box's inboxes.", labels=["box"])
+        limits = GaugeMetricFamily("snet_box_concurrency", "Calls of one instance of the box that may run at once.",
+                                   labels=["box"])
         for name in names:
-            box = stats.boxes.get(name)
-            calls.add_metric([name], box.calls if box else 0)
-            seconds.add_metric([name], count_value=box.calls if box else 0, sum_value=box.seconds if box else 0.0)
+            box = stats.boxes.get(name) or BoxStats()
+            calls.add_metric([name], box.calls)
+            seconds.add_metric([name], buckets=_buckets(box.histogram), sum_value=box.seconds)
             failures.add_metric([name], failed_by_box.get(name, 0))
+            if box.queued is not None or stats.engine == "front":
+                queued.add_metric([name], box.queued or 0)
+            if box.limit is not None:
+                limits.add_metric([name], box.limit)
         yield calls
         yield seconds
         yield failures
+        yield queued
+        yield limits
         yield CounterMetricFamily("snet_records_in", "Records read into the network.", value=stats.records_in)
         yield CounterMetricFamily("snet_records_out", "Records the network produced.", value=stats.records_out)
         yield CounterMetricFamily("snet_records_failed", "Records that failed in a box or filter and were skipped.",
                                   value=getattr(execution, "failures", 0))
         yield GaugeMetricFamily("snet_run_seconds", "Seconds the run has been going.", value=stats.seconds)
+        if stats.resident_bytes is not None:
+            yield GaugeMetricFamily("snet_resident_bytes", "The process's resident memory in bytes.",
+                                    value=stats.resident_bytes)
         if stats.held_in_cells is not None:
             yield GaugeMetricFamily("snet_records_held", "Records held in synchro-cells that have not fired.",
                                     value=stats.held_in_cells)
@@ -207,6 +227,18 @@ class RunCollector:
                                     value=entities.alive)
             yield GaugeMetricFamily("snet_entities_peak", "The most entities alive at once so far.",
                                     value=entities.peak)
+
+
+def _buckets(histogram: tuple[int, ...]) -> list[tuple[str, float]]:
+    """A box's histogram (counts per bucket of LATENCY_BOUNDS) as Prometheus's cumulative ``(le, count)`` pairs."""
+    counts = list(histogram) or [0] * LATENCY_BUCKETS
+    out: list[tuple[str, float]] = []
+    total = 0
+    for bound, count in zip(LATENCY_BOUNDS, counts):
+        total += count
+        out.append((repr(bound), total))
+    out.append(("+Inf", total + sum(counts[len(LATENCY_BOUNDS):])))
+    return out
 
 
 def _snapshot(execution: Any) -> Any:

@@ -46,7 +46,7 @@ def _is_number(value: object) -> bool:
 
 # -- validators (attrs calls them with the instance, the attribute and the value) ---
 
-def _positive_or_none(_, attribute: attrs.Attribute, value: Any) -> None:
+def _positive_or_none(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None:
         return
     if not _is_int(value):
@@ -55,12 +55,12 @@ def _positive_or_none(_, attribute: attrs.Attribute, value: Any) -> None:
         raise SNetOptionError(attribute.name, f" must be at least 1, not {value!r}")
 
 
-def _flag(_, attribute: attrs.Attribute, value: Any) -> None:
+def _flag(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, bool):
         raise SNetOptionError(attribute.name, f" must be True or False, not {value!r}")
 
 
-def _throttle(_, attribute: attrs.Attribute, value: Any) -> None:
+def _throttle(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None:
         return
     if not (isinstance(value, tuple) and len(value) == 2 and all(map(_is_number, value))):
@@ -71,7 +71,7 @@ def _throttle(_, attribute: attrs.Attribute, value: Any) -> None:
                                               f"admitted; not ({offset:g}, {factor:g})")
 
 
-def _metrics_address(_, attribute: attrs.Attribute, value: Any) -> None:
+def _metrics_address(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None:
         return
     try:
@@ -83,7 +83,7 @@ def _metrics_address(_, attribute: attrs.Attribute, value: Any) -> None:
 AUTO = "auto"  # box concurrency the runtime chooses while the run goes on (snet.autoconc)
 
 
-def _concurrency(_, attribute: attrs.Attribute, value: Any) -> None:
+def _concurrency(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value == AUTO and isinstance(value, str):
         return
     if value is not None and not _is_int(value):
@@ -91,13 +91,13 @@ def _concurrency(_, attribute: attrs.Attribute, value: Any) -> None:
     _positive_or_none(_, attribute, value)
 
 
-def _concurrency_per_box(_, attribute: attrs.Attribute, value: Any) -> None:
+def _concurrency_per_box(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if isinstance(value, dict):  # "auto" as valid as a number
         value = {name: 1 if limit == AUTO and isinstance(limit, str) else limit for name, limit in value.items()}
     _per_box(_, attribute, value)
 
 
-def _per_box(_, attribute: attrs.Attribute, value: Any) -> None:
+def _per_box(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, dict):
         raise SNetOptionError(attribute.name, f" must be a mapping from box name to int, not {value!r}")
     for name, limit in value.items():
@@ -126,7 +126,7 @@ def _retries_value(value: Any) -> str | None:
 def _one_value(problem_of: Callable[[Any], str | None]) -> Callable[..., None]:
     """A validator of one setting (None: not given) that `problem_of` explains."""
 
-    def check(_: Any, attribute: attrs.Attribute, value: Any) -> None:
+    def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         problem = None if value is None else problem_of(value)
         if problem:
             raise SNetOptionError(attribute.name, f" {problem}")
@@ -143,7 +143,7 @@ _timeout, _timeouts = _one_value(_seconds_value), _table_of_values(_seconds_valu
 _retry, _retry_table = _one_value(_retries_value), _table_of_values(_retries_value)
 
 
-def _per_box_values(attribute: attrs.Attribute, value: Any, problem_of: Any) -> None:
+def _per_box_values(attribute: attrs.Attribute[Any], value: Any, problem_of: Any) -> None:
     if not isinstance(value, dict):
         raise SNetOptionError(attribute.name, f" must be a mapping from box name to a value, not {value!r}")
     for name, setting in value.items():
@@ -175,10 +175,10 @@ def _timeouts_table(value: Any) -> Any:
     return {name: _timeout_number(v) for name, v in value.items()} if isinstance(value, Mapping) else value
 
 
-# engine name -> "module:function"; the function has the signature of `start`.
+# engine name -> "module:attribute", the engine's snet.execution.Engine (imported when the engine is used).
 ENGINES: dict[str, str] = {
-    "reference": "snet.reference:start",
-    "front": "snet.backends.front:start",
+    "reference": "snet.reference:ENGINE",
+    "front": "snet.backends.front:ENGINE",
 }
 DEFAULT_ENGINE = "front"  # passes every conformance case with 1, 2 and 4 workers
 
@@ -187,7 +187,7 @@ def engine_names() -> list[str]:
     return sorted(ENGINES)
 
 
-def _engine(_, attribute: attrs.Attribute, value: Any) -> None:
+def _engine(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and (not isinstance(value, str) or value not in ENGINES):
         shown = f"'{value}'" if isinstance(value, str) else repr(value)
         close = difflib.get_close_matches(value, engine_names(), n=1) if isinstance(value, str) else []
@@ -195,7 +195,7 @@ def _engine(_, attribute: attrs.Attribute, value: Any) -> None:
         raise SNetOptionError(attribute.name, f": unknown engine {shown} ({hint}engines: {', '.join(engine_names())})")
 
 
-def _seed(_, attribute: attrs.Attribute, value: Any) -> None:
+def _seed(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None:
         return
     low, high = SEED_RANGE
@@ -203,23 +203,23 @@ def _seed(_, attribute: attrs.Attribute, value: Any) -> None:
         raise SNetOptionError(attribute.name, f" must be an int from {low} to {high} or None, not {value!r}")
 
 
-def _optional_text(_, attribute: attrs.Attribute, value: Any) -> None:
+def _optional_text(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise SNetOptionError(attribute.name, f" must be a non-empty string or None, not {value!r}")
 
 
-def _spark_conf(_, attribute: attrs.Attribute, value: Any) -> None:
+def _spark_conf(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         raise SNetOptionError(attribute.name, f" must be a mapping from str to str, not {value!r}")
 
 
-def _on_error(_, attribute: attrs.Attribute, value: Any) -> None:
+def _on_error(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not ((isinstance(value, str) and value in ("stop", "skip")) or callable(value)):
         raise SNetOptionError(attribute.name, f" must be 'stop', 'skip' or a callable taking an error record, "
                                               f"not {value!r}")
 
 
-def _memory_limit(_, attribute: attrs.Attribute, value: Any) -> None:
+def _memory_limit(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None:
         return
     if not _is_int(value) or value < 1:
@@ -342,7 +342,7 @@ OPTION_NAMES: tuple[str, ...] = tuple(a.name for a in attrs.fields(RunOptions))
 DIALECTS: tuple[str, ...] = ("standard", "rts")  # docs/language.md, "The reference distribution's dialect"
 
 
-def _dialect(_, attribute: attrs.Attribute, value: Any) -> None:
+def _dialect(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, str) or value not in DIALECTS:
         shown = f"'{value}'" if isinstance(value, str) else repr(value)
         close = difflib.get_close_matches(value, DIALECTS, n=1) if isinstance(value, str) else []
@@ -359,7 +359,7 @@ def _folders(value: Any) -> Any:
     return value
 
 
-def _net_path(_, attribute: attrs.Attribute, value: Any) -> None:
+def _net_path(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, tuple):
         raise SNetOptionError(attribute.name, f" must be a folder or a list of folders, not {value!r}")
     for folder in value:

@@ -3,8 +3,11 @@
 The front end ends with a :class:`~snet.spg.nodes.PropertyGraph`, a tree of
 construct occurrences with their types and properties.  An engine needs
 something else: for every node, *what it does to a record* (the compiled
-operator) and *where records go next*.  :func:`lower` computes that once per
-run, and engines read nothing but the plan:
+operator) and *where records go next*.  This module declares that: the
+templates, one class per kind, and the operators' interfaces.  The
+compiler computes it once per run (:func:`snet.spg.lower.lower`: the spg
+lowers, the plan declares), so this module imports nothing of the
+compiler, and engines read nothing but the plan:
 
 * the reference engine (:mod:`snet.reference`) builds its instance tree
   from it;
@@ -18,10 +21,12 @@ Nodes
 
 One frozen template per node of the property graph, with the same dense ids
 (``plan.nodes[i].id == i``, parents before children).  The class of a
-template is its kind; :class:`Kind` numbers the kinds for engines that
+template is its kind: an engine written in Python dispatches on the class
+(``match node: case BoxPlan(): ...``), so a type checker knows which fields
+each case may read; :class:`Kind` numbers the kinds for engines that
 dispatch on integers.  The Cython runtime declares the same numbers in
-``snet_front/kinds.pxd``; ``tests/runtime/test_plan_kinds.py`` fails when the
-two disagree.
+``snet_front/kinds.pxd``; ``tests/structure/test_plan_kinds.py`` fails when
+the two disagree.
 
 Common fields say where a node sits:
 
@@ -39,31 +44,81 @@ Common fields say where a node sits:
 * ``holds_executor_split``: the node is, or contains, a split whose
   replicas run in the split executor.
 
+Operators
+=========
+
+What an engine calls is declared here as interfaces (:class:`BoxCall`,
+:data:`FilterCall`, :class:`RecordRouter`) or as the operator classes of
+:mod:`snet.core` (pattern matchers, split keys, synchro-cell patterns),
+and the split executor as :class:`snet.splitexec.SplitExecutorProtocol`.
+An engine sees no error policy: a run that skips failing records gets
+operators that do so (:mod:`snet.errorpolicy`).
+
 Adding a combinator
 ===================
 
 ``docs/architecture.md`` has the checklist; in short: a property-graph node
 (``snet/spg/nodes.py``), its operator (``snet/core``), a :class:`Kind`
-member, a template class here and its case in :func:`_template`, the same
-number in ``snet_front/kinds.pxd``, an instance class in the reference
-engine, an entity class and factory in ``snet_front``.
+member, a template class here and its case in
+:func:`snet.spg.lower._template`, the same number in
+``snet_front/kinds.pxd``, an instance class in the reference engine, an
+entity class and factory in ``snet_front``.
 """
 
 from __future__ import annotations
 
 import enum
-import inspect
-from typing import Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Protocol, Union
 
 import attrs
 
-from snet.core.boxes import BoxCaller
-from snet.core.compiled import PatternMatcher, Router, SplitKeys, compile_filter
-from snet.core.semantics import SyncPatterns
-from snet.errorpolicy import ErrorPolicy, SkippingBox, SkippingFilter
 from snet.source import Span
-from snet.spg.nodes import (BoxNode, FeedbackNode, FilterNode, IdentityNode, NetNode, Node, ParallelNode,
-                            PropertyGraph, SerialNode, SplitNode, StarNode, SyncNode)
+
+if TYPE_CHECKING:
+    from snet.core.compiled import PatternMatcher, SplitKeys
+    from snet.core.semantics import SyncPatterns
+    from snet.splitexec import SplitExecutorProtocol
+
+Record = dict[str, Any]  # label (S-Net spelling: "x", "<t>", "<#b>") -> value
+
+
+class BoxCall(Protocol):
+    """A box's caller (:class:`snet.core.boxes.BoxCaller`, or an error policy's wrapper around one).
+
+    ``call(record)`` runs the box on one record and returns its outputs in
+    order; ``fire()`` runs an initialiser; ``resume(future, record)`` turns
+    the finished coroutine of a deferred call (:attr:`BoxPlan.deferred`)
+    into the outputs.  A run-time error is an
+    :class:`~snet.errors.SNetRuntimeError`.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def function(self) -> Callable[..., Any]: ...  # the box's function (a box process's stand-in, say)
+
+    def __call__(self, record: Record, /) -> list[Record]: ...
+
+    def resume(self, future: Any, record: Record, /) -> list[Record]: ...
+
+    def fire(self) -> list[Record]: ...
+
+
+#: a filter's operator: one record in, its outputs in order
+FilterCall = Callable[[Record], list[Record]]
+
+
+class RecordRouter(Protocol):
+    """A parallel composition's choice: ``route(record)`` is the branch index, or raises the error.
+
+    ``cache`` maps a record's label set to the branch its routing gave, for
+    engines that route a known shape without calling ``route``.
+    """
+
+    cache: dict[frozenset[str], int]
+
+    def route(self, record: Record, /) -> int: ...
 
 
 class Kind(enum.IntEnum):
@@ -93,7 +148,7 @@ class Exit(enum.IntEnum):
     SINK = 3
 
 
-def _fields_repr(obj) -> str:
+def _fields_repr(obj: PlanNode | Plan) -> str:
     """``Name(field=value, ...)``: one method for every template class, where attrs would compile one
     per class at import (half of this module's import time, paid by every first run)."""
     fields = ", ".join(f"{a.name}={getattr(obj, a.name)!r}" for a in attrs.fields(type(obj)))
@@ -104,7 +159,7 @@ def _fields_repr(obj) -> str:
 class PlanNode:
     """What every node template has (see the module docstring)."""
 
-    kind = Kind.IDENTITY  # overridden by each template class
+    kind: ClassVar[Kind] = Kind.IDENTITY  # overridden by each template class
 
     id: int
     span: Span | None
@@ -155,9 +210,10 @@ class BoxPlan(PlanNode):
 
     kind = Kind.BOX
     name: str
-    call: Any  # a BoxCaller, or a SkippingBox around one
+    call: BoxCall
     concurrency: int | None = None
-    # an async def box whose calls the engine overlaps: call() gives a Deferred, call.resume() the outputs
+    # an async def box (or a box in box processes) whose calls the engine overlaps: call() gives a Deferred,
+    # call.resume() the outputs
     deferred: bool = False
 
 
@@ -167,7 +223,7 @@ class InitBoxPlan(PlanNode):
 
     kind = Kind.INIT_BOX
     name: str
-    call: Any  # a BoxCaller, or a SkippingBox around one
+    call: BoxCall
 
 
 @attrs.frozen(kw_only=True, eq=False, repr=False)
@@ -175,7 +231,7 @@ class FilterPlan(PlanNode):
     """A filter: ``apply(record) -> [records]``."""
 
     kind = Kind.FILTER
-    apply: Callable[[dict], list]
+    apply: FilterCall
 
 
 @attrs.frozen(kw_only=True, eq=False, repr=False)
@@ -191,7 +247,7 @@ class ParallelPlan(PlanNode):
     """``A | B`` / ``A || B``: ``router.route(record) -> branch index``."""
 
     kind = Kind.PARALLEL
-    router: Router
+    router: RecordRouter
 
 
 @attrs.frozen(kw_only=True, eq=False, repr=False)
@@ -261,7 +317,7 @@ class Plan:
     nodes: tuple[PlanNode, ...]
     net_name: str
     signature: str
-    executor: Any = None  # a snet.splitexec.SplitExecutor, when some split runs in one
+    executor: SplitExecutorProtocol | None = None  # when some split runs in one
 
     @property
     def root(self) -> PlanNode:
@@ -285,6 +341,11 @@ class Plan:
         return [n for n in self.nodes if n.kind in kinds]
 
 
+#: every template class, for an exhaustive ``match`` (subclasses before their bases)
+AnyPlanNode = Union[NetPlan, SerialPlan, IdentityPlan, BoxPlan, InitBoxPlan, FilterPlan, SyncPlan, ParallelPlan,
+                    SyncStarPlan, StarPlan, ExecutorSplitPlan, SplitPlan, FeedbackPlan]
+
+
 _COMMON = frozenset(f.name for f in attrs.fields(PlanNode))
 
 
@@ -293,126 +354,6 @@ def operators(node: PlanNode) -> dict[str, Any]:
     return {f.name: getattr(node, f.name) for f in attrs.fields(type(node)) if f.name not in _COMMON}
 
 
-def sync_operand(node: StarNode) -> SyncNode | None:
-    """The synchro-cell that is, in effect, a star's whole operand, if any.
-
-    Named nets and ``[]`` stages around it change nothing a record sees
-    (``[| {a}, {b} |] .. []`` passes exactly what the cell passes), so they
-    are looked through.
-    """
-    operand = node.operand
-    while True:
-        if isinstance(operand, NetNode):
-            operand = operand.body
-        elif isinstance(operand, SerialNode):
-            rest = [s for s in operand.stages if not _is_identity(s)]
-            if len(rest) != 1:
-                return None
-            operand = rest[0]
-        else:
-            return operand if isinstance(operand, SyncNode) else None
-
-
-def _is_identity(node: Node) -> bool:
-    while isinstance(node, NetNode):
-        node = node.body
-    return isinstance(node, IdentityNode)
-
-
-def lower(graph: PropertyGraph, boxes: Mapping[str, Callable], *, box_concurrency: int | None = None,
-          box_concurrency_per_box: Mapping[str, int] | None = None, executor: Any = None,
-          on_error: ErrorPolicy | None = None, defer_async: bool = False) -> Plan:
-    """Lower ``graph`` with its bound ``boxes`` into a :class:`Plan`.
-
-    ``on_error``: the policy that skips records failing in a box or a
-    filter (:mod:`snet.errorpolicy`); None stops the run at the first error.
-    ``defer_async``: the engine overlaps the calls of ``async def`` boxes
-    (their plans are ``deferred``); else each call is awaited in place.
-
-    ``executor``: a split executor; the split nodes in its ``selected`` set
-    become :class:`ExecutorSplitPlan` templates and ``plan.executor``.
-    """
-    assert graph.root.id == 0, "the property graph lists the root first"
-    per_box = dict(box_concurrency_per_box or {})
-    selected = frozenset(executor.selected) if executor is not None else frozenset()
-    n = len(graph.nodes)
-    exits: list[tuple[Exit, int]] = [(Exit.SINK, -1)] * n
-    for node in graph.nodes:
-        _link(node, exits)
-    owns_init = [False] * n
-    holds = [False] * n
-    for node in reversed(graph.nodes):  # children after parents in `nodes`: bottom-up
-        kids = node.children()
-        holds[node.id] = node.id in selected or any(holds[c.id] for c in kids)
-        if isinstance(node, BoxNode):
-            owns_init[node.id] = node.initialiser
-        elif isinstance(node, (NetNode, SerialNode, ParallelNode, FeedbackNode)):
-            owns_init[node.id] = any(owns_init[c.id] for c in kids)
-    templates = []
-    for node in graph.nodes:
-        common = dict(id=node.id, span=node.span, children=tuple(c.id for c in node.children()),
-                      exit=exits[node.id][0], next=exits[node.id][1], owns_init=owns_init[node.id],
-                      deterministic=node.deterministic, holds_executor_split=holds[node.id])
-        concurrency = per_box.get(node.name, box_concurrency) if isinstance(node, BoxNode) else None
-        templates.append(_template(node, common, boxes, concurrency, node.id in selected, on_error, defer_async))
-    return Plan(tuple(templates), graph.net_name, graph.signature, executor if selected else None)
-
-
-def _link(parent: Node, exits: list) -> None:
-    """Record where the children of ``parent`` send the records leaving them."""
-    if isinstance(parent, (ParallelNode, StarNode, SplitNode, FeedbackNode)):
-        for child in parent.children():
-            exits[child.id] = (Exit.POP, -1)
-        return
-    children = parent.children()
-    for i, child in enumerate(children):
-        if isinstance(parent, SerialNode) and i + 1 < len(children):
-            exits[child.id] = (Exit.NEXT, children[i + 1].id)
-        else:
-            exits[child.id] = (Exit.UP, parent.id)
-
-
-def _template(node: Node, common: dict, boxes: Mapping[str, Callable], concurrency: int | None,
-              in_executor: bool, on_error: ErrorPolicy | None, defer_async: bool = False) -> PlanNode:
-    """The one place that maps property-graph node classes to templates and operators."""
-    if isinstance(node, NetNode):
-        return NetPlan(name=node.name, **common)
-    if isinstance(node, SerialNode):
-        return SerialPlan(**common)
-    if isinstance(node, IdentityNode):
-        return IdentityPlan(**common)
-    if isinstance(node, BoxNode):
-        caller = BoxCaller(node, boxes[node.name])
-        deferred = defer_async and not node.initialiser and inspect.iscoroutinefunction(boxes[node.name])
-        caller.defer = deferred
-        call: Any = caller if on_error is None else SkippingBox(caller, on_error)
-        if node.initialiser:
-            return InitBoxPlan(name=node.name, call=call, **common)
-        return BoxPlan(name=node.name, call=call, concurrency=concurrency, deferred=deferred, **common)
-    if isinstance(node, FilterNode):
-        apply = compile_filter(node)
-        return FilterPlan(apply=apply if on_error is None else SkippingFilter(apply, on_error), **common)
-    if isinstance(node, SyncNode):
-        return SyncPlan(shape=SyncPatterns(node), **common)
-    if isinstance(node, ParallelNode):
-        what = "deterministic parallel" if node.deterministic else "parallel"
-        return ParallelPlan(router=Router(node.routes, node.span, what), **common)
-    if isinstance(node, StarNode):
-        matcher = PatternMatcher(node.exits, "star exit pattern guard", node.span)
-        cell = sync_operand(node)
-        if cell is not None:
-            return SyncStarPlan(exits=matcher, cell=cell.id, shape=SyncPatterns(cell), **common)
-        loops = not node.operand.stateful and not node.operand.has_initialisers
-        return StarPlan(exits=matcher, loops=loops, **common)
-    if isinstance(node, SplitNode):
-        if in_executor:
-            return ExecutorSplitPlan(keys=SplitKeys(node), **common)
-        return SplitPlan(keys=SplitKeys(node), **common)
-    if isinstance(node, FeedbackNode):
-        return FeedbackPlan(back=PatternMatcher(node.back, "feedback pattern guard", node.span), **common)
-    raise TypeError(f"no plan template for a {node.kind} node")  # pragma: no cover - every kind is above
-
-
-__all__ = ["Kind", "Exit", "Plan", "PlanNode", "NetPlan", "SerialPlan", "IdentityPlan", "BoxPlan", "InitBoxPlan",
-           "FilterPlan", "SyncPlan", "ParallelPlan", "StarPlan", "SyncStarPlan", "SplitPlan", "ExecutorSplitPlan",
-           "FeedbackPlan", "lower", "operators", "sync_operand"]
+__all__ = ["Kind", "Exit", "Plan", "PlanNode", "AnyPlanNode", "NetPlan", "SerialPlan", "IdentityPlan", "BoxPlan",
+           "InitBoxPlan", "FilterPlan", "SyncPlan", "ParallelPlan", "StarPlan", "SyncStarPlan", "SplitPlan",
+           "ExecutorSplitPlan", "FeedbackPlan", "BoxCall", "FilterCall", "RecordRouter", "Record", "operators"]

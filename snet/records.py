@@ -85,7 +85,7 @@ def is_valid_label(label: object) -> bool:
 # --------------------------------------------------------------------------
 # The input check
 
-_LABEL_RULE = ("a label is NAME (field), <NAME> (tag) or <#NAME> (binding tag), "
+LABEL_RULE = ("a label is NAME (field), <NAME> (tag) or <#NAME> (binding tag), "
                "NAME a letter or _ then letters, digits, _")
 
 
@@ -127,7 +127,7 @@ def record_problem(record: object, spell: Callable[[object], str] = _python_spel
         return f"a record must be a mapping from labels to values, not {spell(record)}"
     for label, value in record.items():
         if not is_valid_label(label):
-            return f"invalid label {spell(label)}: {_LABEL_RULE}"
+            return f"invalid label {spell(label)}: {LABEL_RULE}"
         if label[0] == "<" and type(value) is not int:
             kind = "binding tag" if label[1] == "#" else "tag"
             return f"{kind} {label} must hold an integer, not {spell(value)}"

@@ -55,26 +55,43 @@ fixes.
 
 from __future__ import annotations
 
+import inspect
 import sys
 import time
 from collections import deque
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Generator, Iterable, Iterator
 
-from snet.execution import Execution
+from snet.execution import Engine, Execution, Input
 from snet.errors import SNetRuntimeError
 from snet.core.limits import MEMORY_CHECK_S, Limits, diverging, resident_bytes, unfolds_for_ever
 from snet.core.semantics import SyncCell, cannot_terminate, log_parked, unfinished_warning
-from snet.plan import Kind, Plan, PlanNode
+from snet.plan import (BoxPlan, ExecutorSplitPlan, FeedbackPlan, FilterPlan, IdentityPlan, InitBoxPlan, NetPlan,
+                       ParallelPlan, Plan, PlanNode, SerialPlan, SplitPlan, StarPlan, SyncPlan, SyncStarPlan)
 from snet.requests import NO_INPUT_YET, Request, current_request, set_current_request
-from snet.stats import BoxStats, ReferenceStats, RunStats, executor_part
+from snet.stats import LATENCY_BUCKETS, BoxStats, ReferenceStats, RunStats, executor_part, latency_bucket
 
-Record = dict
-Target = tuple  # (instance, port)
+if TYPE_CHECKING:
+    from snet.splitexec import SplitExecutorProtocol
+    from snet.core.guard import GuardCounters
+    from snet.errorpolicy import ErrorPolicy
+    from snet.options import RunOptions
+
+Record = dict[str, Any]
+Target = tuple["_Receiver", int]  # (instance, port)
 BOUND_CHECK_STEPS = 1024  # steps between two looks at the run's bounds (and besides when the stack passes max_held)
 
 
-class _Instance:
-    """Base of the instances that do something per record."""
+class _Receiver:
+    """What a stack item's first element is: something that takes a record on a port."""
+
+    __slots__ = ()
+
+    def receive(self, engine: ReferenceEngine, port: int, record: Record) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+
+class _Instance(_Receiver):
+    """Base of the instances that do something per record: built from ``node``, writing to ``out``."""
 
     __slots__ = ("node", "out")
 
@@ -82,28 +99,26 @@ class _Instance:
         self.node = node
         self.out = out
 
-    def receive(self, engine: "ReferenceEngine", port: int, record: Record) -> None:  # pragma: no cover
-        raise NotImplementedError
-
 
 class _Box(_Instance):
-    __slots__ = ("call",)
+    __slots__ = ("call", "name")
 
-    def __init__(self, node: PlanNode, out: Target):
+    def __init__(self, node: BoxPlan | InitBoxPlan, out: Target):
         super().__init__(node, out)
         self.call = node.call
+        self.name = node.name
 
-    def receive(self, engine, port, record):
+    def receive(self, engine: ReferenceEngine, port: int, record: Record) -> None:
         started = time.perf_counter()
         outputs = self.call(record)
-        engine.count_box(self.node.name, time.perf_counter() - started)
+        engine.count_box(self.name, time.perf_counter() - started)
         engine.emit_all(self.out, outputs)
 
-    def fire(self, engine):
+    def fire(self, engine: ReferenceEngine) -> None:
         """Run the initialiser (language.md §6.4)."""
         started = time.perf_counter()
         outputs = self.call.fire()
-        engine.count_box(self.node.name, time.perf_counter() - started)
+        engine.count_box(self.name, time.perf_counter() - started)
         engine.emit_all(self.out, outputs)
 
 
@@ -112,25 +127,25 @@ class _InitialiserPassage(_Instance):
 
     __slots__ = ()
 
-    def receive(self, engine, port, record):
+    def receive(self, engine: ReferenceEngine, port: int, record: Record) -> None:
         engine.emit(self.out, record)
 
 
 class _Filter(_Instance):
     __slots__ = ("apply",)
 
-    def __init__(self, node: PlanNode, out: Target):
+    def __init__(self, node: FilterPlan, out: Target):
         super().__init__(node, out)
         self.apply = node.apply
 
-    def receive(self, engine, port, record):
+    def receive(self, engine: ReferenceEngine, port: int, record: Record) -> None:
         engine.emit_all(self.out, self.apply(record))
 
 
 class _Sync(_Instance):
     __slots__ = ("cell",)
 
-    def __init__(self, node: PlanNode, out: Target, cell: SyncCell):
+    def __init__(self, node: SyncPlan, out: Target, cell: SyncCell):
         super().__init__(node, out)
         self.cell = cell
 
@@ -145,12 +160,12 @@ class _Parallel(_Instance):
 
     __slots__ = ("router", "branches")
 
-    def __init__(self, node: PlanNode, out: Target):
+    def __init__(self, node: ParallelPlan, out: Target):
         super().__init__(node, out)
         self.router = node.router
         self.branches: list[Target] = []
 
-    def receive(self, engine, port, record):
+    def receive(self, engine: ReferenceEngine, port: int, record: Record) -> None:
         engine.emit(self.branches[self.router.route(record)], record)
 
 
@@ -164,13 +179,13 @@ class _Star(_Instance):
 
     __slots__ = ("matcher", "replicas", "loops")
 
-    def __init__(self, node: PlanNode, out: Target):
+    def __init__(self, node: StarPlan, out: Target):
         super().__init__(node, out)
         self.matcher = node.exits
         self.replicas: list[Target] = []
         self.loops = node.loops
 
-    def receive(self, engine, port, record):
+    def receive(self, engine: ReferenceEngine, port: int, record: Record) -> None:
         if self.matcher.first(record) >= 0:
             engine.emit(self.out, record)
             return
@@ -178,11 +193,11 @@ class _Star(_Instance):
             port = 0
         if port == len(self.replicas):
             # Create replica `port`; its initialisers fire before the record enters.
-            engine.emit(None, record, lazy=(self, port))
+            engine.emit_to_new_replica(self, port, record)
             return
         engine.emit(self.replicas[port], record)
 
-    def create(self, engine, port, record):
+    def create(self, engine: ReferenceEngine, port: int, record: Record) -> None:
         engine.unfolded(self.node, record)
         target = engine.build(self.node.children[0], (self, port + 1))
         self.replicas.append(target)
@@ -207,13 +222,13 @@ class _SyncStar(_Instance):
 
     __slots__ = ("matcher", "shape", "cell_node", "cells", "waiting", "replicas")
 
-    def __init__(self, node: PlanNode, out: Target, cell_node: PlanNode):
+    def __init__(self, node: SyncStarPlan, out: Target, cell_node: PlanNode):
         super().__init__(node, out)
         self.matcher = node.exits
         self.shape = node.shape
         self.cell_node = cell_node
         self.cells: dict[int, tuple[int, SyncCell]] = {}  # replica -> the unfired cells, in replica order
-        self.waiting = [deque() for _ in range(node.shape.count)]
+        self.waiting: list[deque[tuple[int, SyncCell]]] = [deque() for _ in range(node.shape.count)]
         self.replicas = 0
 
     def receive(self, engine, port, record):
@@ -286,19 +301,19 @@ class _SyncStar(_Instance):
 class _Split(_Instance):
     __slots__ = ("keys", "replicas")
 
-    def __init__(self, node: PlanNode, out: Target):
+    def __init__(self, node: SplitPlan, out: Target):
         super().__init__(node, out)
         self.keys = node.keys
         self.replicas: dict[int, Target] = {}
 
-    def receive(self, engine, port, record):
+    def receive(self, engine: ReferenceEngine, port: int, record: Record) -> None:
         values = self.keys.values(record)
         if len(values) == 1:
             self._enter(engine, values[0], record)
         elif len(values) > 1:
             engine.push_range(self, record, iter(values))
 
-    def _enter(self, engine, value, record):
+    def _enter(self, engine: ReferenceEngine, value: int, record: Record) -> None:
         target = self.replicas.get(value)
         if target is None:
             target = engine.build(self.node.children[0], self.out)
@@ -312,16 +327,17 @@ class _Split(_Instance):
 class _ExecutorSplit(_Instance):
     """A split whose replicas run in the split executor: records wait in its batch."""
 
-    __slots__ = ("keys", "instance")
+    __slots__ = ("keys", "instance", "executor")
 
-    def __init__(self, node: PlanNode, out: Target, instance: int):
+    def __init__(self, node: ExecutorSplitPlan, out: Target, executor: SplitExecutorProtocol):
         super().__init__(node, out)
         self.keys = node.keys
-        self.instance = instance
+        self.executor = executor
+        self.instance = executor.new_instance(node.id)
 
-    def receive(self, engine, port, record):
+    def receive(self, engine: ReferenceEngine, port: int, record: Record) -> None:
         if len(self.keys.values(record)):  # a missing tag fails here, as in place
-            executor = engine.executor
+            executor = self.executor
             executor.submit(self.instance, record)
             if executor.full():
                 engine.flush_executor()
@@ -335,27 +351,29 @@ class _FlushGate(_Instance):
     combinator first; the input is then looked at again.
     """
 
-    __slots__ = ()
+    __slots__ = ("executor",)
 
-    def receive(self, engine, port, record):
-        if engine.executor.pending:
+    def __init__(self, node: PlanNode, out: Target, executor: SplitExecutorProtocol):
+        super().__init__(node, out)
+        self.executor = executor
+
+    def receive(self, engine: ReferenceEngine, port: int, record: Record) -> None:
+        if self.executor.pending:
             engine.stack.append((self, port, record))
             engine.flush_executor()
         else:
             engine.emit(self.out, record)
 
 
-class _Raise(_Instance):
+class _Raise(_Receiver):
     """A stack item that raises an error once the outputs above it have moved on."""
 
     __slots__ = ("error",)
 
     def __init__(self, error: BaseException):
-        self.node = None
-        self.out = None
         self.error = error
 
-    def receive(self, engine, port, record):
+    def receive(self, engine: ReferenceEngine, port: int, record: Record) -> None:
         raise self.error
 
 
@@ -364,27 +382,25 @@ class _Feedback(_Instance):
 
     __slots__ = ("matcher", "operand")
 
-    def __init__(self, node: PlanNode, out: Target):
+    def __init__(self, node: FeedbackPlan, out: Target):
         super().__init__(node, out)
         self.matcher = node.back
-        self.operand: Target | None = None
+        self.operand: Target = out  # set by the engine once the operand is built (it writes back here)
 
-    def receive(self, engine, port, record):
+    def receive(self, engine: ReferenceEngine, port: int, record: Record) -> None:
         if port == 0 or self.matcher.first(record) >= 0:
             engine.emit(self.operand, record)
         else:
             engine.emit(self.out, record)
 
 
-class _Sink(_Instance):
+class _Sink(_Receiver):
     __slots__ = ("outbox",)
 
-    def __init__(self):
-        self.node = None
-        self.out = None
-        self.outbox: deque = deque()
+    def __init__(self) -> None:
+        self.outbox: deque[Record] = deque()
 
-    def receive(self, engine, port, record):
+    def receive(self, engine: ReferenceEngine, port: int, record: Record) -> None:
         self.outbox.append(record)
 
 
@@ -405,13 +421,14 @@ class ReferenceEngine:
         self.unfolding: tuple[PlanNode, Record] | None = None  # the last replica opened, and for what
         self.memory_base = resident_bytes() if limits.memory_limit else 0
         self.memory_next = 0.0
-        self.executor = plan.executor  # a snet.splitexec.SplitExecutor, or None
+        self.executor = plan.executor
         self.executor_splits: list[_ExecutorSplit] = []
-        self.stack: list = []
+        # (receiver, port, record), or (marker, what, record) for the markers below (_FIRE, _CREATE, _RANGE)
+        self.stack: list[tuple[Any, Any, Any]] = []
         self.cells: list[tuple[SyncCell, PlanNode]] = []
         self.pending_fire: list[_Box] = []
         self.sink = _Sink()
-        self.box_calls: dict[str, list] = {}
+        self.box_calls: dict[str, list[Any]] = {}  # name -> [calls, seconds, histogram counts]
         self.records_in = 0
         self.records_out = 0
         self.instances = 0
@@ -429,58 +446,66 @@ class ReferenceEngine:
         that caused the creation (so they run first).
         """
         node = self.plan.nodes[node_id]
-        kind = node.kind
-        if kind == Kind.NET:
-            return self.build(node.children[0], out)
-        if kind == Kind.IDENTITY:
-            return out
-        if kind == Kind.SERIAL:
-            target = out
-            for stage in reversed(node.children):
-                target = self.build(stage, target)
-            return target
+        # Dispatch on the template's class (subclasses before their bases), so that each case reads
+        # only the fields its kind has.
+        match node:
+            case NetPlan():
+                return self.build(node.children[0], out)
+            case IdentityPlan():
+                return out
+            case SerialPlan():
+                target = out
+                for stage in reversed(node.children):
+                    target = self.build(stage, target)
+                return target
         self.instances += 1
-        if kind == Kind.BOX:
-            return (_Box(node, out), 0)
-        if kind == Kind.INIT_BOX:
-            self.pending_fire.append(_Box(node, out))
-            return (_InitialiserPassage(node, out), 0)
-        if kind == Kind.FILTER:
-            return (_Filter(node, out), 0)
-        if kind == Kind.SYNC:
-            cell = node.shape.new_cell()
-            self.cells.append((cell, node))
-            return (_Sync(node, out, cell), 0)
-        if kind == Kind.PARALLEL:
-            par = _Parallel(node, out)
-            par.branches = [self.build(b, out) for b in node.children]
-            return self._gated(node, (par, 0))
-        if kind == Kind.STAR:
-            star = _Star(node, out)
-            self.stars.append(star)
-            return self._gated(node, (star, 0))
-        if kind == Kind.SYNC_STAR:
-            return self._gated(node, (_SyncStar(node, out, self.plan.nodes[node.cell]), 0))
-        if kind == Kind.SPLIT:
-            return self._gated(node, (_Split(node, out), 0))
-        if kind == Kind.EXECUTOR_SPLIT:
-            split = _ExecutorSplit(node, out, self.executor.new_instance(node.id))
-            self.executor_splits.append(split)
-            return (split, 0)
-        if kind == Kind.FEEDBACK:
-            fb = _Feedback(node, out)
-            fb.operand = self.build(node.children[0], (fb, 1))
-            return (fb, 0)
-        raise TypeError(f"the reference engine has no instance for {kind!r}")  # pragma: no cover
+        match node:
+            case BoxPlan():
+                return (_Box(node, out), 0)
+            case InitBoxPlan():
+                self.pending_fire.append(_Box(node, out))
+                return (_InitialiserPassage(node, out), 0)
+            case FilterPlan():
+                return (_Filter(node, out), 0)
+            case SyncPlan():
+                cell = node.shape.new_cell()
+                self.cells.append((cell, node))
+                return (_Sync(node, out, cell), 0)
+            case ParallelPlan():
+                par = _Parallel(node, out)
+                par.branches = [self.build(b, out) for b in node.children]
+                return self._gated(node, (par, 0))
+            case SyncStarPlan():
+                return self._gated(node, (_SyncStar(node, out, self.plan.nodes[node.cell]), 0))
+            case StarPlan():
+                star = _Star(node, out)
+                self.stars.append(star)
+                return self._gated(node, (star, 0))
+            case ExecutorSplitPlan():
+                split = _ExecutorSplit(node, out, self._executor())
+                self.executor_splits.append(split)
+                return (split, 0)
+            case SplitPlan():
+                return self._gated(node, (_Split(node, out), 0))
+            case FeedbackPlan():
+                fb = _Feedback(node, out)
+                fb.operand = self.build(node.children[0], (fb, 1))
+                return (fb, 0)
+        raise TypeError(f"the reference engine has no instance for {node!r}")  # pragma: no cover
+
+    def _executor(self) -> SplitExecutorProtocol:
+        """The plan's split executor (a plan with executor splits has one)."""
+        assert self.executor is not None, "a plan with executor splits carries its executor"
+        return self.executor
 
     def _gated(self, node: PlanNode, target: Target) -> Target:
         if node.deterministic and node.holds_executor_split:
-            return (_FlushGate(node, target), 0)
+            return (_FlushGate(node, target, self._executor()), 0)
         return target
 
     def flush_executor(self) -> None:
         """Run the executor's batch; push the outputs, first input on top, then its error if any."""
-        result = self.executor.flush()
+        result = self._executor().flush()
         request = current_request()  # a tracked input is flushed on its own (run_request): they are its
         if request is not None:
             for _seq, error in result.failures:
@@ -507,13 +532,14 @@ class ReferenceEngine:
 
     # -- moving records ---------------------------------------------------
 
-    def emit(self, target: Target | None, record: Record, lazy: tuple | None = None) -> None:
-        if lazy is not None:
-            self.stack.append((_CREATE, lazy, record))
-        else:
-            self.stack.append((target[0], target[1], record))
+    def emit(self, target: Target, record: Record) -> None:
+        self.stack.append((target[0], target[1], record))
 
-    def emit_all(self, target: Target, records: list) -> None:
+    def emit_to_new_replica(self, star: _Star, port: int, record: Record) -> None:
+        """Push ``record`` for replica ``port`` of ``star``, which is created when the item is popped."""
+        self.stack.append((_CREATE, (star, port), record))
+
+    def emit_all(self, target: Target, records: list[Record]) -> None:
         inst, port = target
         for record in reversed(records):
             self.stack.append((inst, port, record))
@@ -546,17 +572,18 @@ class ReferenceEngine:
                 if grown > limits.memory_limit:
                     raise self._diverging(grown=grown, memory_limit=limits.memory_limit)
 
-    def _diverging(self, **figures) -> SNetRuntimeError:
+    def _diverging(self, **figures: int) -> SNetRuntimeError:
         node, record = self.unfolding if self.unfolding is not None else (None, None)
         return diverging(node.span if node is not None else None, record, **figures)
 
     def count_box(self, name: str, seconds: float) -> None:
+        """One call of box ``name``: its calls, seconds and histogram (snet.stats.LATENCY_BOUNDS)."""
         entry = self.box_calls.get(name)
         if entry is None:
-            self.box_calls[name] = [1, seconds]
-        else:
-            entry[0] += 1
-            entry[1] += seconds
+            entry = self.box_calls[name] = [0, 0.0, [0] * LATENCY_BUCKETS]
+        entry[0] += 1
+        entry[1] += seconds
+        entry[2][latency_bucket(seconds)] += 1
 
     def drain(self) -> Iterator[Record]:
         """Process the stack to empty, yielding outputs as they reach the sink."""
@@ -588,7 +615,7 @@ class ReferenceEngine:
                 self.records_out += 1
                 yield outbox.popleft()
 
-    def run(self, records: Iterable[Record]) -> Iterator[Record]:
+    def run(self, records: Iterable[Input]) -> Generator[Record, None, None]:
         root = self.build(0, (self.sink, 0))
         self.fire_pending()
         yield from self.drain()
@@ -599,12 +626,10 @@ class ReferenceEngine:
             if record is NO_INPUT_YET:  # a session waiting for its caller: nothing to do until it feeds
                 continue
             self.records_in += 1
-            if type(record) is Request:
+            if isinstance(record, Request):
                 yield from self.run_request(inst, port, record)
                 continue
-            if type(record) is not dict:
-                record = dict(record)
-            self.stack.append((inst, port, record))
+            self.stack.append((inst, port, record if type(record) is dict else dict(record)))
             yield from self.drain()
         if self.executor is not None:
             while self.executor.pending:
@@ -614,7 +639,7 @@ class ReferenceEngine:
             node, record = self.parked[0]
             raise cannot_terminate(node.span, len(self.parked), record)
 
-    def run_request(self, inst: Any, port: int, request: Request) -> Iterator[Record]:
+    def run_request(self, inst: _Receiver, port: int, request: Request) -> Iterator[Record]:
         """One tracked input (snet.requests): everything drained now comes from it.
 
         Records it leaves in split executor batches are run at once, so that
@@ -654,6 +679,34 @@ class ReferenceEngine:
             star.replicas.clear()
         self.stars.clear()
 
+    # -- one replica at a time (the tasks of a split executor) ------------
+
+    def replica(self, node_id: int) -> Target:
+        """A new instance of node ``node_id`` writing to the engine's output (:attr:`sink`), for :meth:`feed`;
+        its initialisers wait for the first feed with ``fire``."""
+        target = self.build(node_id, (self.sink, 0))
+        self.cells.clear()  # a replica's cells travel in its state, not in this engine's warnings
+        return target
+
+    def feed(self, target: Target, record: Record, fire: bool = False) -> list[Record]:
+        """The outputs of ``record`` fed to ``target`` (a :meth:`replica`), depth first to the end; ``fire``
+        runs the new replica's initialisers first, else they are dropped.  After a run-time error the engine
+        holds nothing of that record."""
+        self.stack.append((target[0], target[1], record))
+        if fire:
+            self.fire_pending()  # pushed after the record: they run first (§6.4)
+        else:
+            self.pending_fire.clear()
+        try:
+            return list(self.drain())
+        except SNetRuntimeError:
+            self.stack.clear()
+            self.pending_fire.clear()
+            self.sink.outbox.clear()
+            raise
+        finally:
+            self.cells.clear()  # star replicas built on the way: their cells travel in the replica's state
+
     def termination_warnings(self) -> list[str]:
         warnings = [unfinished_warning(node.span, cell.filled(), cell.shape.count)
                     for cell, node in self.cells if not cell.fired and cell.filled() > 0]
@@ -665,8 +718,9 @@ class ReferenceEngine:
 class ReferenceExecution(Execution):
     """An execution of the reference engine: a plain generator underneath."""
 
-    def __init__(self, plan: Plan, records: Iterable[Record], limits: Limits = Limits()):
-        super().__init__()
+    def __init__(self, plan: Plan, records: Iterable[Input], limits: Limits = Limits(), *,
+                 error_policy: ErrorPolicy | None = None, guards: GuardCounters | None = None):
+        super().__init__(error_policy=error_policy, guards=guards)
         self.engine = ReferenceEngine(plan, limits)
         self._gen = self.engine.run(records)
         self._started = time.perf_counter()
@@ -686,7 +740,7 @@ class ReferenceExecution(Execution):
         return bool(self.engine.sink.outbox)
 
     def close(self) -> None:
-        if self._gen.gi_running:  # iterated in another thread: it stops at its next step
+        if inspect.getgeneratorstate(self._gen) == inspect.GEN_RUNNING:  # iterated in another thread: stops next step
             self.engine.stopped = True
             self.release()
             return
@@ -703,15 +757,20 @@ class ReferenceExecution(Execution):
         return RunStats(engine="reference", workers=1, seconds=end - self._started, records_in=e.records_in,
                         records_out=e.records_out, boxes=BoxStats.table(e.box_calls),
                         reference=ReferenceStats(instances=e.instances),
-                        held_in_cells=sum(cell.filled() for cell, _ in e.cells), **executor_part(executor))
+                        held_in_cells=sum(cell.filled() for cell, _ in e.cells), resident_bytes=resident_bytes(),
+                        **executor_part(executor))
 
 
-def start(plan: Plan, records: Iterable[Record], options: object = None) -> ReferenceExecution:
+def start(plan: Plan, records: Iterable[Input], options: RunOptions | None = None, *,
+          error_policy: ErrorPolicy | None = None, guards: GuardCounters | None = None) -> ReferenceExecution:
     """Run ``plan`` on the reference engine; of the run's options only the bounds apply (the rest concern threads)."""
     limits = Limits()
     if options is not None:
         limits = Limits(max_held=options.max_held, memory_limit=options.memory_limit)
-    return ReferenceExecution(plan, records, limits)
+    return ReferenceExecution(plan, records, limits, error_policy=error_policy, guards=guards)
 
 
-__all__ = ["ReferenceEngine", "ReferenceExecution", "start"]
+#: the reference engine, as :mod:`snet.backends` finds it (``snet.options.ENGINES``)
+ENGINE = Engine(name="reference", start=start)
+
+__all__ = ["ENGINE", "ReferenceEngine", "ReferenceExecution", "start"]

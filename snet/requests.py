@@ -34,15 +34,23 @@ every output to the input being drained.
 
 from __future__ import annotations
 
+import enum
 import threading
 from concurrent.futures import Future, InvalidStateError
-from typing import Any, Callable
+from typing import Any, Callable, Final
 
-Record = dict
+Record = dict[str, Any]
+
+
+class NoInput(enum.Enum):
+    """The type of :data:`NO_INPUT_YET` (an enum of one member, so that ``x is NO_INPUT_YET`` narrows a type)."""
+
+    YET = "no input yet"
+
 
 #: yielded by an input stream that has no record now but may have one later (a session waiting for its
 #: caller): the engine goes on with other work instead of blocking in the iterator
-NO_INPUT_YET = object()
+NO_INPUT_YET: Final = NoInput.YET
 
 _current = threading.local()
 
@@ -61,11 +69,11 @@ class Request:
 
     __slots__ = ("record", "future", "outputs", "error", "on_done", "finished")
 
-    def __init__(self, record: Record, future: Future | None = None,
+    def __init__(self, record: Record, future: Future[list[Record] | None] | None = None,
                  on_done: Callable[["Request"], Any] | None = None):
         self.record = record
         self.future = future
-        self.outputs: list | None = [] if future is not None else None  # None: outputs join the run's stream
+        self.outputs: list[Record] | None = [] if future is not None else None  # None: outputs join the run's stream
         self.error: BaseException | None = None  # a skipped failure of one of its records
         self.on_done = on_done
         self.finished = False
@@ -101,4 +109,4 @@ class Request:
                 self.on_done(self)
 
 
-__all__ = ["NO_INPUT_YET", "Request", "current_request", "set_current_request"]
+__all__ = ["NO_INPUT_YET", "NoInput", "Request", "current_request", "set_current_request"]

@@ -316,6 +316,16 @@ class Session:
         self._thread.join(2.0)
 
     def stats(self) -> RunStats:
+        """The session's figures so far: a :class:`~snet.stats.RunStats` snapshot (docs/embedding.md, Statistics).
+
+        What ``snet run --stats`` and ``--top`` show: records in and out,
+        per box calls, seconds, a call-time histogram with its
+        ``p99``, and on FRONT the records queued for the box now and its
+        concurrency limit; the records held in synchro-cells, the process's
+        resident memory.  Cheap (the engine's own counters, read without
+        stopping it): call it as often as a display redraws.  A notebook
+        shows the snapshot as the per-box table of ``--top``.
+        """
         return self._execution.stats()
 
     @property

@@ -1,7 +1,7 @@
 """The compiled modules of a shipped snet zip, unpacked where Python can load them.
 
 A Spark run ships the driver's snet to the executors as a zip on their
-``sys.path`` (:func:`snet.spark.shipping.package_zip`).  Python imports pure
+``sys.path`` (:func:`package_zip`, the end of this module).  Python imports pure
 modules from a zip but not extension modules, so the zip also holds the
 driver's compiled modules (``snet/core/boxes`` and ``snet_front``, with the
 driver's extension suffix, e.g. ``.cpython-311-x86_64-linux-gnu.so``) and a
@@ -124,3 +124,76 @@ def activate(package) -> None:
 def note(text: str) -> None:
     state["note"] = text
     print(text, file=sys.stderr, flush=True)
+
+
+# -- on the driver: the zip made ------------------------------------------------
+
+_ZIP: str | None = None
+SHIPPED_PACKAGES = ("snet", "attr", "attrs")  # snet and the pure-Python packages the executors import from it
+NATIVE_PACKAGES = ("snet_front",)  # shipped only with its compiled modules (FRONT in tasks)
+
+
+def native_suffix() -> str | None:
+    """The extension suffix of the driver's compiled box caller (``.cpython-311-x86_64-linux-gnu.so``),
+    None when the driver runs the pure-Python one or the suffix names no interpreter (``.so``, ``.abi3.so``)."""
+    from snet.core import boxes
+
+    path = getattr(boxes, "__file__", "") or ""
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    return suffix if path.endswith(suffix) and ".cpython-" in suffix else None
+
+
+def _package_files(package: str, suffix: str | None) -> list[tuple[str, str]]:
+    """``(path, member)`` of ``package``'s sources, package data and (with ``suffix``) compiled modules."""
+    import importlib
+
+    module = importlib.import_module(package)
+    # a package's folder; snet's is its extracted folder where it came from a shipped zip
+    root = os.path.abspath(list(getattr(module, "__path__", []))[0] if hasattr(module, "__path__")
+                           else os.path.dirname(module.__file__))
+    found = []
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".py", ".lark")) or (suffix and name.endswith(suffix)):
+                full = os.path.join(directory, name)
+                found.append((full, os.path.join(package, os.path.relpath(full, root)).replace(os.sep, "/")))
+    return found
+
+
+def package_zip() -> str:
+    """A zip of the driver's snet package and ``SHIPPED_PACKAGES``, built once per process.
+
+    Where the driver runs the compiled box caller, the zip also holds the
+    compiled modules of ``snet/core`` and ``snet_front`` of the driver's
+    extension suffix and a manifest: executors of the same Python and
+    platform extract the zip once and run them (:mod:`snet.shipped_native`),
+    others run the pure-Python modules.
+    """
+    global _ZIP
+    if _ZIP is not None and os.path.isfile(_ZIP):
+        return _ZIP
+    import hashlib
+    import importlib.util
+
+    suffix = native_suffix()
+    members = [entry for package in SHIPPED_PACKAGES for entry in _package_files(package, suffix)]
+    if suffix is not None:
+        for package in NATIVE_PACKAGES:
+            if importlib.util.find_spec(package) is not None:
+                members += _package_files(package, suffix)
+    native = [m for _, m in members if suffix and m.endswith(suffix) and m.startswith(NATIVE_FOLDERS)]
+    digest = hashlib.sha256()
+    folder = tempfile.mkdtemp(prefix="snet-spark-")
+    target = os.path.join(folder, "snet.zip")
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
+        for full, member in members:
+            with open(full, "rb") as f:
+                data = f.read()
+            digest.update(f"{member}\0{len(data)}\0".encode())
+            digest.update(data)
+            z.writestr(member, data)
+        if native:
+            z.writestr(MANIFEST, json.dumps({"suffix": suffix, "native": native, "digest": digest.hexdigest()}))
+    _ZIP = target
+    return target

@@ -23,6 +23,11 @@ protocol:
 6. ``warnings()``, ``stats()``, ``cancel()`` (from any thread, to stop a
    running batch) and ``close()``.
 
+:class:`SplitExecutorProtocol` declares exactly that, for the type
+checker and for an executor written from scratch; :class:`SplitExecutor`
+implements the batching half of it once, for executors that only say how a
+split node runs (:meth:`SplitExecutor.make_runner`).
+
 When a batch runs is the engine's business (the reference engine: when it
 is full, at the end of the input and before a deterministic combinator that
 holds an executor split takes a new input; FRONT: when it is full or the
@@ -35,19 +40,36 @@ Which splits run in the executor is chosen before the program is lowered
 (:func:`select_splits`); :func:`snet.backends.start` builds the executor a
 run's options ask for (:class:`snet.spark.splits.SparkSplits` for a Spark
 master), or none.
+
+The graph travels, not the plan
+===============================
+
+An executor is built from the *property graph* and the bound box
+functions, and the other side lowers its own plan of the split's operand
+(:func:`snet.spg.lower.lower`).  The graph is plain frozen data, so it
+pickles, with the box functions, to another process or machine; a plan
+does not: its operators are compiled where they run (filters and guards
+are generated functions, box callers keep per-shape caches and may hold a
+lock, the error policy is the driver's).  Lowering is deterministic, so a
+node id names the same node on both sides, and cheap next to shipping
+records.  What crosses is then the graph once per worker, and per batch
+only records, node ids and replica state.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
 import attrs
 
 from snet.errors import SNetRuntimeError, SNetUsageError
 from snet.spg.nodes import NetNode, Node, PropertyGraph, SplitNode
 
-Record = dict
+if TYPE_CHECKING:
+    from snet.errorpolicy import ErrorPolicy
+
+Record = dict[str, Any]
 
 
 @attrs.frozen
@@ -56,7 +78,7 @@ class SplitOutputs:
 
     instance: int
     seq: int
-    outputs: list
+    outputs: list[Record]
 
 
 @attrs.frozen
@@ -70,7 +92,7 @@ class BatchResult:
     outputs: tuple[SplitOutputs, ...] = ()
     error: SNetRuntimeError | None = None
     error_seq: int = -1
-    failures: tuple = ()  # (seq, error) of records skipped under on_error "skip", for the input's future
+    failures: tuple[tuple[int, BaseException], ...] = ()  # (seq, error) of records skipped (on_error "skip")
 
 
 class SplitFailure(Exception):
@@ -83,7 +105,53 @@ class SplitFailure(Exception):
         self.done = list(done)
 
 
-Batch = dict  # node id -> [(instance, seq, record)]
+Batch = dict[int, list[tuple[int, int, Record]]]  # node id -> [(instance, seq, record)]
+
+
+class ExecutorStats(Protocol):
+    """What a split executor measured: a frozen snapshot whose ``name`` is the field of
+    :class:`snet.stats.RunStats` it fills (:class:`snet.stats.SparkStats`: ``"spark"``)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+class SplitExecutorProtocol(Protocol):
+    """What an engine calls on a split executor (the numbered steps of the module docstring).
+
+    ``selected``: the split node ids whose replicas run there; ``linger``:
+    seconds an engine may let a partial batch wait for input before it runs
+    it anyway; ``pending``: records waiting in the batch.
+    """
+
+    @property
+    def selected(self) -> frozenset[int]: ...
+
+    @property
+    def linger(self) -> float: ...
+
+    @property
+    def pending(self) -> int: ...
+
+    def new_instance(self, node_id: int) -> int: ...
+
+    def submit(self, instance: int, record: Record) -> int: ...
+
+    def full(self) -> bool: ...
+
+    def take(self) -> Batch | None: ...
+
+    def run(self, batch: Batch | None) -> BatchResult: ...
+
+    def flush(self) -> BatchResult: ...
+
+    def warnings(self) -> list[str]: ...
+
+    def stats(self) -> ExecutorStats: ...
+
+    def cancel(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class SplitRunner:
@@ -98,11 +166,11 @@ class SplitRunner:
     def warnings(self) -> list[str]:
         return []
 
-    def take_failures(self) -> list[tuple]:
+    def take_failures(self) -> list[tuple[int, dict[str, Any], BaseException]]:
         """``(seq, error record, error)`` of the records skipped since the last call (``on_error`` "skip")."""
         return []
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         return {}
 
     def cancel(self) -> None:
@@ -128,7 +196,7 @@ class SplitExecutor:
 
     name = "executor"
     linger = 0.05
-    error_policy: Any = None
+    error_policy: ErrorPolicy | None = None
 
     def __init__(self, selected: Iterable[int], batch_size: int):
         if batch_size < 1:
@@ -179,7 +247,7 @@ class SplitExecutor:
             return BatchResult()
         started = time.perf_counter()
         done: list[SplitOutputs] = []
-        failed: list[tuple] = []
+        failed: list[tuple[int, BaseException]] = []
         try:
             for node_id in sorted(batch):
                 runner = self.runners.get(node_id)
@@ -198,7 +266,7 @@ class SplitExecutor:
         done.sort(key=_seq)
         return BatchResult(tuple(done), failures=tuple(failed))
 
-    def _skipped(self, runner: SplitRunner, failed: list) -> None:
+    def _skipped(self, runner: SplitRunner, failed: list[tuple[int, BaseException]]) -> None:
         """Report the records ``runner`` skipped to the run's error policy; note (seq, error) for the engines."""
         if self.error_policy is not None:
             for seq, record, error in runner.take_failures():
@@ -208,9 +276,9 @@ class SplitExecutor:
     def warnings(self) -> list[str]:
         return [w for node_id in sorted(self.runners) for w in self.runners[node_id].warnings()]
 
-    def stats(self) -> dict:
-        return {"batch_size": self.batch_size, "flushes": self.flushes, "seconds": self.flush_seconds,
-                "splits": {r.where: r.stats() for r in self.runners.values()}}
+    def stats(self) -> ExecutorStats:  # pragma: no cover - abstract
+        """The figures so far (``batch_size``, ``flushes``, ``flush_seconds`` and each runner's ``stats()``)."""
+        raise NotImplementedError
 
     def cancel(self) -> None:
         for runner in list(self.runners.values()):
@@ -230,7 +298,7 @@ def _seq(outputs: SplitOutputs) -> int:
 
 def _outermost(root: Node, wanted: Callable[[SplitNode], bool]) -> list[SplitNode]:
     """The splits under ``root`` that ``wanted`` accepts and that no accepted split encloses."""
-    found = []
+    found: list[SplitNode] = []
     stack = [root]
     while stack:
         node = stack.pop()
@@ -275,7 +343,7 @@ def select_splits(graph: PropertyGraph, rule: str | None, option: str = "--spark
 
 def _match(graph: PropertyGraph, token: str) -> set[int]:
     if ":" in token:
-        hits = set()
+        hits: set[int] = set()
         for node in graph.nodes:
             if isinstance(node, SplitNode) and node.span is not None:
                 location = node.span.location
@@ -290,5 +358,5 @@ def _match(graph: PropertyGraph, token: str) -> set[int]:
     return hits
 
 
-__all__ = ["SplitExecutor", "SplitRunner", "SplitOutputs", "BatchResult", "SplitFailure", "select_splits",
+__all__ = ["SplitExecutorProtocol", "ExecutorStats", "SplitExecutor", "SplitRunner", "SplitOutputs", "BatchResult", "SplitFailure", "select_splits",
            "split_positions"]

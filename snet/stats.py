@@ -28,20 +28,60 @@ Two formatters:
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import math
+from typing import TYPE_CHECKING, Any, Mapping
 
 import attrs
+
+from snet.statsview import format_duration, html_table, rich_table
+
+if TYPE_CHECKING:
+    from snet.splitexec import ExecutorStats
+
+
+# The buckets of the call-time histogram every engine keeps per box: a call of
+# ``t`` seconds counts in the first bucket whose bound is at least ``t``.  The
+# bounds go 1, 1.5, 2, 3, 4, 6 ... µs, two to an octave, up to 2**25 µs (about
+# 33.6 s), and a last bucket takes the longer calls.  Fixed bounds let the
+# engines place a call with one ``frexp`` and no lock (FRONT: ``time_call`` in
+# snet_front/runtime.pxd), add the workers' counts up, and serve them as the
+# ``snet_box_seconds`` histogram unchanged; two to an octave keep a quantile
+# read from them within a third of the true figure.
+LATENCY_BOUNDS: tuple[float, ...] = tuple(sorted([2.0 ** k * 1e-6 for k in range(26)]
+                                                 + [1.5 * 2.0 ** k * 1e-6 for k in range(25)]))
+LATENCY_BUCKETS = len(LATENCY_BOUNDS) + 1  # the last bucket: longer than the last bound
+
+
+def latency_bucket(seconds: float) -> int:
+    """The histogram bucket of a call of ``seconds`` (the rule of :data:`LATENCY_BOUNDS`)."""
+    micros = seconds * 1e6
+    if micros <= 1.0:
+        return 0
+    mantissa, exponent = math.frexp(micros)  # micros = mantissa * 2**exponent, 0.5 <= mantissa < 1
+    bucket = 2 * exponent - 2 if mantissa == 0.5 else 2 * exponent - 1 if mantissa <= 0.75 else 2 * exponent
+    return min(bucket, LATENCY_BUCKETS - 1)
 
 
 @attrs.frozen
 class BoxStats:
-    """Calls of one box (all its instances) and the seconds spent in them."""
+    """Calls of one box (all its instances) and the seconds spent in them.
+
+    ``histogram``: the calls counted per bucket of :data:`LATENCY_BOUNDS`
+    (empty when the engine keeps none); a sampled call (FRONT samples the
+    calls of a fast box) counts as many times as its time does.
+    ``queued`` and ``limit`` are live figures of the engines that have them
+    (FRONT): records waiting in the box's inboxes now, and how many calls
+    of one instance may run at once.
+    """
 
     calls: int = 0
     seconds: float = 0.0
     # calls tried again, and calls abandoned past the timeout: for a box given a timeout or retries, else None
     retries: int | None = None
     timeouts: int | None = None
+    histogram: tuple[int, ...] = ()
+    queued: int | None = None
+    limit: int | None = None
     # the level the box settled at under box concurrency auto (its highest over its instances), else None
     concurrency: int | None = None
 
@@ -49,13 +89,45 @@ class BoxStats:
     def seconds_per_call(self) -> float:
         return self.seconds / self.calls if self.calls else 0.0
 
+    def quantile(self, q: float) -> float | None:
+        """The call time below which a share ``q`` of the calls took, from the histogram (None: no histogram).
+
+        Interpolated within the bucket that holds it (so good to a factor
+        of two at worst); a quantile in the last, unbounded bucket is given
+        as that bucket's lower bound.
+        """
+        total = sum(self.histogram)
+        if not total:
+            return None
+        rank = q * total
+        seen = 0
+        for i, count in enumerate(self.histogram):
+            if count and seen + count >= rank:
+                if i >= len(LATENCY_BOUNDS):
+                    return LATENCY_BOUNDS[-1]
+                low = LATENCY_BOUNDS[i - 1] if i else 0.0
+                return low + (LATENCY_BOUNDS[i] - low) * max(rank - seen, 0.0) / count
+            seen += count
+        return LATENCY_BOUNDS[-1]
+
+    @property
+    def p99(self) -> float | None:
+        """The 99th percentile of the call time (see :meth:`quantile`)."""
+        return self.quantile(0.99)
+
     @classmethod
     def table(cls, entries: Mapping[str, Any]) -> dict[str, "BoxStats"]:
-        """``{name: [calls, seconds]}`` or ``{name: {"calls": .., "seconds": ..}}``, sorted by name."""
+        """``{name: [calls, seconds]}`` or ``{name: {"calls": .., "seconds": .., ...}}``, sorted by name.
+
+        A mapping may also give ``histogram``, ``queued`` and ``limit``.
+        """
         out = {}
         for name, entry in sorted(entries.items()):
-            calls, seconds = (entry["calls"], entry["seconds"]) if isinstance(entry, Mapping) else entry
-            out[name] = cls(calls, seconds)
+            if isinstance(entry, Mapping):
+                out[name] = cls(entry["calls"], entry["seconds"], histogram=tuple(entry.get("histogram", ())),
+                                queued=entry.get("queued"), limit=entry.get("limit"))
+            else:  # [calls, seconds] or [calls, seconds, histogram]
+                out[name] = cls(entry[0], entry[1], histogram=tuple(entry[2]) if len(entry) > 2 else ())
         return out
 
 
@@ -176,11 +248,13 @@ class RunStats:
     failures: int = 0  # records skipped after an error (on_error other than "stop")
     # patterns filled in synchro-cells that have not fired (None: the engine does not say)
     held_in_cells: int | None = None
+    # the process's resident memory when the snapshot was taken (None: not measured)
+    resident_bytes: int | None = None
     auto: AutoStats | None = None  # box concurrency auto: where the controller settled
 
     @classmethod
     def from_front(cls, data: Mapping[str, Any], executor: Any = None,
-                   held_in_cells: int | None = None) -> "RunStats":
+                   held_in_cells: int | None = None, resident_bytes: int | None = None) -> "RunStats":
         """From the dict of ``snet_front.runtime.Runtime.statistics()`` and the split executor's stats, if any."""
         workers = tuple(WorkerStats(**w) for w in data["workers"])
         front = FrontStats(
@@ -194,7 +268,7 @@ class RunStats:
         )
         return cls(engine="front", workers=len(workers), seconds=data["seconds"], records_in=data["records_in"],
                    records_out=data["records_out"], boxes=BoxStats.table(data["boxes"]), front=front,
-                   held_in_cells=held_in_cells, **executor_part(executor))
+                   held_in_cells=held_in_cells, resident_bytes=resident_bytes, **executor_part(executor))
 
     def with_guards(self, table: Mapping[str, tuple[int, int]]) -> "RunStats":
         """These statistics with the retries and timeouts of the boxes given them (``{name: (retries, timeouts)}``)."""
@@ -227,6 +301,10 @@ class RunStats:
             data["spark"] = attrs.asdict(self.spark)
         if self.held_in_cells is not None:
             data["held_in_cells"] = self.held_in_cells
+        if self.resident_bytes is not None:
+            data["resident_bytes"] = self.resident_bytes
+        if any(box.histogram for box in self.boxes.values()):
+            data["latency_bounds"] = list(LATENCY_BOUNDS)  # the upper bounds of each box's "histogram" buckets
         if self.auto is not None:
             data["auto"] = attrs.asdict(self.auto)
         return data
@@ -281,26 +359,26 @@ class RunStats:
                              f"{split.tasks} tasks, {format_duration(split.seconds)}")
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        """The per-box table of ``snet run --top`` as HTML: what a notebook shows for a snapshot."""
+        return html_table(self)
 
-def format_duration(seconds: float) -> str:
-    """``1.23 s``, ``45.6 ms``, ``7.8 us``: three significant digits in a unit that suits."""
-    if seconds >= 1 or seconds == 0:
-        return f"{seconds:.3g} s" if seconds < 1000 else f"{seconds:,.0f} s"
-    if seconds >= 1e-3:
-        return f"{1e3 * seconds:.3g} ms"
-    return f"{1e6 * seconds:.3g} us"
+    def __rich__(self) -> Any:
+        """The per-box table of ``snet run --top`` (``rich.print(session.stats())``); needs rich."""
+        return rich_table(self)
 
 
 def _boxes_json(boxes: Mapping[str, BoxStats]) -> dict[str, dict[str, Any]]:
-    # retries and timeouts only for the boxes given them
-    return {name: attrs.asdict(box, filter=lambda _, v: v is not None) for name, box in sorted(boxes.items())}
+    # retries and timeouts only for the boxes given them; the histogram, the queue and the limit where known
+    return {name: attrs.asdict(box, filter=lambda _, v: v is not None and v != ())
+            for name, box in sorted(boxes.items())}
 
 
-__all__ = ["RunStats", "AutoStats", "BoxStats", "FrontStats", "EntityStats", "WorkerStats", "ReferenceStats",
-           "SparkStats",
+__all__ = ["LATENCY_BOUNDS", "LATENCY_BUCKETS", "latency_bucket", "RunStats", "AutoStats", "BoxStats", "FrontStats",
+           "EntityStats", "WorkerStats", "ReferenceStats", "SparkStats",
            "SplitStats"]
 
 
-def executor_part(executor_stats: Any) -> dict[str, Any]:
+def executor_part(executor_stats: ExecutorStats | None) -> dict[str, Any]:
     """The RunStats keyword for a split executor's stats object (none for None): engines stay generic."""
     return {executor_stats.name: executor_stats} if executor_stats is not None else {}

@@ -601,7 +601,7 @@ cdef int fire(Network rt, Writer w, int n, Ctx ctx, GStack st) except -1:
     if k == K_INITBOX:
         t0 = snet_now()
         outs = rt.nodes[n].call.fire()
-        w.box_time[n] += snet_now() - t0
+        time_call(w, n, snet_now() - t0, 1)
         w.box_calls[n] += 1
         if not outs:
             return 0

@@ -6,11 +6,8 @@
 
 cimport cython
 from posix.time cimport clock_gettime, timespec, CLOCK_THREAD_CPUTIME_ID
-from asyncio import run_coroutine_threadsafe
 from collections import deque
-from functools import partial
 
-from snet.core.aloop import box_loop
 from snet.core.boxes import Deferred, _FREE_THREADED_BUILD
 from snet.core.limits import unfolds_for_ever
 from snet.core.boxes cimport BoxCaller
@@ -96,7 +93,7 @@ cdef class BoxEntity(Entity):
                 t0 = snet_now()
             outs = self.op(rec) if self.caller is None else self.caller.hop(rec)
             if every:
-                w.box_time[self.node] += (snet_now() - t0) * every
+                time_call(w, self.node, snet_now() - t0, every)
                 if self.auto:
                     w.box_cpu[self.node] += (thread_cpu() - c0) * every
             w.box_calls[self.node] += 1
@@ -119,7 +116,7 @@ cdef class BoxEntity(Entity):
                 c0 = thread_cpu()
             t0 = snet_now()
             outs = self.op(rec)
-            w.box_time[self.node] += snet_now() - t0
+            time_call(w, self.node, snet_now() - t0, 1)
             if self.auto:
                 w.box_cpu[self.node] += thread_cpu() - c0
             w.box_calls[self.node] += 1
@@ -144,21 +141,23 @@ cdef class BoxEntity(Entity):
 @cython.final
 @cython.trashcan(True)
 cdef class AsyncBoxEntity(Entity):
-    """An ``async def`` box instance: its calls run on the box loop, up to ``cap`` at once, outputs in input order.
+    """A box whose calls finish outside the workers, up to ``cap`` at once, outputs in input order.
 
-    ``invoke`` numbers the record, starts the box's coroutine on the loop
-    (``snet.core.aloop``) and returns: the worker goes on with other work
-    while the call waits for its I/O.  The call counts as pending (the run
-    cannot terminate under it) and as running (``saturated`` holds the
-    inbox at ``cap`` calls).  When the coroutine is done the loop's thread
-    queues the entity on ``rt.completions``; a worker then finishes the
+    An ``async def`` box (its calls run on the box loop) or a box in box
+    processes whose calls go in batches (``snet.core.batching``).
+    ``invoke`` numbers the record, submits the call (the box's coroutine to
+    the loop, its arguments to its processes' queue) and returns: the
+    worker goes on with other work while the call runs.  The call counts
+    as pending (the run cannot terminate under it) and as running
+    (``saturated`` holds the inbox at ``cap`` calls).  When calls are done
+    the loop's (or a dispatcher's) thread queues them on ``rt.completions``
+    in one delivery; a worker then finishes each
     call (``complete``): output checks and flow inheritance
     (``call.resume``), then emission in input order through the reorder
     buffer, as for a concurrent box.
     """
     cdef object op
     cdef object resume
-    cdef object loop
     cdef long next_seq
     cdef long emit_seq
     cdef dict done
@@ -176,36 +175,47 @@ cdef class AsyncBoxEntity(Entity):
             return 0
         snet_atomic_add(&self.running, 1)
         snet_atomic_add(&self.rt.pending, 1)  # the call in flight: released in finish()
-        future = run_coroutine_threadsafe((<object>outs).coroutine, self.loop)
-        future.add_done_callback(partial(self._done, seq, item))
+        deferred = <object>outs
+        deferred.submit(deferred.work, self, seq, item)  # queued: started in a batch (snet.core.batching)
         return 0
 
-    def _done(self, long seq, object item, object future):
-        """On the box loop's thread: hand the finished call to the workers."""
-        self.rt.completions.append((self, (seq, item, future)))
+    def deliver(self, list finished):
+        """On the box loop's or a box process dispatcher's thread: hand finished calls to the workers at once.
+
+        ``finished``: the ``(seq, item, outcome)`` of calls of this entity, one piece of work for a worker.
+        """
+        self.rt.completions.append((self, finished))
         self.rt.wake_idle(False)
 
     cdef int complete(self, Writer w, object done) except -1:
-        seq, item, future = done
-        rec = record_of(item)
-        if self.rt.tracking:
-            set_current_request(request_of(item))
-        t0 = snet_now()
-        try:
-            outs = self.resume(future, rec)
-        except BaseException:
-            snet_atomic_add(&self.running, -1)
-            snet_atomic_add(&self.rt.pending, -1)
-            raise
-        w.box_time[self.node] += snet_now() - t0
-        w.box_calls[self.node] += 1
-        self.finish(w, seq, outs, stack_of(item))
+        cdef list finished = <list>done
+        cdef Py_ssize_t i, n = len(finished)
+        cdef double t0 = snet_now()
+        for i in range(n):
+            seq, item, outcome = finished[i]
+            rec = record_of(item)
+            if self.rt.tracking:
+                set_current_request(request_of(item))
+            try:
+                outs = self.resume(outcome, rec)
+            except BaseException:  # the run stops: this call and the batch's others are no longer in flight
+                snet_atomic_add(&self.running, i - n)
+                snet_atomic_add(&self.rt.pending, i - n)
+                raise
+            self.finish(w, seq, outs, stack_of(item))
+        if n:
+            time_call(w, self.node, (snet_now() - t0) / n, n)  # each call of the batch: its share of the time
+        w.box_calls[self.node] += n
         return 0
 
     cdef int finish(self, Writer w, long seq, object outs, GStack st) except -1:
         spin_lock(&self.rlock)
         try:
-            self.done[seq] = (outs, st)
+            if seq == self.emit_seq and not self.done:  # the next in order: no stop in the reorder buffer
+                self.emit_list(w, outs, st, False)
+                self.emit_seq += 1
+            else:
+                self.done[seq] = (outs, st)
             self.emit_seq = emit_in_order(self, w, self.done, self.emit_seq)
         finally:
             snet_unlock(&self.rlock)
@@ -490,7 +500,6 @@ cdef Entity make_box(Network net, int n, Ctx ctx):
         a.setup(net, n, ctx)
         a.op = net.nodes[n].call.__call__
         a.resume = net.nodes[n].call.resume
-        a.loop = box_loop()
         a.cap = net.conc[n]
         a.done = {}
         return a

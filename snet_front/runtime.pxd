@@ -6,6 +6,8 @@ combinators.pxi and workers.pxi: one compiled module, so one copy of the code
 Cython adds to every module and direct C calls between the parts.
 """
 
+from libc.math cimport frexp
+
 from snet_front.atomics cimport (snet_counters, snet_try_lock, snet_unlock, snet_atomic_add, snet_atomic_load,
                                  snet_flag_load, snet_flag_store)
 
@@ -153,6 +155,7 @@ cdef class Writer:
     cdef double *box_time  # per node: seconds in box calls
     cdef long *box_calls  # per node: box calls
     cdef double *box_cpu  # per node: seconds of this thread's CPU time in calls of automatic boxes
+    cdef long *box_hist  # per node, LATENCY_BUCKETS counts: box calls by duration (time_call)
     cdef long ticks  # invocations and unfoldings since the last look at the clock (`safe_point`)
     cdef double next_yield  # when the worker next lets other threads take the GIL
 
@@ -280,6 +283,32 @@ cdef void set_current_writer(object w)
 
 
 cdef void yield_cpu()
+
+
+# The call-time histogram of each box: snet.stats.LATENCY_BOUNDS (1, 1.5, 2, 3, 4 ... µs up to 2**25 µs),
+# one bucket more for the longer calls.  tests/runtime checks that the two agree.
+cdef enum:
+    LATENCY_BUCKETS = 52
+
+
+cdef inline void time_call(Writer w, int node, double seconds, long times) noexcept:
+    """Count ``seconds`` of a box call (``times`` over, for a sampled call) in the worker's time and histogram."""
+    cdef int exponent
+    cdef double mantissa
+    cdef int bucket = 0
+    cdef double micros = seconds * 1e6
+    w.box_time[node] += seconds * times
+    if micros > 1.0:
+        mantissa = frexp(micros, &exponent)  # micros = mantissa * 2**exponent, 0.5 <= mantissa < 1
+        if mantissa == 0.5:
+            bucket = 2 * exponent - 2
+        elif mantissa <= 0.75:
+            bucket = 2 * exponent - 1
+        else:
+            bucket = 2 * exponent
+        if bucket >= LATENCY_BUCKETS:
+            bucket = LATENCY_BUCKETS - 1
+    w.box_hist[node * LATENCY_BUCKETS + bucket] += times
 
 
 cdef enum:

@@ -42,6 +42,8 @@ NODE_KINDS = {"NET": kinds.K_NET, "SERIAL": kinds.K_SERIAL, "IDENTITY": kinds.K_
               "SPLIT": kinds.K_SPLIT, "FEEDBACK": kinds.K_FEEDBACK, "EXECUTOR_SPLIT": kinds.K_EXECSPLIT}
 EXIT_MODES = {"NEXT": kinds.X_NEXT, "UP": kinds.X_UP, "POP": kinds.X_POP, "SINK": kinds.X_SINK}
 
+LATENCY_BUCKETS_COUNT = LATENCY_BUCKETS  # for the test that compares it with snet.stats
+
 # Outputs waiting for the consumer at which input admission stops (backpressure).
 OUTPUT_BOUND = 1024
 # Seconds `close` waits for the workers of a stopped run: a worker still inside
@@ -228,23 +230,71 @@ cdef class Runtime(Network):
             invocations += w.n_invocations
         return snet_now(), invocations, figures
 
-    def statistics(self):
-        """Counters of the run so far, as plain data."""
+    def box_queues(self):
+        """Records waiting now in the inboxes of each box node: ``{node id: count}``, nodes with none left out.
+
+        Read from the workers' licences, which name every entity with
+        records waiting (a licence per record written), so nothing is
+        counted on the hot path for it.
+        """
         cdef Worker w
-        boxes = {}
+        cdef Entity e
+        seen = {}
         for w in self.workers:
-            for i in range(self.nnodes):
-                if w.box_calls[i]:
-                    name = self.node_names[i]
-                    entry = boxes.setdefault(name, [0, 0.0])
-                    entry[0] += w.box_calls[i]
-                    entry[1] += w.box_time[i]
+            spin_lock(&w.list_lock)
+            try:
+                refs = list(w.refs)
+            finally:
+                snet_unlock(&w.list_lock)
+            for ref in refs:
+                e = (<Licence>ref).entity
+                if self.kind[e.node] == kinds.K_BOX:
+                    seen[id(e)] = e
+        queues = {}
+        for e in seen.values():
+            n = len(e.inbox)
+            if n:
+                queues[e.node] = queues.get(e.node, 0) + n
+        return queues
+
+    def statistics(self):
+        """Counters of the run so far, as plain data.
+
+        Each box (by name, its nodes added up) has its calls, seconds, call
+        histogram (``LATENCY_BUCKETS`` counts), the records queued for it now
+        and its concurrency limit (the largest of its nodes').
+        """
+        cdef Worker w
+        cdef int i, b
+        cdef long *hist
+        boxes = {}
+        queues = self.box_queues()
+        for i in range(self.nnodes):
+            if self.kind[i] == kinds.K_BOX or self.kind[i] == kinds.K_INITBOX:
+                calls = 0
+                for w in self.workers:
+                    calls += w.box_calls[i]
+                if not calls and i not in queues:
+                    continue
+                entry = boxes.get(self.node_names[i])
+                if entry is None:
+                    entry = boxes[self.node_names[i]] = {"calls": 0, "seconds": 0.0,
+                                                         "histogram": [0] * LATENCY_BUCKETS, "queued": 0, "limit": 1}
+                entry["calls"] += calls
+                entry["queued"] += queues.get(i, 0)
+                entry["limit"] = max(entry["limit"], self.conc[i])
+                histogram = entry["histogram"]
+                for w in self.workers:
+                    entry["seconds"] += w.box_time[i]
+                    hist = w.box_hist + i * LATENCY_BUCKETS
+                    for b in range(LATENCY_BUCKETS):
+                        histogram[b] += hist[b]
         end = self.finished if self.finished else snet_now()
         return {
             "seconds": end - self.started if self.started else 0.0,
             "records_in": snet_atomic_load(&self.records_in),
             "records_out": snet_atomic_load(&self.records_out),
-            "boxes": {name: {"calls": c, "seconds": s} for name, (c, s) in sorted(boxes.items())},
+            "boxes": dict(sorted(boxes.items())),
             "entities": {"created": self.counters.created, "alive": self.counters.alive,
                          "peak": self.counters.peak, "reclaimed": self.counters.reclaimed},
             "invocations": sum((<Worker>w).n_invocations for w in self.workers),

@@ -70,17 +70,21 @@ cdef class Worker(Writer):
         self.box_time = <double *>PyMem_Malloc(rt.nnodes * sizeof(double))
         self.box_calls = <long *>PyMem_Malloc(rt.nnodes * sizeof(long))
         self.box_cpu = <double *>PyMem_Malloc(rt.nnodes * sizeof(double))
-        if self.box_time == NULL or self.box_calls == NULL or self.box_cpu == NULL:
+        self.box_hist = <long *>PyMem_Malloc(rt.nnodes * LATENCY_BUCKETS * sizeof(long))
+        if self.box_time == NULL or self.box_calls == NULL or self.box_cpu == NULL or self.box_hist == NULL:
             raise MemoryError()
         for i in range(rt.nnodes):
             self.box_time[i] = 0.0
             self.box_calls[i] = 0
             self.box_cpu[i] = 0.0
+        for i in range(rt.nnodes * LATENCY_BUCKETS):
+            self.box_hist[i] = 0
 
     def __dealloc__(self):
         PyMem_Free(self.box_time)
         PyMem_Free(self.box_calls)
         PyMem_Free(self.box_cpu)
+        PyMem_Free(self.box_hist)
 
     cdef int write(self, Entity dest, object item, bint last) except -1:
         """Send one item to ``dest``; the last write of an invocation may continue there."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -37,16 +40,60 @@ def run_net(engine_options):
     return run
 
 
+@pytest.fixture
+def snet_in_process(monkeypatch):
+    """``snet_in_process(*args, cwd=FOLDER)``: a compile-only command (``check``, ``fmt``) run by
+    :func:`snet.cli.main` in this process, as a :class:`subprocess.CompletedProcess`.
+
+    For the tests that check hundreds of programs: a child interpreter per
+    program costs a third of a second of start-up each, which made those
+    tests most of the quick loop.  The command's code is the same; the tests
+    of the command line itself (exit statuses, signals, ``python -m snet``)
+    keep running it in a child.
+    """
+    from snet.cli import main
+
+    def run(*args: str, cwd: Path | str) -> subprocess.CompletedProcess:
+        out, err = io.StringIO(), io.StringIO()
+        with monkeypatch.context() as patch:
+            patch.chdir(cwd)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    status = main(list(args))
+                except SystemExit as stop:
+                    status = stop.code if isinstance(stop.code, int) else 1
+        return subprocess.CompletedProcess(["snet", *args], status, out.getvalue(), err.getvalue())
+
+    return run
+
+
 # Fixtures that start Spark (a JVM) for a test, in this process or in a child: such tests are slow.
 SPARK_FIXTURES = {"spark", "spark_installed", "spark_options", "cluster", "standalone_cluster"}
+SPARK_TESTS = ROOT / "tests" / "spark"
 
 
 def pytest_collection_modifyitems(items) -> None:
     """Mark every test that starts Spark ``slow``: ``python3 -m pytest -m "not slow"`` is the quick loop
-    of work in progress (CONTRIBUTING.md), and CI runs everything."""
+    of work in progress (CONTRIBUTING.md), and CI runs everything.
+
+    Those are the tests that take a Spark fixture, and every test of
+    ``tests/spark`` (most start ``spark-submit`` or a Spark-native run in a child).
+    """
     for item in items:
-        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())) or SPARK_TESTS in Path(item.path).parents:
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_configure(config) -> None:
+    """The quick loop (``-m "not slow"``) runs a sixth of each property test's examples
+    (``tests/quickloop.py``); a full run, as CI's, runs them all."""
+    import quickloop
+    from hypothesis import settings
+
+    if "not slow" in (config.getoption("markexpr") or ""):
+        quickloop.QUICK = True
+        settings.register_profile("quick", max_examples=quickloop.examples(100))
+        settings.load_profile("quick")
 
 
 def pytest_sessionstart(session) -> None:

@@ -16,33 +16,39 @@ import difflib
 import importlib
 import logging
 import os
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import attrs
 
 from snet.errors import SNetUsageError
-from snet.execution import Execution
-from snet.options import AUTO, DEFAULT_ENGINE, ENGINES, RunOptions, engine_names  # re-exported here
+from snet.execution import Engine, Execution, Input
+from snet.options import DEFAULT_ENGINE, ENGINES, RunOptions, engine_names  # re-exported here
 from snet.spg.nodes import BoxNode, PropertyGraph
+from snet.splitexec import SplitExecutor
 
-Record = dict
+if TYPE_CHECKING:
+    from snet.core.processes import BoxProcesses
+
+Boxes = Mapping[str, Callable[..., Any]]
 
 
-def engine_function(name: str | None) -> Callable:
-    """The ``start(plan, records, options)`` function of engine ``name`` (None: the default)."""
+def engine(name: str | None) -> Engine:
+    """Engine ``name`` (None: the default), with its ``start`` and what it declares it can do."""
     name = name or DEFAULT_ENGINE
     target = ENGINES.get(name)
     if target is None:
         raise SNetUsageError(f"unknown engine '{name}' (engines: {', '.join(engine_names())})")
-    module_name, function = target.split(":")
+    module_name, attribute = target.split(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
         raise SNetUsageError(f"engine '{name}' is not available: {e}") from e
-    return getattr(module, function)
+    found = getattr(module, attribute)
+    assert isinstance(found, Engine), f"{target} is not an snet.execution.Engine"
+    return found
 
 
-def split_executor(graph: PropertyGraph, boxes: dict[str, Callable], options: RunOptions):
+def split_executor(graph: PropertyGraph, boxes: Boxes, options: RunOptions) -> SplitExecutor | None:
     """The split executor the options ask for, or None to run every split in place.
 
     The Spark package is imported only here and only when a master is given.
@@ -51,39 +57,37 @@ def split_executor(graph: PropertyGraph, boxes: dict[str, Callable], options: Ru
         return None
     from snet.spark.splits import SparkSplits
 
-    executor = SparkSplits(graph, boxes, options)
+    executor = SparkSplits(graph, dict(boxes), options)
     return executor if executor.selected else None
 
 
-def start(engine: str | None, graph: PropertyGraph, boxes: dict[str, Callable], records: Iterable[Record],
+def start(engine_name: str | None, graph: PropertyGraph, boxes: Boxes, records: Iterable[Input],
           options: RunOptions | None = None) -> Execution:
-    """Lower ``graph`` for this run and start it on ``engine`` over ``records``; returns the execution."""
-    from snet.plan import lower
+    """Lower ``graph`` for this run and start it on engine ``engine_name`` over ``records``; returns the execution."""
+    from snet.spg.lower import lower
 
     from snet.core.guard import guard_boxes
     from snet.errorpolicy import policy_for
 
     options = options or RunOptions()
     check_box_names(graph, options)
-    run = engine_function(engine)
+    chosen = engine(engine_name)
     policy = policy_for(options.on_error)
     executor = split_executor(graph, boxes, options)  # with the functions themselves: they travel to Spark
     if executor is not None:
         executor.error_policy = policy
     processes = None
     try:
-        per_box = dict(options.box_concurrency_per_box)
+        # numbers only: a box given "auto" is lowered with no number, and the engine chooses (snet.autoconc)
+        per_box = {name: limit for name, limit in options.box_concurrency_per_box.items() if isinstance(limit, int)}
         processes, boxes, options = _box_processes(graph, boxes, options, per_box)
         boxes, guards = guard_boxes(graph, boxes, options)  # timeouts, retries
         if executor is not None and guards is not None:
             _warn_unguarded(graph, executor.selected, guards.table())
-        fixed = options.box_concurrency if options.box_concurrency != AUTO else None
-        per_box = {name: limit for name, limit in per_box.items() if limit != AUTO}  # auto: the engine's (None)
+        fixed = options.box_concurrency if isinstance(options.box_concurrency, int) else None
         plan = lower(graph, boxes, box_concurrency=fixed, box_concurrency_per_box=per_box,
-                     executor=executor, on_error=policy, defer_async=getattr(run, "overlaps_async_boxes", False))
-        execution = run(plan, records, options)
-        execution.error_policy = policy
-        execution.guards = guards
+                     executor=executor, on_error=policy, defer_async=chosen.overlaps_async_boxes)
+        execution = chosen.start(plan, records, options, error_policy=policy, guards=guards)
         if processes is not None:
             execution.add_release(processes.close)
         return execution
@@ -136,16 +140,17 @@ def check_box_names(graph: PropertyGraph, options: RunOptions) -> None:
                                  f"does not use ({hint}its boxes: {', '.join(used) or 'none'})")
 
 
-def _box_processes(graph: PropertyGraph, boxes: dict[str, Callable], options: RunOptions, per_box: dict):
+def _box_processes(graph: PropertyGraph, boxes: Boxes, options: RunOptions,
+                   per_box: dict[str, int]) -> tuple[BoxProcesses | None, Boxes, RunOptions]:
     """Start the box process pools the options ask for: (pools or None, the box table to lower, options).
 
     A box given N processes runs up to N calls at once (its concurrency,
     unless set for it by name), and FRONT gets at least N workers unless
     their number was given: each call holds a worker while it waits.
     """
-    counts = {name: options.box_processes_per_box.get(name, options.box_processes)
-              for name in sorted(graph.used_boxes())}
-    counts = {name: n for name, n in counts.items() if n}
+    asked = {name: options.box_processes_per_box.get(name, options.box_processes)
+             for name in sorted(graph.used_boxes())}
+    counts = {name: n for name, n in asked.items() if n}
     if not counts:
         return None, boxes, options
     from snet.core.processes import BoxProcesses
@@ -153,7 +158,12 @@ def _box_processes(graph: PropertyGraph, boxes: dict[str, Callable], options: Ru
     labels = {decl.name: tuple(decl.arguments) for decl in graph.boxes}
     processes = BoxProcesses(boxes, counts, labels, max_calls=options.box_process_calls,
                              max_memory=options.box_process_memory)
-    boxes = {**boxes, **{name: processes.function(name) for name in counts}}
+    stand_ins = {}
+    for name in counts:
+        stand_in = processes.function(name)
+        assert stand_in is not None, f"box {name!r} was given processes and has no pool"
+        stand_ins[name] = stand_in
+    boxes = {**boxes, **stand_ins}
     for name, n in counts.items():
         per_box.setdefault(name, n)
     if options.workers is None:

@@ -30,20 +30,25 @@ on (docs/runtime.md, "Automatic box concurrency").
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from snet.autoconc import MAX_LEVEL, Controller, Tuner
 from snet.backends import RunOptions
-from snet.execution import Execution
+from snet.core.limits import resident_bytes
+from snet.execution import Engine, Execution, Input
 from snet.options import AUTO
 from snet.core.semantics import unfinished_warning
-from snet.plan import BoxPlan, Kind, Plan
+from snet.plan import BoxPlan, Plan
 from snet.stats import RunStats
+
+if TYPE_CHECKING:
+    from snet.core.guard import GuardCounters
+    from snet.errorpolicy import ErrorPolicy
 
 DEFAULT_BOX_CONCURRENCY: int | None = None  # None: the number of workers
 ASYNC_BOX_CONCURRENCY = 256  # calls of one async def box instance in flight at once, by default
 
-Record = dict
+Record = dict[str, object]
 
 
 def load_runtime() -> type:
@@ -64,7 +69,7 @@ def load_runtime() -> type:
             raise
         why = "was built from other sources than snet's (rebuild it)"
     else:
-        return Runtime  # type: ignore[no-any-return]
+        return Runtime
     from snet.errors import SNetUsageError
 
     tree = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # above snet/
@@ -77,9 +82,10 @@ def box_limits(plan: Plan, workers: int) -> list[int]:
     limits = []
     for node in plan.nodes:
         limit = 1
-        if node.kind == Kind.BOX and node.deferred:  # an async box's calls wait on the loop, not in workers
+        if isinstance(node, BoxPlan) and node.deferred:  # calls wait on the loop or in box processes, not in workers
             limit = max(1, int(node.concurrency if node.concurrency is not None else ASYNC_BOX_CONCURRENCY))
-        elif node.kind == Kind.BOX:
+            limit *= getattr(node.call.function, "BATCH_LIMIT", 1)  # box processes: calls per batch in flight
+        elif isinstance(node, BoxPlan):
             limit = node.concurrency if node.concurrency is not None else (DEFAULT_BOX_CONCURRENCY or workers)
             limit = max(1, min(int(limit), workers))
         limits.append(limit)
@@ -106,8 +112,9 @@ def auto_boxes(plan: Plan, options: RunOptions) -> dict[int, str]:
 class FrontExecution(Execution):
     """A running FRONT network: iterate it for the outputs."""
 
-    def __init__(self, plan: Plan, records: Iterable[Record], options: RunOptions):
-        super().__init__()
+    def __init__(self, plan: Plan, records: Iterable[Input], options: RunOptions, *,
+                 error_policy: ErrorPolicy | None = None, guards: GuardCounters | None = None):
+        super().__init__(error_policy=error_policy, guards=guards)
         Runtime = load_runtime()
 
         self.plan = plan
@@ -185,18 +192,22 @@ class FrontExecution(Execution):
 
     def stats(self) -> RunStats:
         executor = self.executor.stats() if self.executor is not None else None
-        stats = RunStats.from_front(self.runtime.statistics(), executor, self.runtime.held_in_cells())
+        stats = RunStats.from_front(self.runtime.statistics(), executor, self.runtime.held_in_cells(),
+                                    resident_bytes())
         if self.controller is not None:
             stats = stats.with_auto(self.controller.summary())
         return stats
 
 
-def start(plan: Plan, records: Iterable[Record], options: RunOptions | None = None) -> FrontExecution:
-    """Run ``plan`` on the FRONT engine (see :mod:`snet.backends` for the contract)."""
-    return FrontExecution(plan, records, options or RunOptions())
+def start(plan: Plan, records: Iterable[Input], options: RunOptions | None = None, *,
+          error_policy: ErrorPolicy | None = None, guards: GuardCounters | None = None) -> FrontExecution:
+    """Run ``plan`` on the FRONT engine (see :mod:`snet.execution` for the contract)."""
+    return FrontExecution(plan, records, options or RunOptions(), error_policy=error_policy, guards=guards)
 
 
-start.overlaps_async_boxes = True  # type: ignore[attr-defined]  # async def boxes: plans are `deferred`
+#: the FRONT engine, as :mod:`snet.backends` finds it (``snet.options.ENGINES``); the calls of
+#: ``async def`` boxes wait on its event loop, not in its workers, so their plans are ``deferred``
+ENGINE = Engine(name="front", start=start, overlaps_async_boxes=True)
 
 
-__all__ = ["FrontExecution", "box_limits", "start", "DEFAULT_BOX_CONCURRENCY"]
+__all__ = ["ENGINE", "FrontExecution", "box_limits", "start", "DEFAULT_BOX_CONCURRENCY"]

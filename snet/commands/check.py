@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Sequence
 
 from snet.errors import EXIT_STARTUP, SNetBindingError, SNetOptionError, SNetUsageError
 from snet.options import CompileOptions
@@ -58,6 +59,7 @@ def check_command(args: argparse.Namespace) -> int:
     analysis, graph = compile_analysis(text, path, getattr(args, "net", None), require_run=not verbose,
                                        options=compile_options(args))
     quiet = getattr(args, "quiet", False)
+    rendered: Sequence[str]
     if strict:
         rendered = [render(w.span, "error", w.message) for w in analysis.warnings]
     else:
@@ -77,6 +79,7 @@ def check_command(args: argparse.Namespace) -> int:
         for name, _depth, signature in analysis.net_signatures():
             print(f"{name}: {signature}")
     else:
+        assert graph is not None, "require_run: a net was chosen, or compile_analysis raised"
         print(graph.signature)
     return 0
 

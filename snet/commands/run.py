@@ -10,7 +10,7 @@ Order of events, which the exit statuses depend on:
    then bind every declared box (missing ones: exit 2), before any record
    is read;
 3. open the input, start Spark when the run uses it (a master that cannot
-   be reached, Java missing: exit 2, see :mod:`snet.spark.preflight`),
+   be reached, Java missing: exit 2, see :mod:`snet.spark.cluster.preflight`),
    then open the output, so that a run that never started leaves an
    existing output file untouched;
 4. run; outputs are written as they arrive and flushed at least every
@@ -185,7 +185,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             on_error=on_error,
             box_processes=processes,
             box_processes_per_box=processes_per_box,
-            box_process_calls=_number(process_limits.get("calls")),
+            # (text that is no number goes on to the option's check, which names it)
+            box_process_calls=_number(process_limits.get("calls")),  # type: ignore[arg-type]
             box_process_memory=process_limits.get("memory"),
             box_timeout=timeout, box_timeout_per_box=timeout_per_box,
             box_retries=retries, box_retries_per_box=retries_per_box,
@@ -228,6 +229,9 @@ def run_command(args: argparse.Namespace) -> int:
     options = options_from_args(args)
     if args.progress is not None and args.progress <= 0:
         raise SNetUsageError(f"--progress takes a positive number of seconds, not {args.progress}")
+    from snet.commands.top import refuse_unless_drawable
+
+    refuse_unless_drawable(args)  # not on a terminal: refused before anything is read or written
     level = logging.ERROR if args.quiet else logging.INFO if args.verbose else logging.WARNING
     show_warnings(level)
     from snet.commands.check import compile_options
@@ -239,14 +243,17 @@ def run_command(args: argparse.Namespace) -> int:
     from snet.commands.clobber import refuse_clobbering
 
     refuse_clobbering(args, network)  # before any file is opened for writing
-    from snet.spark.native import native_formats, run_native  # imports no pyspark
+    from snet.commands.sparknative import native_formats, run_spark_native  # imports no pyspark
 
     formats = native_formats(args)  # a Spark source and sink: the whole run inside Spark (docs/spark.md)
     if formats is not None:
         if options.metrics_port is not None:
             raise SNetUsageError("--metrics-port serves the figures of a run on this machine; a Spark source and "
                                  "sink run the whole network inside Spark (see its UI)")
-        return run_native(network, args, options, *formats, stats_json=_open_stats_json(args.stats_json))
+        if getattr(args, "top", False):
+            raise SNetUsageError("--top shows the boxes of a run on this machine; a Spark source and sink run "
+                                 "the whole network inside Spark (see its UI)")
+        return run_spark_native(network, args, options, formats, _open_stats_json(args.stats_json))
 
     in_format = detect_format(args.input, args.input_format or args.format)
     out_format = detect_format(args.output, args.output_format or args.format)
@@ -268,19 +275,21 @@ def run_command(args: argparse.Namespace) -> int:
     watched = args.progress is not None or args.verbose
     if options.spark_master:
         # Spark starts before the output is opened: a run that cannot start it leaves an existing file as it was.
-        from snet.spark.splits import start_for
+        from snet.commands.sparknative import start_for
 
         if watched and "spark.ui.enabled" not in options.spark_conf:  # the Spark UI, for a person watching
             options = attrs.evolve(options, spark_conf={**options.spark_conf, "spark.ui.enabled": "true"})
         session = start_for(network.graph, options)
         if watched and session is not None:
-            from snet.spark.session import ui_address
+            from snet.spark.cluster.session import ui_address
 
             address = ui_address(session)
             if address:
                 print(f"snet progress: Spark UI at {address}", file=sys.stderr)
     metrics = serve_metrics(options)  # bound before the output is opened: a port in use leaves it untouched
-    writer = open_writer(record_destination(args.output, args.progress), out_format, allow_pickle=args.allow_pickle,
+    top = _top_view(args, network)
+    destination = top.destination(args.output) if top is not None else record_destination(args.output, args.progress)
+    writer = open_writer(destination, out_format, allow_pickle=args.allow_pickle,
                          hint=lambda label: _made_by(network, label), xml_mode=getattr(args, "xml_mode", "textual"))
     where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
     if watched and options.spark_master:
@@ -293,7 +302,7 @@ def run_command(args: argparse.Namespace) -> int:
     # SIGTERM (what service managers send) stops the run as Ctrl-C does.
     try:
         with contextlib.redirect_stdout(sys.stderr), _terminate_as_interrupt():
-            return _run(network, records, options, writer, where, args, stats_json, input_file, metrics)
+            return _run(network, records, options, writer, where, args, stats_json, input_file, metrics, top)
     finally:
         if metrics is not None:
             metrics.close()
@@ -401,10 +410,20 @@ def _terminate_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
+def _top_view(args: argparse.Namespace, network):
+    """``--top``: the live view of the network's boxes (snet.commands.top), or None."""
+    if not getattr(args, "top", False):
+        return None
+    from snet.commands.top import TopView
+
+    return TopView(d.name for d in network.graph.boxes)
+
+
 def _run(network, records, options, writer, where: str, args: argparse.Namespace, stats_json, input_file,
-         metrics=None) -> int:
+         metrics=None, top=None) -> int:
     execution = network.execute_served(records, options, metrics)
-    progress = start_progress(execution, args.progress, input_file) if args.progress is not None else None
+    progress = top.start(execution) if top is not None else \
+        start_progress(execution, args.progress, input_file) if args.progress is not None else None
     written = 0  # records handed to the writer: what --stats reports as written
     started = time.monotonic()
     try:
@@ -502,6 +521,13 @@ def _write_failed(where: str, error: OSError) -> SNetRuntimeError:
     return SNetRuntimeError(f"cannot write the {where}: {error.strerror or error}")
 
 
+class _MarkedHandler(logging.StreamHandler):
+    """A handler of the command's own, marked so that it is found again (and not added twice)."""
+
+    snet_warnings = False  # shows the `snet` logger's warnings (show_warnings)
+    snet_progress = False  # shows the Spark part's per-batch lines (log_spark_batches)
+
+
 def show_warnings(level: int = logging.WARNING) -> None:
     """Show the messages of the ``snet`` logger from `level` up on standard error, as bare lines.
 
@@ -510,7 +536,7 @@ def show_warnings(level: int = logging.WARNING) -> None:
     logger = logging.getLogger("snet")
     handler = next((h for h in logger.handlers if getattr(h, "snet_warnings", False)), None)
     if handler is None:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _MarkedHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(message)s"))
         handler.snet_warnings = True
         logger.addHandler(handler)
@@ -538,7 +564,7 @@ def log_spark_batches() -> None:
     """Show the Spark part's per-batch log lines (logger ``snet.spark``, INFO) on standard error."""
     logger = logging.getLogger("snet.spark")
     if not any(getattr(h, "snet_progress", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _MarkedHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("snet progress: %(message)s"))
         handler.snet_progress = True
         logger.addHandler(handler)

@@ -33,7 +33,7 @@ cdef class BoxCaller:
     cdef object _call(self, dict record)
     @cython.locals(outputs=list)
     cdef object _finish(self, object result, dict record)
-    @cython.locals(vlabels=tuple, labels=tuple, tags=tuple, i=Py_ssize_t, n=Py_ssize_t, drop=tuple, out=dict)
+    @cython.locals(vlabels=tuple, vtags=tuple, labels=tuple, tags=tuple, i=Py_ssize_t, n=Py_ssize_t, drop=tuple, out=dict)
     cdef dict _output(self, dict res, dict record)
     @cython.locals(shape=tuple, labels=tuple, i=Py_ssize_t, drop=tuple)
     cdef tuple _dropped(self, dict record)

@@ -39,7 +39,8 @@ import zlib
 from types import CoroutineType, ModuleType
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from snet.core.aloop import run_coroutine
+from snet.core.aloop import run_coroutine, submit as submit_coroutine
+from snet.core.batching import Settled
 from snet.core.guard import BoxTimeout
 from snet.errors import SNetBindingError, SNetBoxError, SNetError
 from snet.records import describe, format_labels
@@ -339,7 +340,7 @@ def chain_outputs(callers: tuple, records: list) -> list:
     stays one record through the chain costs no Python-level call between
     the boxes.  The callers must not defer ``async def`` calls.
     """
-    out = []
+    out: list[Record] = []
     n = len(callers)
     for record in records:
         i = 0
@@ -398,13 +399,26 @@ def end_forked_child(box: str) -> None:
         os._exit(1)
 
 
+def _no_arguments(record: Record) -> tuple[()]:
+    """The positional argument values of a box that takes none (by keyword only, or an initialiser)."""
+    return ()
+
+
 class Deferred:
-    """An ``async def`` box's coroutine, handed to an engine that awaits it (``BoxCaller.defer``)."""
+    """A call that finishes outside the workers, handed to an engine that overlaps such calls (``BoxCaller.defer``).
 
-    __slots__ = ("coroutine",)
+    ``work`` is what the call needs: an ``async def`` box's coroutine, or a
+    box process's argument values.  The engine starts it with
+    ``submit(work, entity, seq, item)``, which queues it for the box loop or
+    the box's processes; its outcome comes back to ``entity.deliver`` with
+    ``seq`` and ``item``, in a batch of finished calls (snet.core.batching).
+    """
 
-    def __init__(self, coroutine: Any):
-        self.coroutine = coroutine
+    __slots__ = ("work", "submit")
+
+    def __init__(self, work: Any, submit: Callable = submit_coroutine):
+        self.work = work
+        self.submit = submit
 
 
 class BoxCaller:
@@ -425,7 +439,8 @@ class BoxCaller:
         passed = binding.positional
         self.arity = len(passed)
         # the positional argument values of a record: one value for one label, a tuple for several
-        self.take = operator.itemgetter(*passed) if passed else None
+        take: Callable[[Record], Any] = operator.itemgetter(*passed) if passed else _no_arguments
+        self.take = take
         # parameters passed by keyword (binding by name, when they do not follow in label order)
         self.kwnames = tuple(param for param, _ in binding.keywords)
         self.kwtake = operator.itemgetter(*[label for _, label in binding.keywords]) if binding.keywords else None
@@ -438,11 +453,13 @@ class BoxCaller:
         self.variants = {frozenset(v): tuple(l for l in v if l.startswith("<")) for v in node.variants}
         # up to MATCHED variants are checked label by label (no tuple, no set built per result):
         # their labels and their tag labels, in the same order; None past that
+        vlabels: tuple[tuple[str, ...], ...] | None = None
+        vtags: tuple[tuple[str, ...], ...] | None = None
         if len(self.variants) <= self.MATCHED:
-            self.vlabels = tuple(tuple(v) for v in self.variants)
-            self.vtags = tuple(self.variants.values())
-        else:
-            self.vlabels = self.vtags = None
+            vlabels = tuple(tuple(v) for v in self.variants)
+            vtags = tuple(self.variants.values())
+        self.vlabels = vlabels
+        self.vtags = vtags
         # result shape (its labels in order) -> the tag labels to check: a result's variant is
         # found with one tuple, not a set, once its shape has been seen (past MATCHED variants)
         self.results: dict = {}
@@ -456,8 +473,10 @@ class BoxCaller:
         # recognised by walking its labels, no tuple built.  Set by the first call and not
         # replaced by later shapes (one attribute holding the pair: a concurrent call reads
         # either nothing or a whole pair).
-        self.shape = None
-        # an engine that overlaps async calls sets this: a coroutine is returned as a Deferred
+        shape: tuple[tuple[str, ...], tuple[str, ...] | None] | None = None
+        self.shape = shape
+        # an engine that overlaps async calls sets this: a coroutine is returned as a Deferred (and a
+        # batched box process's Deferred is passed on)
         self.defer = False
 
     def __call__(self, record: Record) -> list:
@@ -516,6 +535,7 @@ class BoxCaller:
 
     def _call(self, record: Record) -> Any:
         """Call the box on ``record``'s input labels (any binding); its raw result."""
+        args: tuple[Any, ...]
         try:
             if self.arity == 1:
                 args = (self.take(record),)
@@ -536,16 +556,22 @@ class BoxCaller:
         except BaseException as e:  # SystemExit, GeneratorExit...: the box's failure, not the run's end
             raise self._raised(e, record) from e
 
-    def resume(self, future: Any, record: Record) -> list:
-        """The outputs of a deferred call (see ``defer``), once ``future`` (of its coroutine) is done."""
-        try:
-            result = future.result()
-        except SNetError:
-            raise
-        except BaseException as e:
-            raise self._raised(e, record) from e
+    def resume(self, outcome: Any, record: Record) -> list:
+        """The outputs of a deferred call (see ``defer``) from its outcome: the box's result, or a
+        :class:`~snet.core.batching.Settled` (a failure, or a result wrapped)."""
+        if type(outcome) is Settled:
+            try:
+                result = outcome.result()
+            except SNetError:
+                raise
+            except BaseException as e:
+                raise self._raised(e, record) from e
+        else:
+            result = outcome
         if type(record) is not dict:
             record = dict(record)
+        if type(result) is dict:
+            return [self._output(result, record)]
         return self._finish(result, record)
 
     def _finish(self, result: Any, record: Record) -> Any:
@@ -553,12 +579,15 @@ class BoxCaller:
         try:
             if result is None:
                 return []
+            if type(result) is Deferred and self.defer:  # a box process's call, batched (snet.core.processes)
+                return result
             if type(result) is CoroutineType:  # an async def box
                 if self.defer:  # the engine awaits it and comes back with resume()
                     return Deferred(result)
                 result = run_coroutine(result)  # awaited on the runtime's own loop (aloop.py)
                 if result is None:
                     return []
+            results: Sequence[Any]
             if type(result) is dict:
                 results = (result,)
             elif isinstance(result, Mapping):
@@ -583,7 +612,8 @@ class BoxCaller:
     def _output(self, res: dict, record: Record) -> dict:
         """The output record of the result ``res`` of ``record``: its variant checked, the rest inherited."""
         vlabels = self.vlabels
-        if vlabels is not None:
+        vtags = self.vtags
+        if vlabels is not None and vtags is not None:  # (both set, or neither)
             tags = None
             n = len(res)
             for i in range(len(vlabels)):
@@ -593,7 +623,7 @@ class BoxCaller:
                         if label not in res:
                             break
                     else:
-                        tags = self.vtags[i]
+                        tags = vtags[i]
                         break
             if tags is None:
                 raise self._bad_variant(res, record)
@@ -663,9 +693,8 @@ class BoxCaller:
     def _shape_dropped(self, labels: tuple) -> tuple | None:
         """What ``_dropped`` tells of a record with these labels (remembered for SHAPES shapes)."""
         consumed = self.consumed
-        drop = tuple(k for k in labels if k in consumed or k[:2] == "<#")
-        if len(drop) == len(labels):
-            drop = None
+        dropped = tuple(k for k in labels if k in consumed or k[:2] == "<#")
+        drop = None if len(dropped) == len(labels) else dropped
         if len(self.dropped) < self.SHAPES:
             self.dropped[labels] = drop
         return drop

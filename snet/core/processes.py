@@ -56,125 +56,30 @@ import pickle
 import queue
 import sys
 import threading
-import traceback
+import time
+from collections import deque
 from types import ModuleType
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from snet.core.boxes import argument_binding, end_forked_child, load_module_from_path
+from snet.core.batching import MAX_BATCH, BatchSizer, Settled, deliver, gather
+from snet.core.boxes import Deferred, argument_binding
+from snet.core.boxprocess import PROTOCOL, RemoteBoxException, _resident_bytes, _serve
 from snet.core.guard import BoxTimeout
 from snet.errors import SNetBindingError
 
 _PATH_LOADED_PREFIX = "snet_boxes_"  # module names of snet.core.boxes.load_module_from_path
-PROTOCOL = 5  # pickle protocol of arguments and answers (out-of-band buffers unused: one bytes object per message)
-
-
-class RemoteBoxException(Exception):
-    """Stands for an exception of a box process that cannot be pickled; reads as the original.
-
-    ``kind`` is the original exception's type name, ``box`` the box's name.
-    It pickles by its three fields, so it always reaches the parent.
-    """
-
-    def __init__(self, kind: str, message: str, box: str = ""):
-        super().__init__(message)
-        self.kind = kind
-        self.box = box
-
-    def __reduce__(self) -> tuple:
-        return type(self), (self.kind, str(self), self.box)
 
 
 class BoxArgumentNotSendable(TypeError):
     """An argument value of a process box cannot be pickled, so it cannot reach the box's process."""
 
+    __snet_traceback__: str  # "": the box did not run
+
 
 class BoxProcessDied(RuntimeError):
     """A box process ended during a call."""
 
-
-# -- in the worker process ----------------------------------------------------------------
-
-_functions: dict[str, Callable] = {}
-
-
-def _start_process(path: list[str], shipped: dict[str, tuple]) -> None:
-    """A process's start: the parent's import path, then its box's function."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it shuts the pool down
-    for entry in reversed(path):
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
-    for name, (kind, *detail) in shipped.items():
-        if kind == "module":
-            module_name, qualname = detail
-            target: Any = __import__(module_name, fromlist=["_"])
-            for part in qualname.split("."):
-                target = getattr(target, part)
-            _functions[name] = target
-        elif kind == "file":
-            path_, attribute = detail
-            # the same module name as in the parent (from the path's CRC): objects of classes defined in
-            # the box file travel both ways by reference
-            _functions[name] = getattr(load_module_from_path(path_), attribute)
-        else:
-            _functions[name] = pickle.loads(detail[0])
-
-
-def _serve(connection: Any, path: list[str], shipped: dict[str, tuple]) -> None:
-    """A box process: take pickled ``(args, kwargs)`` from the pipe, answer ``_call``'s pair, until the pipe ends."""
-    _start_process(path, shipped)
-    (name,) = shipped
-    loads, recv, send = pickle.loads, connection.recv_bytes, connection.send_bytes
-    while True:
-        try:
-            data = recv()
-        except (EOFError, OSError):
-            return  # the run is over
-        try:
-            args, kwargs = loads(data)
-        except Exception as e:  # e.g. a value of a class defined in the caller's main script
-            message = (f"its arguments cannot be read in the box process: {type(e).__name__}: {e} (a value of a class "
-                       f"the process cannot import, such as one defined in the main script, cannot travel)")
-            answer = pickle.dumps((False, (RemoteBoxException(type(e).__name__, message, name),
-                                           f"{type(e).__name__}: {message}\n")), PROTOCOL)
-        else:
-            answer = _answer(name, args, kwargs)
-        try:
-            send(answer)
-        except (EOFError, OSError):
-            return
-
-
-def _answer(name: str, args: tuple, kwargs: dict) -> bytes:
-    """One call in the process, pickled: ``(True, results)`` or ``(False, (exception or stand-in, traceback))``."""
-    pid = os.getpid()
-    try:
-        result = _functions[name](*args, **kwargs)
-        if os.getpid() != pid:  # a child the box forked, back from the call: it must not answer for the box
-            end_forked_child(name)
-        if inspect.iscoroutine(result):
-            import asyncio
-
-            result = asyncio.run(result)
-        if result is not None and not isinstance(result, (Mapping, str, bytes)) and hasattr(result, "__iter__"):
-            result = list(result)  # a generator cannot travel; its exceptions are the box's too
-    except BaseException as e:
-        tb = e.__traceback__.tb_next if e.__traceback__ is not None else None  # drop this frame
-        text = "".join(traceback.format_exception(type(e), e, tb))
-        try:
-            data = pickle.dumps(e, PROTOCOL)
-            pickle.loads(data)  # an exception whose __init__ wants other arguments pickles but does not load
-            carried: BaseException = e
-        except Exception:
-            carried = RemoteBoxException(type(e).__name__, str(e), name)
-        return pickle.dumps((False, (carried, text)), PROTOCOL)
-    try:
-        return pickle.dumps((True, result), PROTOCOL)
-    except Exception as e:  # a result that cannot be pickled: the box's failure, as in process
-        message = f"its result cannot be sent back from the box process: {type(e).__name__}: {e}"
-        return pickle.dumps((False, (RemoteBoxException(type(e).__name__, message, name),
-                                     f"{type(e).__name__}: {message}\n")), PROTOCOL)
+    __snet_traceback__: str  # "": the process is gone
 
 
 # -- in the parent -------------------------------------------------------------------------
@@ -217,7 +122,7 @@ def _main_hidden() -> Iterator[None]:
     if main is None:
         yield
         return
-    saved = {name: main.__dict__[name] for name in ("__spec__", "__file__") if name in main.__dict__}
+    saved: dict[str, Any] = {name: main.__dict__[name] for name in ("__spec__", "__file__") if name in main.__dict__}
     main.__dict__["__spec__"] = None
     main.__dict__.pop("__file__", None)
     try:
@@ -289,6 +194,11 @@ class BoxProcesses:
         """The process ids of the box processes running now (for tests and statistics)."""
         return [pid for pool in self._pools.values() for pid in pool.pids()]
 
+    def batches(self) -> tuple[int, int]:
+        """The batches sent to box processes so far and the calls they carried (calls sent alone not counted)."""
+        return (sum(pool.batches.messages for pool in self._pools.values()),
+                sum(pool.batches.calls for pool in self._pools.values()))
+
     def recycled(self) -> int:
         """Box processes replaced so far because they reached ``max_calls`` or ``max_memory``."""
         return sum(pool.recycled for pool in self._pools.values())
@@ -311,6 +221,10 @@ class _Pool:
     resident memory (read from ``/proc`` after each call) has passed
     ``max_memory`` bytes, is ended after its answer is read and a fresh one
     takes its place, so a box that leaks memory runs in constant memory.
+
+    Batched calls (an engine that overlaps them, FRONT) are queued by
+    ``submit`` and sent by one dispatcher thread per process
+    (:class:`_Batches`).
     """
 
     def __init__(self, name: str, function: Callable, count: int, labels: tuple = (),
@@ -322,7 +236,7 @@ class _Pool:
         self.recycled = 0
         self._function = function
         self._labels = labels
-        self._args = ([p for p in sys.path if p], {name: _shipped(name, function)})
+        self._args = ([p for p in sys.path if p], {name: _shipped(name, function)}, max_memory)
         self._context = _context()
         self._lock = threading.Lock()
         self._closed = False
@@ -332,8 +246,9 @@ class _Pool:
             for _ in range(count):
                 self._idle.put(self._start())
         self.stand_in = ProcessBox(self, function)
+        self.batches = _Batches(self)
 
-    def _start(self) -> tuple:
+    def _start(self) -> _Worker:
         """A new process serving this box on one end of a pipe (started with the main module hidden)."""
         here, there = self._context.Pipe()
         process = self._context.Process(target=_serve, args=(there, *self._args), daemon=True,
@@ -344,6 +259,32 @@ class _Pool:
         with self._lock:
             self._all.append(entry)
         return entry
+
+    def closed(self) -> bool:
+        return self._closed
+
+    def take(self) -> "_Worker":
+        """An idle process (waits for one); BoxProcessDied once the pool is shut down."""
+        while True:
+            try:
+                return self._idle.get(timeout=0.1)
+            except queue.Empty:
+                if self._closed:
+                    raise BoxProcessDied(f"the box processes of box '{self.name}' were shut down with the run") \
+                        from None
+
+    def put_back(self, entry: "_Worker") -> None:
+        """A process whose answer was read: idle again, or replaced when it is spent."""
+        if self._spent(entry):
+            with self._lock:
+                self.recycled += 1
+            self._replace(entry)
+        else:
+            self._idle.put(entry)
+
+    def lost(self, entry: "_Worker") -> None:
+        """A process that died or whose answer was lost: replaced."""
+        self._replace(entry)
 
     def call(self, args: tuple, kwargs: dict, timeout: float | None = None) -> Any:
         """The box's result for these arguments; past ``timeout`` seconds its process is replaced (BoxTimeout)."""
@@ -368,28 +309,25 @@ class _Pool:
         except BaseException:  # the wait was interrupted: the answer is lost with this process
             self._replace(entry)
             raise
-        if late:  # the call is abandoned with its process: terminated, a fresh one takes its place
+        if late and timeout is not None:  # the call is abandoned with its process: a fresh one takes its place
             self._replace(entry)
             raise BoxTimeout(self.name, timeout)
         entry.calls += 1
-        if self._spent(entry):
-            with self._lock:
-                self.recycled += 1
-            self._replace(entry)
-        else:
-            self._idle.put(entry)
+        self.put_back(entry)
+        got = self.settled(reply)
+        return got.result() if type(got) is Settled else got
+
+    def settled(self, reply: bytes) -> Any:
+        """The outcome of a call from its pickled answer (read with :class:`_ReplyUnpickler`): its result, or a
+        :class:`~snet.core.batching.Settled` failure."""
         try:
             ok, value = _ReplyUnpickler(io.BytesIO(reply)).load()
         except Exception as e:  # e.g. a class of the result that the parent cannot import
             error = RemoteBoxException(type(e).__name__, f"the answer of its box process cannot be read: "
                                                          f"{type(e).__name__}: {e}", self.name)
             error.__snet_traceback__ = ""
-            raise error from None
-        if ok:
-            return value
-        error, text = value
-        error.__snet_traceback__ = text  # read by BoxCaller._raised: the box's frames in the process
-        raise error
+            return Settled(False, error)
+        return outcome(ok, value)
 
     def _not_sendable(self, args: tuple, kwargs: dict, error: Exception) -> BoxArgumentNotSendable:
         """The error for arguments that do not pickle, naming the first value that does not and its label."""
@@ -471,6 +409,167 @@ class _ReplyUnpickler(pickle.Unpickler):
         return found
 
 
+def outcome(ok: bool, value: Any) -> Any:
+    """The outcome of a call from its answer's pair: its result, or a Settled failure whose exception carries the
+    box's traceback in the process."""
+    if ok:
+        return Settled(True, value) if type(value) is Settled else value
+    error, text = value
+    error.__snet_traceback__ = text  # read by BoxCaller._raised: the box's frames in the process
+    return Settled(False, error)
+
+
+class _Batches:
+    """The batched calls of one box's pool: a queue, and a dispatcher thread per process (snet.core.batching).
+
+    ``submit`` queues a call (its ``(args, kwargs)``, the entity to deliver
+    its outcome to, the record's number and item) and returns.  A
+    dispatcher takes an idle process, gathers up to a batch of queued calls
+    (as many as the sizer says, as many as the process may still answer
+    under ``max_calls``), pickles their arguments in one message, sends it,
+    waits for the answers without the GIL, and delivers every call's
+    outcome at once.  The dispatchers start with the first call submitted.
+    """
+
+    def __init__(self, pool: _Pool):
+        self.pool = pool
+        self.sizer = BatchSizer()
+        self._queue: deque = deque()
+        self._cond = threading.Condition()
+        self._waiting = 0
+        self._started = False
+        self.messages = 0  # batches sent to a process, for statistics and tests
+        self.calls = 0  # the calls they carried
+
+    def submit(self, work: tuple, entity: Any, seq: int, item: Any) -> None:
+        self._queue.append((work, entity, seq, item))
+        if not self._started:
+            self._start()
+        if self._waiting:
+            with self._cond:
+                self._cond.notify()
+
+    def _start(self) -> None:
+        with self._cond:
+            if self._started:
+                return
+            self._started = True
+        for i in range(self.pool.count):
+            threading.Thread(target=self._dispatch, name=f"snet-box-batches-{self.pool.name}-{i}",
+                             daemon=True).start()
+
+    def _dispatch(self) -> None:
+        pool, queue, closed = self.pool, self._queue, self.pool.closed
+        while not pool.closed():
+            if not queue:
+                with self._cond:
+                    self._waiting += 1
+                    try:
+                        if not queue and not pool.closed():
+                            self._cond.wait(0.05)
+                    finally:
+                        self._waiting -= 1
+                continue
+            try:
+                entry = pool.take()
+            except BoxProcessDied:
+                return  # the run is over
+            size = self.sizer.size
+            if pool.max_calls is not None:
+                size = max(1, min(size, pool.max_calls - entry.calls))
+            batch = gather(queue, size, closed)
+            if not batch:
+                pool.put_back(entry)
+                continue
+            try:
+                outcomes = self._run(entry, [work for work, _, _, _ in batch])
+            except BaseException as e:  # a fault of the dispatcher's own: the calls fail, the run does not hang
+                outcomes = [Settled(False, e)] * len(batch)
+            if pool.closed():
+                return  # the run is over: nobody waits for these
+            deliver([(entity, (seq, item, result)) for (_, entity, seq, item), result in zip(batch, outcomes)])
+
+    def _run(self, entry: "_Worker", calls: list) -> list:
+        """The outcomes of ``calls`` in process ``entry`` (handed back or replaced on every path)."""
+        pool = self.pool
+        try:
+            data = pickle.dumps(calls, PROTOCOL)
+        except Exception:  # some arguments do not pickle: those calls fail alone, the others go
+            pool.put_back(entry)
+            return self._sendable_only(calls)
+        connection = entry.connection
+        self.messages += 1
+        self.calls += len(calls)
+        started = time.perf_counter()
+        try:
+            connection.send_bytes(data)
+            reply = connection.recv_bytes()
+        except (EOFError, OSError):  # the process died in the batch: each call again alone, in a fresh one
+            pool.lost(entry)
+            return self._one_by_one(calls)
+        except BaseException:
+            pool.lost(entry)
+            raise
+        round_trip = time.perf_counter() - started
+        try:
+            answer = _ReplyUnpickler(io.BytesIO(reply)).load()
+        except Exception:  # an answer refused or unreadable: the answers again, each read alone
+            outcomes = self._separately(entry)
+        else:
+            if len(answer) == 2:  # (False, error): the process could not read the batch; each call alone tells
+                pool.put_back(entry)  # whose value it was
+                return self._one_by_one(calls)
+            work, outcomes, failures = answer
+            for i, pair in failures:
+                outcomes[i] = outcome(False, pair)
+            if len(outcomes) == len(calls):
+                self.sizer.measured(len(calls), round_trip, work)
+        entry.calls += len(outcomes)
+        pool.put_back(entry)
+        if len(outcomes) < len(calls):  # the process passed its memory limit: the rest in another
+            outcomes += self._run(pool.take(), calls[len(outcomes):])
+        return outcomes
+
+    def _sendable_only(self, calls: list) -> list:
+        pool = self.pool
+        outcomes: list = []
+        for args, kwargs in calls:
+            error = _pickling_error((args, kwargs))
+            if error is not None:
+                outcomes.append(Settled(False, pool._not_sendable(args, kwargs, error)))
+            else:
+                outcomes += self._run(pool.take(), [(args, kwargs)])
+        return outcomes
+
+    def _separately(self, entry: "_Worker") -> list:
+        """The last batch's answers again, each read on its own (one that cannot be read fails its call only)."""
+        connection = entry.connection
+        try:
+            connection.send_bytes(pickle.dumps(None, PROTOCOL))
+            parts = pickle.loads(connection.recv_bytes())
+        except BaseException:
+            self.pool.lost(entry)
+            raise
+        return [self.pool.settled(part) for part in parts]
+
+    def _one_by_one(self, calls: list) -> list:
+        outcomes = []
+        for args, kwargs in calls:
+            try:
+                outcomes.append(outcome(True, self.pool.call(args, kwargs)))
+            except BaseException as e:
+                outcomes.append(Settled(False, e))
+        return outcomes
+
+
+def _pickling_error(call: tuple) -> Exception | None:
+    try:
+        pickle.dumps(call, PROTOCOL)
+    except Exception as e:
+        return e
+    return None
+
+
 class _Worker:
     """One box process, the parent's end of its pipe, and the calls it has answered."""
 
@@ -480,15 +579,6 @@ class _Worker:
         self.process = process
         self.connection = connection
         self.calls = 0
-
-
-def _resident_bytes(pid: int | None) -> int:
-    """The resident memory of process ``pid`` (Linux ``/proc``; 0 where it cannot be read)."""
-    try:
-        with open(f"/proc/{pid}/statm", "rb") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 def _pickles(value: Any) -> bool:
@@ -517,5 +607,31 @@ class ProcessBox:
         """One call that fails with BoxTimeout past ``timeout`` seconds (its process replaced): see snet.core.guard."""
         return self._pool.call(args, kwargs, timeout)
 
+    def __snet_batched__(self) -> "BatchedProcessBox":
+        """The stand-in for an engine that overlaps calls: its calls are submitted and go in batches."""
+        return BatchedProcessBox(self)
 
-__all__ = ["BoxArgumentNotSendable", "BoxProcesses", "BoxProcessDied", "ProcessBox", "RemoteBoxException"]
+
+class BatchedProcessBox:
+    """A box process stand-in whose call returns a :class:`~snet.core.boxes.Deferred` of its arguments.
+
+    The engine submits it to the pool's batch queue (``_Batches.submit``);
+    ``BATCH_LIMIT`` calls per unit of box concurrency may be in flight, so
+    that one batch can fill while another is in a process.
+    """
+
+    BATCH_LIMIT = 2 * MAX_BATCH
+
+    def __init__(self, box: ProcessBox):
+        self._submit = box._pool.batches.submit
+        signature = getattr(box, "__signature__", None)
+        if signature is not None:
+            self.__signature__ = signature
+        self.__name__ = box.__name__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Deferred:
+        return Deferred((args, kwargs), self._submit)
+
+
+__all__ = ["BatchedProcessBox", "BoxArgumentNotSendable", "BoxProcesses", "BoxProcessDied", "ProcessBox",
+           "RemoteBoxException"]

@@ -186,6 +186,7 @@ def decode_field(text: str, allow_pickle: bool) -> Any:
             raise ValueFormError(f"({ctype}[]) needs an array size")
         if ctype in _CHAR_TYPES:
             return _decode_chars(body, None if count_text is None else int(count_text), ctype)
+        convert: type[int] | type[float]
         if ctype in _INT_TYPES:
             pattern, convert, kind = _INT, int, "an integer"
         elif ctype in _FLOAT_TYPES:

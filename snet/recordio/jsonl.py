@@ -112,7 +112,8 @@ def read_jsonl(f: IO, name: str, *, allow_pickle: bool = False) -> Iterator[dict
                     record[label] = _field_from_json(value, label, name, lineno, allow_pickle)
             elif label in tag_labels:
                 if type(value) is not int:
-                    raise RecordFileError(name, lineno, record_problem({label: value}, _json_text))
+                    problem = record_problem({label: value}, _json_text)
+                    raise RecordFileError(name, lineno, problem or f"tag '{label}' must be an integer")
             else:  # a label not seen before: the full check (snet.records)
                 problem = record_problem({label: value}, _json_text)
                 if problem is not None:

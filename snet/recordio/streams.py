@@ -173,8 +173,7 @@ class BatchWriter:
         self._pending: list[str] = [self.PROLOGUE] if self.PROLOGUE else []
         self._closed = False
 
-    @staticmethod
-    def format_record(record: dict) -> str:  # pragma: no cover - overridden
+    def format_record(self, record: dict) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
 
     def write(self, record: dict) -> None:

@@ -31,6 +31,7 @@ import difflib
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from snet.errors import Diagnostic, SNetCompileError, SNetUsageError
 from snet.gcpause import gc_paused
@@ -48,6 +49,8 @@ from snet.typesys.metadata import MetadataIndex
 from snet.typesys.scopes import Resolution, Scope, net_references, resolve
 from snet.typesys.types import TypeChecker, TypeInfo
 from snet.typesys.warnings import find_warnings
+
+N = TypeVar("N", bound=Node)
 
 # Every use of a net is expanded into its own subtree, so nets that use each
 # other twice per level grow exponentially; stop with a clear error instead
@@ -211,7 +214,9 @@ def compile_source(text: str, filename: str = "<string>", net: str | None = None
         SNetCompileError: syntax (first), name, label, cycle errors (all).
         SNetUsageError: no net, or an ambiguous or unknown ``net``.
     """
-    return compile_analysis(text, filename, net, options=options)[1]
+    graph = compile_analysis(text, filename, net, options=options)[1]
+    assert graph is not None, "require_run: a net was chosen, or SNetUsageError was raised"
+    return graph
 
 
 def compile_analysis(text: str, filename: str = "<string>", net: str | None = None,
@@ -253,7 +258,7 @@ def build_graph(analysis: Analysis, run: ast.NetDef) -> PropertyGraph:
                        _inline(d))
         for d, _ in analysis.resolution.definitions() if isinstance(d, ast.BoxDecl))
     return PropertyGraph(
-        root=root, nodes=tuple(builder.nodes), net_name=run.name,
+        root=root, nodes=builder.built(), net_name=run.name,
         signature=analysis.checker.signature_text(run), boxes=boxes, source=analysis.source,
         warnings=tuple(w.render() for w in analysis.warnings), linked=analysis.linked)
 
@@ -297,9 +302,15 @@ class _GraphBuilder:
         self.nodes.append(None)
         return len(self.nodes) - 1
 
-    def _add(self, node: Node) -> Node:
+    def _add(self, node: N) -> N:
         self.nodes[node.id] = node
         return node
+
+    def built(self) -> tuple[Node, ...]:
+        """Every node, by id, once the root is built (each id given out has its node by then)."""
+        nodes = tuple(n for n in self.nodes if n is not None)
+        assert len(nodes) == len(self.nodes), "a node id was given out and no node added for it"
+        return nodes
 
     def net_occurrence(self, net: ast.NetDef, span, placement: int | None) -> NetNode:
         nid = self._new_id()
@@ -326,7 +337,7 @@ class _GraphBuilder:
             target = scope.lookup(e.name)
             if isinstance(target, ast.BoxDecl):
                 return self.box_occurrence(target, e.span, scope)
-            return self.net_occurrence(target, e.span, None)
+            return self.net_occurrence(scope.resolved(e.name, ast.NetDef), e.span, None)
         info: TypeInfo = self.checker.infer(e, scope)
         common = {"span": e.span, "in_type": info.in_type, "out_type": info.out_type}
         if isinstance(e, ast.Identity):
@@ -342,13 +353,13 @@ class _GraphBuilder:
             return self._add(SyncNode(id=self._new_id(), patterns=_patterns(e.patterns), stateful=True,
                                       **common))
         if isinstance(e, ast.Placement):
-            operand = e.operand
-            if isinstance(operand, ast.NameRef):
-                target = scope.lookup(operand.name)
+            placed = e.operand
+            if isinstance(placed, ast.NameRef):
+                target = scope.lookup(placed.name)
                 if isinstance(target, ast.NetDef):
-                    return self.net_occurrence(target, operand.span, e.machine)
+                    return self.net_occurrence(target, placed.span, e.machine)
             nid = self._new_id()
-            body = self.expr(operand, scope)
+            body = self.expr(placed, scope)
             return self._add(NetNode(id=nid, name=f"@{e.machine}", body=body, placement=e.machine,
                                      **common, **_flags((body,))))
         nid = self._new_id()

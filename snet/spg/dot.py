@@ -135,9 +135,9 @@ class _Dot:
             if n.placement is not None:
                 label += f" @ {n.placement}"
             self.open_cluster(f"n{n.id}", label, style="rounded")
-            ends = self.draw(n.body)
+            body = self.draw(n.body)
             self.close_cluster()
-            return ends
+            return body
         if isinstance(n, ParallelNode):
             return self._parallel(n)
         if isinstance(n, StarNode):

@@ -324,10 +324,10 @@ def _definition_level_markup(text: str, pos: int, parser_state, line: int, colum
         return "skip", close + len(closer)
     prefix = m.group("prefix")
     closing = re.compile(rf"</{re.escape(prefix) + ':' if prefix else ''}metadata\s*>")
-    close = closing.search(text, m.end())
-    if close is None:
+    found = closing.search(text, m.end())
+    if found is None:
         raise LexicalError("unterminated metadata block", line, column)
-    return "METADATA", close.end()
+    return "METADATA", found.end()
 
 
 def _metadata_allowed(parser_state) -> bool:

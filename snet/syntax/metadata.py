@@ -53,7 +53,8 @@ class _Reader:
     def skip(self) -> None:
         """Whitespace and XML comments."""
         while True:
-            self.pos = _SPACE.match(self.text, self.pos).end()
+            space = _SPACE.match(self.text, self.pos)
+            self.pos = space.end() if space is not None else self.pos  # (\s* matches everywhere)
             if self.text.startswith("<!--", self.pos):
                 close = self.text.find("-->", self.pos + 4)
                 if close < 0:
@@ -92,7 +93,7 @@ class _Reader:
 
     def elements(self) -> list[MetaElement]:
         """Elements up to (not including) the next closing tag ``</``."""
-        out = []
+        out: list[MetaElement] = []
         while True:
             self.skip()
             if self.text.startswith("</", self.pos) or self.pos >= len(self.text):
@@ -105,7 +106,7 @@ class _Reader:
         start = self.pos
         self.expect("<")
         key = self.key()
-        attributes = []
+        attributes: list[tuple[str, str]] = []
         while True:
             self.skip()
             if self.text.startswith("/>", self.pos):
@@ -129,6 +130,7 @@ class _Reader:
         # Content: text or child elements (comments allowed around and between them).
         save = self.pos
         self.skip()
+        children: tuple[MetaElement, ...]
         if self.text.startswith("</", self.pos):  # empty, or only comments
             text, children = "", ()
         elif self.text.startswith("<", self.pos):
@@ -161,6 +163,8 @@ def parse_metadata(block: str, offset: int, source: Source, line_of) -> Metadata
         MetadataError: with the offset of the problem.
     """
     opening = METADATA_OPEN_RE.match(block)
+    if opening is None:  # the lexer makes a METADATA token only where the opening tag is
+        raise MetadataError("a metadata block starts with <metadata> or <PREFIX:metadata>", offset)
     inner_start = opening.end()
     inner_end = block.rfind("</")
     reader = _Reader(block[:inner_end], offset, source, line_of)

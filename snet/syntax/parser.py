@@ -136,7 +136,9 @@ def parse(text: str, filename: str = "<string>", source: Source | None = None, d
             parsers.builder.rts = SNetLexer.rts = rts
             SNetLexer.record = tokens
             try:
-                return parsers.lark.parse(text)
+                program = parsers.lark.parse(text)  # the AstBuilder, lark's transformer, made it
+                assert isinstance(program, Program), type(program)
+                return program
             finally:
                 parsers.builder.rts = SNetLexer.rts = False
                 SNetLexer.record = None

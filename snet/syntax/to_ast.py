@@ -12,6 +12,8 @@ occurrence at the name, a binary tag-expression operator at the operator.
 
 from __future__ import annotations
 
+from typing import cast
+
 from lark import Token, Transformer
 
 from snet.inlinecode import INLINE_LANGUAGE, InlineCodeError, compile_python, split_token
@@ -37,7 +39,9 @@ class AstBuilder(Transformer):
         self.rts = False  # the reference distribution's dialect (set per parse)
 
     def span(self, tok: Token) -> Span:
-        return Span(self.source, tok.line, tok.column, tok.end_line, tok.end_column)
+        # Every token of the lexer has its position (lark's Token allows None, for tokens made by hand).
+        return Span(self.source, cast(int, tok.line), cast(int, tok.column), cast(int, tok.end_line),
+                    cast(int, tok.end_column))
 
     # ---- program and definitions
 

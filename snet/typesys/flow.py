@@ -136,7 +136,7 @@ class Flow:
             target = scope.lookup(e.name)
             if isinstance(target, ast.BoxDecl):
                 return self._box(e, target, recs)
-            out = self.run_net(target, recs)
+            out = self.run_net(scope.resolved(e.name, ast.NetDef), recs)
             return out
         if isinstance(e, ast.Identity):
             return set(recs)

@@ -22,12 +22,17 @@ answers for a program without resolution errors.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, TypeVar, Union
 
 from snet.errors import Diagnostic
 from snet.gcpause import paused
 from snet.source import Span
 from snet.syntax import ast
+
+#: a definition that declares a name (metadata declares none)
+Named = Union[ast.BoxDecl, ast.NetDef, ast.TypeDef, ast.TypesigDef]
+
+D = TypeVar("D", ast.BoxDecl, ast.NetDef, ast.TypeDef, ast.TypesigDef)
 
 KIND_NAMES = {ast.BoxDecl: "box", ast.NetDef: "net", ast.TypeDef: "type", ast.TypesigDef: "typesig"}
 
@@ -43,10 +48,10 @@ class Scope:
     parent: "Scope | None"
     owner: ast.NetDef | None  # None for the file scope
     depth: int
-    names: dict[str, object] = field(default_factory=dict)
+    names: dict[str, Named] = field(default_factory=dict)
     metadata: list[ast.Metadata] = field(default_factory=list)
 
-    def lookup(self, name: str):
+    def lookup(self, name: str) -> Named | None:
         scope: Scope | None = self
         while scope is not None:
             found = scope.names.get(name)
@@ -54,6 +59,12 @@ class Scope:
                 return found
             scope = scope.parent
         return None
+
+    def resolved(self, name: str, kind: type[D]) -> D:
+        """The ``kind`` definition that ``name`` names: for the passes after resolution, which checked it."""
+        found = self.lookup(name)
+        assert isinstance(found, kind), f"'{name}' names {found!r}, not a {kind.__name__} (resolution checks this)"
+        return found
 
     def chain(self) -> list["Scope"]:
         """The scopes from the file scope down to this one."""
@@ -82,7 +93,7 @@ class Resolution:
         self._home: dict[int, Scope] = {}  # id(definition) -> the scope that holds it
         self._inner: dict[int, Scope] = {}  # id(net) -> the scope of its names
         self._keep: list[object] = []  # keeps ids above stable while this object lives
-        self._definitions: list[tuple[object, Scope]] | None = None  # made by definitions()
+        self._definitions: list[tuple[Named, Scope]] | None = None  # made by definitions()
 
     # ---- queries (valid only when there are no errors)
 
@@ -113,7 +124,7 @@ class Resolution:
         """The scope in which `net`'s signature and connect expression are resolved."""
         return self._inner[id(net)]
 
-    def definitions(self) -> Iterator[tuple[object, Scope]]:
+    def definitions(self) -> Iterator[tuple[Named, Scope]]:
         """Every definition in the file with its holding scope, in source order.
 
         The list is made on the first call (after the definitions are declared, which
@@ -333,10 +344,11 @@ def _shadowing_hint(res: Resolution, cycle: list, kind: str) -> str:
 
 def _check_cycles(res: Resolution) -> None:
     """Nets that use themselves; types and typesigs defined through themselves."""
-    edges: dict[int, list[tuple[object, object]]] = {}  # id(def) -> [(target def, ref)]
-    nodes: list[object] = []
+    Ref = Union[ast.NameRef, ast.TypeRef, ast.TypesigRef]
+    edges: dict[int, list[tuple[Named, Ref]]] = {}  # id(def) -> [(target def, ref)]
+    nodes: list[Named] = []
     for d, scope in res.definitions():
-        out = []
+        out: list[tuple[Named, Ref]] = []
         if isinstance(d, ast.NetDef) and d.body is not None:
             inner = res.net_scope(d)
             for ref in net_references(d.body):
@@ -345,10 +357,10 @@ def _check_cycles(res: Resolution) -> None:
                     out.append((target, ref))
         elif isinstance(d, (ast.TypeDef, ast.TypesigDef)):
             rhs = res.rhs_scope(d)
-            for ref in _type_references(d):
-                target = rhs.lookup(ref.name)
+            for type_ref in _type_references(d):
+                target = rhs.lookup(type_ref.name)
                 if isinstance(target, (ast.TypeDef, ast.TypesigDef)):
-                    out.append((target, ref))
+                    out.append((target, type_ref))
         else:
             continue
         nodes.append(d)
@@ -362,7 +374,7 @@ def _check_cycles(res: Resolution) -> None:
         if colour[id(root)] != WHITE:
             continue
         # Iterative DFS keeping the path, so deep nestings do not hit the recursion limit.
-        path: list[object] = [root]
+        path: list[Named] = [root]
         iters = [iter(edges[id(root)])]
         colour[id(root)] = GREY
         while iters:
@@ -372,7 +384,7 @@ def _check_cycles(res: Resolution) -> None:
                 path.pop()
                 iters.pop()
                 continue
-            target, ref = step
+            target, via = step
             c = colour.get(id(target), BLACK)
             if c == WHITE:
                 colour[id(target)] = GREY
@@ -387,8 +399,8 @@ def _check_cycles(res: Resolution) -> None:
                 reported.add(key)
                 names = " -> ".join([d.name for d in cycle] + [target.name])
                 if isinstance(target, ast.NetDef):
-                    res.error(ref.span, f"net '{target.name}' uses itself: {names}")
+                    res.error(via.span, f"net '{target.name}' uses itself: {names}")
                 else:
                     kind = kind_of(target)
-                    res.error(ref.span, f"{kind} '{target.name}' is defined in terms of itself: {names}"
+                    res.error(via.span, f"{kind} '{target.name}' is defined in terms of itself: {names}"
                                         f"{_shadowing_hint(res, cycle, kind)}")

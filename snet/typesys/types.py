@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from snet.records import format_labels
+from snet.source import Span
 from snet.syntax import ast
 from snet.typesys.scopes import Resolution, Scope
 
@@ -52,7 +53,7 @@ Variant = frozenset
 Type = tuple
 
 
-def unique(variants: Iterable[frozenset]) -> tuple[frozenset, ...]:
+def unique(variants: Iterable[frozenset[str]]) -> tuple[frozenset[str], ...]:
     """Variants in first-appearance order, duplicates removed."""
     return tuple(dict.fromkeys(variants))
 
@@ -80,7 +81,7 @@ class DeclaredMap:
 
     inputs: Type
     outputs: Type | None
-    span: object = None
+    span: Span | None = None
 
 
 class TypeChecker:
@@ -103,7 +104,7 @@ class TypeChecker:
             if isinstance(atom, ast.RecordType):
                 out.append(atom.label_set())
             else:
-                out.extend(self.type_def(scope.lookup(atom.name)))
+                out.extend(self.type_def(scope.resolved(atom.name, ast.TypeDef)))
         return unique(out)
 
     def type_def(self, definition: ast.TypeDef) -> Type:
@@ -125,8 +126,8 @@ class TypeChecker:
                 stack.pop()
                 continue
             scope = self.res.rhs_scope(d)
-            pending = [t for t in (scope.lookup(a.name) for a in d.type.atoms if isinstance(a, ast.TypeRef))
-                       if id(t) not in done]
+            pending = [t for t in (scope.resolved(a.name, ast.TypeDef) for a in d.type.atoms
+                                   if isinstance(a, ast.TypeRef)) if id(t) not in done]
             if pending:
                 stack.extend(pending)
                 continue
@@ -143,7 +144,7 @@ class TypeChecker:
         maps: list[DeclaredMap] = []
         for item in signature.items:
             if isinstance(item, ast.TypesigRef):
-                definition = scope.lookup(item.name)
+                definition = scope.resolved(item.name, ast.TypesigDef)
                 maps.extend(self.signature_maps(definition.signature, self.res.rhs_scope(definition)))
             else:
                 outputs = None if item.output is None else self.type_of(item.output, scope)
@@ -153,6 +154,8 @@ class TypeChecker:
         return result
 
     def declared(self, net: ast.NetDef) -> tuple[DeclaredMap, ...]:
+        """The type maps of a net's signature (callers ask only for a net that has one)."""
+        assert net.signature is not None, f"net '{net.name}' declares no signature"
         return self.signature_maps(net.signature, self.res.net_scope(net))
 
     # ---- nets
@@ -221,7 +224,7 @@ class TypeChecker:
             target = scope.lookup(e.name)
             if isinstance(target, ast.BoxDecl):
                 return self.box_type(target)
-            return self.net_type(target)
+            return self.net_type(scope.resolved(e.name, ast.NetDef))
         if isinstance(e, ast.Identity):
             return TypeInfo((frozenset(),), (frozenset(),), frozenset())
         if isinstance(e, ast.Filter):
@@ -242,9 +245,9 @@ class TypeChecker:
                             any(i.open_out for i in infos))
         if isinstance(e, ast.Star):
             inner = self.infer(e.operand, scope)
-            patterns = unique(p.pattern.label_set() for p in e.patterns)
-            prov = EVERY if inner.prov is EVERY else inner.prov.union(*patterns)
-            return TypeInfo(unique(inner.in_type + patterns), patterns, prov)
+            exits = unique(p.pattern.label_set() for p in e.patterns)
+            prov = EVERY if inner.prov is EVERY else inner.prov.union(*exits)
+            return TypeInfo(unique(inner.in_type + exits), exits, prov)
         if isinstance(e, ast.Split):
             inner = self.infer(e.operand, scope)
             tags = {e.tag.text} | ({e.hi_tag.text} if e.hi_tag is not None else set())

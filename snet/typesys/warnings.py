@@ -62,8 +62,8 @@ def _signature_warnings(net: ast.NetDef, checker: TypeChecker, out: list[Diagnos
                 if not accepts(d):
                     unmet = _unmet_stage(net, d, checker)
                     if unmet is not None:
-                        stage, missing = unmet
-                        names = " and ".join(f"'{label}'" for label in sorted(missing))
+                        stage, lacking = unmet
+                        names = " and ".join(f"'{label}'" for label in sorted(lacking))
                         out.append(Diagnostic(
                             "warning", span,
                             f"net '{net.name}': {stage} needs {names}, which neither declared input "

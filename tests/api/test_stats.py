@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 
 import snet
-from snet.stats import BoxStats, FrontStats, ReferenceStats, RunStats
+from snet.stats import LATENCY_BOUNDS, LATENCY_BUCKETS, BoxStats, FrontStats, ReferenceStats, RunStats
 
 SOURCE = "net n { box double ((a) -> (a)); box keep ((a) -> (a) | (b)); } connect double .. keep;"
 
@@ -54,7 +56,11 @@ def test_the_json_form_keeps_the_keys_of_the_stats_line(net, engine):
     list(execution)
     data = json.loads(json.dumps(execution.stats().to_json()))
     assert data["engine"] == engine and data["records_in"] == 2 and data["records_out"] == 2
-    assert set(data["boxes"]["double"]) == {"calls", "seconds"} and data["boxes"]["double"]["calls"] == 2
+    double = data["boxes"]["double"]
+    live = {"queued", "limit"} if engine == "front" else set()  # what FRONT says of a box now
+    assert set(double) == {"calls", "seconds", "histogram"} | live and double["calls"] == 2
+    assert len(double["histogram"]) == len(data["latency_bounds"]) + 1 and sum(double["histogram"]) == 2
+    assert data["resident_bytes"] > 1 << 20
     if engine == "front":
         assert set(data["entities"]) == {"created", "alive", "peak", "reclaimed"}
         assert {"invocations", "continuations", "steals", "licences_stolen",
@@ -116,3 +122,110 @@ def test_front_box_time_of_short_calls_is_sampled_and_of_long_calls_exact():
     assert stats.boxes["quick"].seconds > 0
     # 100 calls of 2 ms: at most the 15 calls before the first sampled slow one go uncounted
     assert stats.boxes["turns_slow"].seconds >= 85 * 0.002
+
+
+WAIT = 60  # seconds: an upper bound for each step, never a pace
+
+
+def until(condition, what: str):
+    """``condition()``'s value once it is true, failing (not hanging) after WAIT seconds."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.005)
+    raise AssertionError(f"{what} did not happen within {WAIT} s")
+
+
+def test_a_session_gives_each_box_s_figures_while_it_runs():
+    """session.stats(): calls, histogram, p99, the records queued for a box now, its limit, the memory."""
+    release = threading.Event()
+
+    def gate(a):
+        if a == 100:
+            release.wait(WAIT)  # the call in progress: later records queue for the gate
+        return {"a": a}
+
+    net = snet.load("net g { box f ((a) -> (a)); box gate ((a) -> (a)); } connect f .. gate;",
+                    boxes={"f": lambda a: {"a": a}, "gate": gate})
+    with net.session(engine="front", workers=2, box_concurrency=1) as session:
+        try:
+            for a in range(3):
+                session.feed({"a": a})
+            got: list = []
+            until(lambda: got.extend(session.poll()) or len(got) == 3, "three outputs")
+            assert sorted(r["a"] for r in got) == [0, 1, 2]
+            stats = session.stats()
+            for name in ("f", "gate"):
+                box = stats.boxes[name]
+                assert box.calls == 3 and sum(box.histogram) == 3 and len(box.histogram) == LATENCY_BUCKETS
+                assert 0 < box.p99 <= LATENCY_BOUNDS[-1] and box.limit == 1 and box.queued == 0
+            assert stats.resident_bytes > 1 << 20
+            session.feed({"a": 100})
+            session.feed({"a": 101})
+            session.feed({"a": 102})
+            # The gate holds record 100; the other worker brings what the input throttle admits after it
+            # through f to the gate's inbox, where it waits.
+            queued = until(lambda: (now := session.stats()).boxes["gate"].queued and now, "a record queued")
+            assert 1 <= queued.boxes["gate"].queued <= queued.records_in - 4
+            assert queued.boxes["gate"].calls == 3 and queued.records_out == 3
+            shown = queued._repr_html_()
+            assert shown.count("<tr>") == 3 and "<td>gate</td>" in shown and "held in synchro-cells 0" in shown
+        finally:
+            release.set()
+        outs = session.close()
+    final = session.stats()
+    assert sorted(r["a"] for r in outs) == [100, 101, 102]
+    assert final.boxes["gate"].calls == 6 and final.boxes["gate"].queued == 0
+    assert final.boxes["gate"].quantile(1.0) >= final.boxes["f"].quantile(1.0)  # the held call is the longest
+
+
+def test_the_engines_and_the_metrics_keep_one_set_of_buckets():
+    """FRONT's C constant is the length of snet.stats's bounds; a call lands in the first bucket bounding it."""
+    import snet_front.runtime as runtime
+
+    from snet.stats import latency_bucket
+
+    assert runtime.LATENCY_BUCKETS_COUNT == LATENCY_BUCKETS == len(LATENCY_BOUNDS) + 1
+    assert LATENCY_BOUNDS[:5] == (1e-6, 1.5e-6, 2e-6, 3e-6, 4e-6)
+    assert all(b < c for b, c in zip(LATENCY_BOUNDS, LATENCY_BOUNDS[1:]))
+    for i, bound in enumerate(LATENCY_BOUNDS):
+        assert latency_bucket(bound * 0.999) == i and latency_bucket(bound * 1.001) == i + 1
+    assert latency_bucket(0.0) == 0 and latency_bucket(3600.0) == LATENCY_BUCKETS - 1
+    box = BoxStats(100, 1.0, histogram=(0,) * 10 + (100,) + (0,) * (LATENCY_BUCKETS - 11))
+    assert LATENCY_BOUNDS[9] < box.p99 <= LATENCY_BOUNDS[10]
+    assert BoxStats(3, 1.0).p99 is None  # an engine that keeps no histogram
+
+
+def test_a_snapshot_draws_the_table_of_top_with_rich(net):
+    """``rich.print(stats)``: the heading and a row per box, the columns of ``snet run --top``."""
+    rich_console = pytest.importorskip("rich.console", reason="drawing a snapshot needs rich")
+    import io
+
+    execution = net.run([{"a": i} for i in range(8)], engine="front", workers=1)
+    list(execution)
+    screen = io.StringIO()
+    rich_console.Console(file=screen, width=120, color_system=None).print(execution.stats())
+    lines = screen.getvalue().splitlines()
+    assert lines[0].startswith("snet: ") and "in 8, out 8" in lines[0]
+    header = [c.strip() for c in lines[3].split("┃") if c.strip()]
+    assert header == ["box", "calls", "calls/s", "mean", "p99", "share", "queued", "limit"]
+    rows = {cells[0]: cells for cells in ([c.strip() for c in line.split("│") if c.strip()]
+                                          for line in lines[5:-1])}
+    assert set(rows) == {"double", "keep"} and rows["double"][1] == rows["keep"][1] == "8"
+    assert rows["double"][6:] == ["0", "1"]  # nothing queued at the end; one call at a time on one worker
+
+
+def test_an_async_session_gives_the_same_figures(net):
+    import asyncio
+
+    async def main():
+        async with net.asession(engine="front", workers=1) as session:
+            outputs = [await session.submit({"a": i}) for i in range(5)]
+            return outputs, session.stats()
+
+    outputs, stats = asyncio.run(main())
+    assert len(outputs) == 5 and isinstance(stats, RunStats)
+    assert stats.boxes["double"].calls == sum(stats.boxes["double"].histogram) == 5
+    assert stats.boxes["double"].limit == 1 and stats.boxes["double"].p99 is not None

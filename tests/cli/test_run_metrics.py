@@ -65,6 +65,11 @@ def box(samples: dict, name: str, box_name: str) -> float:
     return samples[(name, (("box", box_name),))]
 
 
+def bucket(samples: dict, box_name: str, le: str) -> float:
+    """The cumulative count of box ``box_name``'s ``snet_box_seconds`` histogram at bound ``le``."""
+    return samples[("snet_box_seconds_bucket", (("box", box_name), ("le", le)))]
+
+
 def in_time(action, what: str):
     """Run ``action`` in a thread, failing (not hanging) if it has not returned within WAIT seconds."""
     result: list = []
@@ -101,6 +106,11 @@ def test_scrape_during_the_run_finds_every_box_and_ends_equal_to_stats_json(netd
             assert box(live, "snet_box_calls_total", name) == 3
             assert box(live, "snet_box_failures_total", name) == 0
             assert box(live, "snet_box_seconds_count", name) == 3
+            assert bucket(live, name, "+Inf") == 3
+            if engine == "front":
+                assert box(live, "snet_box_queued", name) == 0
+                assert box(live, "snet_box_concurrency", name) >= 1
+        assert live[("snet_resident_bytes", ())] > 1 << 20
         assert live[("snet_records_in_total", ())] == 3
         assert live[("snet_records_out_total", ())] == 3
 
@@ -130,6 +140,17 @@ def test_scrape_during_the_run_finds_every_box_and_ends_equal_to_stats_json(netd
         assert box(final, "snet_box_calls_total", name) == entry["calls"] == 4
         assert box(final, "snet_box_seconds_count", name) == entry["calls"]
         assert box(final, "snet_box_seconds_sum", name) == pytest.approx(entry["seconds"], rel=1e-9, abs=1e-12)
+        # The same buckets in both: the served histogram is the cumulative sum of the one written.
+        assert len(entry["histogram"]) == len(stats["latency_bounds"]) + 1
+        cumulative = 0
+        for bound, count in zip(stats["latency_bounds"], entry["histogram"]):
+            cumulative += count
+            assert bucket(final, name, repr(bound)) == cumulative
+        assert bucket(final, name, "+Inf") == sum(entry["histogram"]) == entry["calls"]
+    # The gate's held call is the longest of its four.
+    gate = stats["boxes"]["gate"]["histogram"]
+    assert max(i for i, count in enumerate(gate) if count) >= max(i for i, count in enumerate(
+        stats["boxes"]["f"]["histogram"]) if count)
     assert final[("snet_records_in_total", ())] == stats["records_in"] == 4
     assert final[("snet_records_out_total", ())] == stats["records_out"] == 4
     assert final[("snet_records_held", ())] == stats["held_in_cells"] == 0

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from frontend_helpers import CASES_DIR, snet_cli
+from frontend_helpers import CASES_DIR
 from snet.errors import SNetCompileError
 from snet.spg.build import compile_file
 
@@ -47,7 +47,7 @@ def test_conformance_network_compiles_unless_it_is_a_static_error(case, monkeypa
 
 
 @pytest.mark.parametrize("case", _cases())
-def test_snet_check_command_on_every_case(case):
+def test_snet_check_command_on_every_case(case, snet_in_process):
     """``snet check net.snet`` as a user runs it: a case that expects exit 2 with a source
     position on standard error (a static error) fails with exit 2 and that text; a case
     that expects exit 2 without one (boxes missing from the ``net.py`` beside it, which
@@ -57,7 +57,7 @@ def test_snet_check_command_on_every_case(case):
     spec = json.loads((folder / "case.json").read_text())
     wanted = spec.get("stderr", [])
     static = spec.get("exit") == 2 and any(s.startswith("net.snet:") for s in wanted)
-    result = snet_cli("check", "net.snet", cwd=folder)
+    result = snet_in_process("check", "net.snet", cwd=folder)
     if spec.get("exit") == 2:
         assert result.returncode == 2, result.stderr
         for text in wanted:

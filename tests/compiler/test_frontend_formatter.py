@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from frontend_helpers import ROOT
+from quickloop import examples
 from snet.errors import SNetCompileError, SNetSyntaxError
 from snet.syntax.formatter import format_text
 from snet.syntax.parser import parse
@@ -155,7 +156,7 @@ def test_long_connect_expressions_are_broken_to_fit_and_names_line_up():
                                 f"    .. {stages[-1]};"]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs)
 def test_formatting_is_a_fixed_point(program):
     text = format_program(program)
@@ -220,7 +221,7 @@ def _with_comments(text: str, places: list[int], kinds: list[int]) -> str:
     return "".join(out)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs.filter(lambda p: p.definitions), st.lists(st.integers(0, 10_000), max_size=8),
        st.lists(st.integers(0, 3), min_size=8, max_size=8))
 def test_comments_anywhere_are_kept_and_the_result_is_a_fixed_point(program, places, kinds):

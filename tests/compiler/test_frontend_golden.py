@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from frontend_helpers import GOLDEN, snet_cli
+from frontend_helpers import GOLDEN
 
 CASES = sorted(p.stem for p in GOLDEN.glob("*.snet"))
 
@@ -21,11 +21,11 @@ def test_there_is_a_golden_case_for_every_message_family():
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_snet_check_output_matches_golden_file(name):
+def test_snet_check_output_matches_golden_file(name, snet_in_process):
     expected_err = (GOLDEN / f"{name}.err").read_text()
     out_file = GOLDEN / f"{name}.out"
     expected_out = out_file.read_text() if out_file.exists() else ""
-    result = snet_cli("check", f"{name}.snet", cwd=GOLDEN)
+    result = snet_in_process("check", f"{name}.snet", cwd=GOLDEN)
     assert result.stderr == expected_err
     assert result.stdout == expected_out
     assert result.returncode == (2 if "error: " in expected_err else 0)

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from frontend_helpers import CASES_DIR
+from quickloop import examples
 from snet.syntax import ast
 from snet.syntax.parser import parse
 from snet.syntax.printer import format_expr, format_program, format_texpr
@@ -104,14 +105,14 @@ definitions = st.recursive(
 programs = st.lists(definitions, max_size=4).map(lambda ds: ast.Program(tuple(ds)))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs)
 def test_printed_programs_parse_back_to_the_same_ast(program):
     text = format_program(program)
     assert parse(text) == program, text
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(texprs)
 def test_printed_tag_expressions_parse_back_inside_brackets(expr):
     text = f"net n connect [{{}} -> if <{format_texpr(expr)}> then {{<v={format_texpr(expr)}>}} else ];"
@@ -121,7 +122,7 @@ def test_printed_tag_expressions_parse_back_inside_brackets(expr):
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(connect_exprs)
 def test_printed_connect_expressions_keep_their_shape(expr):
     assert parse(f"net n connect {format_expr(expr)};").definitions[0].body == expr

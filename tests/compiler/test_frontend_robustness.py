@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from frontend_helpers import CASES_DIR
+from quickloop import examples
 from snet.errors import SNetCompileError, SNetError
 from snet.spg.build import compile_source
 
@@ -31,7 +32,7 @@ def damage(text: str, changes) -> str:
     return text
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.sampled_from(SOURCES), edits)
 def test_damaged_programs_raise_only_snet_errors(source, changes):
     text = damage(source, changes)

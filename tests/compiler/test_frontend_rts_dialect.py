@@ -414,7 +414,7 @@ RTS_EXAMPLES = sorted(p for p in [*DIALECT.glob("*.snet"), *DIALECT.glob("lib/*.
 
 
 @pytest.mark.parametrize("path", RTS_EXAMPLES, ids=lambda p: p.name)
-def test_strict_check_passes_the_rts_examples(path):
-    result = snet_cli("check", "--strict", "--dialect", "rts", "--net-path", str(DIALECT / "lib"), path.name,
+def test_strict_check_passes_the_rts_examples(path, snet_in_process):
+    result = snet_in_process("check", "--strict", "--dialect", "rts", "--net-path", str(DIALECT / "lib"), path.name,
                       cwd=path.parent)
     assert (result.returncode, result.stderr) == (0, "")

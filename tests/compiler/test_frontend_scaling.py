@@ -29,6 +29,7 @@ import unicodedata
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from quickloop import examples
 
 from snet.source import EXCERPT_WIDTH, Source, Span, excerpt, render
 from snet.spg.build import analyse, compile_analysis
@@ -197,7 +198,7 @@ def _serial_pairwise(a: TypeInfo, b: TypeInfo) -> TypeInfo:
     return TypeInfo(ins, b.out_type, prov, b.open_out)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(infos, min_size=1, max_size=6))
 def test_serial_chain_folded_in_place_equals_the_pairwise_rule(stages):
     expected = stages[0]
@@ -206,7 +207,7 @@ def test_serial_chain_folded_in_place_equals_the_pairwise_rule(stages):
     assert serial_chain_type(stages) == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(variants, min_size=1, max_size=8).map(unique), st.lists(variants, max_size=8))
 def test_w1_acceptance_equals_comparing_every_pair(body, declared):
     class Indexed(_Acceptance):
@@ -276,6 +277,7 @@ def _calls(text: str) -> int:
     return sum(stat[1] for stat in pstats.Stats(profile).stats.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("generate", [one_line_filters, one_line_warnings, boxes_one_per_line, serial_chain,
                                       metadata_per_box, signed_with_warnings, nested_branches])
 def test_function_calls_grow_linearly(generate):

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from frontend_helpers import CASES_DIR, ROOT, snet_cli
+from quickloop import examples
 from snet.spg.build import compile_source
 
 CASES = sorted(CASES_DIR.glob("*/net.snet"))
@@ -158,10 +159,10 @@ def test_strict_counts_binding_warnings_too(tmp_path):
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.parent.name)
-def test_strict_check_raises_no_false_alarm_on_the_shared_cases(path):
+def test_strict_check_raises_no_false_alarm_on_the_shared_cases(path, snet_in_process):
     spec = json.loads((path.parent / "case.json").read_text())
     refused = spec.get("exit") == 2  # a static error, or boxes missing from the net.py that check binds
-    result = snet_cli("check", "--strict", "net.snet", cwd=path.parent)
+    result = snet_in_process("check", "--strict", "net.snet", cwd=path.parent)
     if refused:
         assert result.returncode == 2
     else:
@@ -169,8 +170,8 @@ def test_strict_check_raises_no_false_alarm_on_the_shared_cases(path):
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
-def test_strict_check_raises_no_false_alarm_on_the_examples(path):
-    result = snet_cli("check", "--strict", path.name, cwd=path.parent)
+def test_strict_check_raises_no_false_alarm_on_the_examples(path, snet_in_process):
+    result = snet_in_process("check", "--strict", path.name, cwd=path.parent)
     assert (result.returncode, result.stderr) == (0, "")
 
 
@@ -192,7 +193,7 @@ SIGNATURES = ["(a) -> (b)", "(b, <t>) -> (a) | (c)", "() -> (a, <#k>)", " -> (<t
               "(a, b) -> (a, <t>)"]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(connect_exprs, st.lists(st.sampled_from(SIGNATURES), min_size=len(BOX_NAMES), max_size=len(BOX_NAMES)))
 def test_slip_analysis_runs_on_any_program(expr, signatures):
     boxes = "".join(f"box {name} ({sig});\n" for name, sig in zip(BOX_NAMES, signatures))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings, strategies as st
+from quickloop import examples
 
 from snet.tagexpr import (MAX_TAG_BITS, Binary, Cond, Const, DivisionByZero, Ref, TagTooLarge, Unary, c_div,
                           c_mod, c_mul, evaluate, generated_globals, reads, to_python, to_python_test)
@@ -79,7 +80,7 @@ def outcome(f, *args):
         return ("too large", None)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(exprs(), st.dictionaries(st.sampled_from(LABELS), st.integers(-10**30, 10**30)))
 def test_generated_code_agrees_with_the_definition(expr, record):
     assert outcome(compiled(expr), record) == outcome(evaluate, expr, record)
@@ -94,7 +95,7 @@ def compiled_test(expr):
     return scope["_g"]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(exprs(), st.dictionaries(st.sampled_from(LABELS), st.integers(-10**30, 10**30)))
 def test_generated_guard_test_agrees_with_the_definition(expr, record):
     """A guard's test (comparisons and logic as Python's own tests) holds exactly where the value is not 0."""

@@ -20,10 +20,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -48,11 +45,10 @@ def test_the_page_has_programs_of_every_kind():
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[f"line{b.line}" for b in BLOCKS])
-def test_program_checks_as_shown(block, tmp_path):
+def test_program_checks_as_shown(block, tmp_path, snet_in_process):
     path = tmp_path / "example.snet"
     path.write_text(block.text, encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "snet", "check", "example.snet"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = snet_in_process("check", "example.snet", cwd=tmp_path)
     where = f"language.md:{block.line}"
     expected = EXPECT.findall(block.text)
     printed = done.stderr.splitlines()

@@ -20,6 +20,9 @@ import pytest
 import snet
 from snet.errors import SNetUsageError
 
+# A soak: hundreds of sessions per engine (CI runs it; the quick loop leaves it out).
+pytestmark = pytest.mark.slow
+
 NET = "box f ((x) -> (y)); net n connect f;"
 SESSIONS = 200
 FEEDERS = 6

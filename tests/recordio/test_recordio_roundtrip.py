@@ -8,6 +8,7 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from quickloop import examples
 from recordio_helpers import read_text, write_text
 
 from snet.recordio import open_writer, read_records
@@ -61,7 +62,7 @@ def through_file(records, fmt, **options):
     return list(read_records(io.BytesIO(raw.getvalue()), fmt, **options))
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(records_of(JSON_VALUES), max_size=5))
 def test_jsonl_round_trips_json_values_without_pickle(records):
     text = write_text(records, "jsonl")
@@ -70,7 +71,7 @@ def test_jsonl_round_trips_json_values_without_pickle(records):
     assert len(back) == len(records) and all(map(same, records, back))
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(records_of(JSON_VALUES | ODD_VALUES), max_size=4))
 def test_jsonl_round_trips_any_picklable_value_with_pickle_allowed(records):
     back = through_file(records, "jsonl", allow_pickle=True)
@@ -87,21 +88,21 @@ def tuples_as_lists(value):
 
 
 @pytest.mark.slow
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(records_of(C4SNET_VALUES), max_size=5))
 def test_xml_round_trips_c4snet_values_without_pickle(records):
     back = through_file(records, "xml")
     assert len(back) == len(records) and all(map(same, records, back))
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(records_of(C4SNET_VALUES | JSON_VALUES | ODD_VALUES), max_size=4))
 def test_xml_round_trips_any_picklable_value_with_pickle_allowed(records):
     back = through_file(records, "xml", allow_pickle=True)
     assert len(back) == len(records) and all(map(same, records, back))
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(records_of(C4SNET_VALUES), max_size=5))
 def test_xml_values_of_c4snet_types_use_the_c4snet_form(records):
     text = write_text(records, "xml")
@@ -132,7 +133,7 @@ class ChunkedReader(io.RawIOBase):
     read = read1
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(records_of(C4SNET_VALUES | JSON_VALUES), max_size=4),
        st.lists(st.integers(min_value=1, max_value=40), max_size=200),
        st.sampled_from(["", "<!-- c <?xml version='1.0'?> -->\n", "<?xml version=\"1.0\"?>", "<?pi x?>\r\n"]))
@@ -144,7 +145,7 @@ def test_xml_reading_does_not_depend_on_how_the_input_is_chunked(records, sizes,
     assert len(chunked) == len(records) and all(map(same, records, chunked))
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(records_of(JSON_VALUES), max_size=4))
 def test_judges_of_both_formats_agree(records):
     """A record written as XML and as JSON Lines reads back the same from both."""

@@ -37,8 +37,9 @@ def run_case(name: str, workers: int) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
-# Two workers are in the slow set: one and four keep the quick loop short (CONTRIBUTING.md).
-@pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.slow), 4])
+# One and two workers are in the slow set: four (the most interleaving) keeps the quick loop short
+# (CONTRIBUTING.md); tests/test_conformance.py runs every case on the reference engine in the quick loop too.
+@pytest.mark.parametrize("workers", [pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow), 4])
 @pytest.mark.parametrize("name", CASES)
 def test_case_on_front_engine(name, workers):
     result = run_case(name, workers)

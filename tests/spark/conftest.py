@@ -3,7 +3,7 @@
 The master is ``local[2,2]``: two cores, and two attempts per task, so that
 the retry test sees Spark retry a task (plain ``local[2]`` never retries).
 Every run in these tests asks for this master and reuses the one session
-(snet.spark.session reuses an active session), so the JVM starts once.
+(snet.spark.cluster.session reuses an active session), so the JVM starts once.
 Spark tests are skipped only where Java or pyspark is missing (the ``test``
 extra leaves PySpark out; the ``spark`` and ``all`` extras bring it), and each
 skip says which; a few tests here need neither and always run.
@@ -38,7 +38,7 @@ def spark_installed() -> None:
 
 @pytest.fixture(scope="session")
 def spark(spark_installed):
-    from snet.spark.session import get_session
+    from snet.spark.cluster.session import get_session
 
     return get_session(MASTER, {"spark.default.parallelism": "2"})
 

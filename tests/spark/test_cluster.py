@@ -158,7 +158,7 @@ def assert_compiled_modules_shipped(cluster, record: dict) -> None:
     the executor's own folder; a driver without the built extension ships the pure-Python caller."""
     from importlib.machinery import EXTENSION_SUFFIXES
 
-    from snet.spark.shipping import native_suffix
+    from snet.shipped_native import native_suffix
 
     caller, front = record["caller"], record["front"]
     if native_suffix() is None:
@@ -358,9 +358,9 @@ def test_a_box_that_ends_its_python_worker_in_a_spark_native_run_on_the_cluster_
 
 
 def test_the_start_up_probe_accepts_the_master_and_refuses_its_web_ui(cluster):
-    """The protocol probe of snet.spark.preflight against a real master: its RPC port passes, its HTTP port not."""
+    """The protocol probe of snet.spark.cluster.preflight against a real master: its RPC port passes, its HTTP port not."""
     from snet.errors import SNetUsageError
-    from snet.spark import preflight
+    from snet.spark.cluster import preflight
 
     preflight.check_master(cluster.url)
     ui = f"spark://127.0.0.1:{cluster.ui_port}"
@@ -450,7 +450,7 @@ def test_the_start_up_probe_accepts_a_master_whose_rpc_is_in_tls(tmp_path):
     import time
 
     import cluster as standalone
-    from snet.spark import preflight
+    from snet.spark.cluster import preflight
 
     keytool = shutil.which("keytool")
     if keytool is None:

@@ -1,11 +1,11 @@
-"""Which networks run whole inside Spark tasks (snet/spark/distribute.py); no Spark needed."""
+"""Which networks run whole inside Spark tasks (snet/spark/whole/distribute.py); no Spark needed."""
 
 from __future__ import annotations
 
 import pytest
 
 import snet
-from snet.spark.distribute import distribution
+from snet.spark.whole.distribute import distribution
 from snet.spg.build import compile_source
 
 

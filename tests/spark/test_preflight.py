@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from snet.errors import SNetUsageError
-from snet.spark import preflight
+from snet.spark.cluster import preflight
 
 ROOT = Path(__file__).resolve().parents[2]
 NET = "net splitting {\n  box f((a, <k>) -> (a));\n} connect f ! <k>;\n"
@@ -297,7 +297,7 @@ def test_missing_java_fails_in_one_line(spark_installed, folder, tmp_path_factor
 
 
 def test_a_failed_start_is_told_by_the_line_that_names_the_exception():
-    from snet.spark.session import startup_cause
+    from snet.spark.failures import first_cause as startup_cause
 
     text = ("An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.\n"
             ": org.apache.spark.SparkException: Could not parse Master URL: 'bogus://x'\n"

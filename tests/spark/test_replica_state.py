@@ -1,6 +1,6 @@
 """Replica state as bytes, split selection and grouping, without Spark.
 
-The executor side (:mod:`snet.spark.replicas`) is plain Python, so its
+The executor side (:mod:`snet.spark.splits.replicas`) is plain Python, so its
 state handling is tested here in-process: running a stream of records in
 one group must equal running it cut into many groups, with the state
 carried between them as bytes, whatever the cut.
@@ -18,8 +18,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 import handmade  # noqa: E402
 
 from snet.errors import SNetBoxError  # noqa: E402
-from snet.spark.replicas import Group, ReplicaHost, TaskInput, dump_replica, load_replica  # noqa: E402
-from snet.plan import Kind, lower  # noqa: E402
+from snet.spark.splits.replicas import Group, ReplicaHost, TaskInput, dump_replica, load_replica  # noqa: E402
+from snet.plan import Kind  # noqa: E402
+from snet.spg.lower import lower  # noqa: E402
 from snet.splitexec import select_splits  # noqa: E402
 
 

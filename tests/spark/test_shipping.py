@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from snet.spark.shipping import folder_files, folder_zip, shipped_name
+from snet.spark.cluster.shipping import folder_files, folder_zip, shipped_name
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -121,7 +121,7 @@ def run_from_zip(archive: str, cwd: Path) -> tuple[dict, str]:
 
 
 def compiled_driver() -> bool:
-    from snet.spark.shipping import native_suffix
+    from snet.shipped_native import native_suffix
 
     return native_suffix() is not None
 
@@ -130,7 +130,7 @@ def compiled_driver() -> bool:
 def test_the_package_zip_runs_the_compiled_modules_from_a_folder_it_extracts_once(tmp_path):
     """The zip holds the driver's compiled modules; a Python like the driver's extracts the zip beside it and
     imports everything after snet/__init__ from there, the grammar as package data included."""
-    from snet.spark.shipping import package_zip
+    from snet.shipped_native import package_zip
 
     archive = str(tmp_path / "snet.zip")
     shutil.copy(package_zip(), archive)
@@ -153,7 +153,7 @@ def test_a_python_that_cannot_load_the_compiled_modules_runs_the_zips_pure_pytho
     import json
 
     from snet.shipped_native import MANIFEST
-    from snet.spark.shipping import package_zip
+    from snet.shipped_native import package_zip
 
     foreign = ".cpython-399-sparc-plan9.so"
     archive = str(tmp_path / "snet.zip")

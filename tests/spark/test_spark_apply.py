@@ -326,8 +326,9 @@ def test_a_chain_of_boxes_runs_without_the_engine_and_equals_it():
                                                 "(pip install -e '.[spark]' or '.[all]')")
 
     import snet
-    from snet.spark.dataframe import _plan, box_chain, map_partition
-    from snet.spark.shipping import dump_context, make_context
+    from snet.spark.tasks import plan_for
+    from snet.spark.whole.dataframe import box_chain, map_partition
+    from snet.spark.cluster.shipping import dump_context, make_context
 
     net = snet.load(CHAIN, boxes=CHAIN_BOXES)
     records = chain_records(300)
@@ -335,7 +336,7 @@ def test_a_chain_of_boxes_runs_without_the_engine_and_equals_it():
     assert any("<big>" in r for r in local) and any("id" in r and "<t>" in r for r in local)
     assert not any("<#b>" in r for r in local)  # binding tags are not inherited
     context = dump_context(make_context(net.graph, 0, net.boxes))
-    assert [c.name for c in box_chain(_plan("chain-test", context))] == ["fan", "scale", "mark", "last"]
+    assert [c.name for c in box_chain(plan_for("chain-test", context))] == ["fan", "scale", "mark", "last"]
     columns = ["a", "<#b>", "id", "<t>"]
     schema = pa.schema([("a", pa.int64()), ("<#b>", pa.int64()), ("id", pa.string()), ("<t>", pa.int64())])
     batches = [pa.RecordBatch.from_pylist([{c: r.get(c) for c in columns} for r in records[i:i + 64]],

@@ -2,7 +2,7 @@
 
 The session's master is ``local[2,2]``: Spark tries each task twice, both
 attempts die, the job fails, and snet runs the batch again with the groups
-in child processes to find the record (snet.spark.crash).  The boxes live in
+in child processes to find the record (snet.spark.splits.crash).  The boxes live in
 a ``net.py`` beside the network, shipped to the executors as users' boxes are.
 """
 
@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 
 from snet.errors import SNetBoxError, SNetRuntimeError
-from snet.spark.crash import looks_like_crash
+from snet.spark.failures import looks_like_crash
 
 pytestmark = pytest.mark.spark
 
@@ -123,14 +123,9 @@ def test_crash_texts_are_told_from_python_errors():
 
 ORPHAN = """
 import os, sys, time
-from snet.spark.crash import child_main
-read_fd, write_fd = os.pipe()
-parent = os.getpid()
-pid = os.fork()
-if pid == 0:
-    os.close(read_fd)
-    child_main(write_fd, lambda channel: time.sleep(120), parent)  # a long box call
-print(pid, flush=True)
+from snet.isolation import Child
+child = Child(lambda: time.sleep(120))  # a long box call
+print(child.pid, flush=True)
 time.sleep(120)
 """
 

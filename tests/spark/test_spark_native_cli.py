@@ -1,4 +1,4 @@
-"""``snet run --spark MASTER -i SOURCE -o SINK`` with Spark sources and sinks (snet/spark/native.py).
+"""``snet run --spark MASTER -i SOURCE -o SINK`` with Spark sources and sinks (snet/spark/whole/native.py).
 
 Most runs call the command's ``main`` in this process, so that they reuse
 the session's local Spark; the exit-status checks that need no Spark run the
@@ -553,7 +553,7 @@ def test_a_box_exception_in_a_task_is_reported_as_a_driver_run_reports_it(spark,
     assert first == [f"{net}:3:11: error: box 'risky' raised ValueError: five is not allowed (input record {{x}})"], err
     tail = lines[lines.index(first[0]) + 1:]
     assert tail[0] == "Traceback (most recent call last):" and "raise ValueError('five is not allowed')" in err, err
-    assert "snet/spark/dataframe.py" not in err and "at org.apache" not in err, err
+    assert "snet/spark/whole/dataframe.py" not in err and "at org.apache" not in err, err
 
 
 def test_a_job_spark_cannot_plan_is_exit_2_in_one_line(spark, tmp_path, capsys):
@@ -593,8 +593,8 @@ def test_ctrl_c_during_the_salvage_run_stops_it_as_an_interruption(spark_install
         "import os, sys, time\n"
         "def f(x):\n"
         f"    while os.path.exists({str(failed)!r}) and os.path.exists({str(mark)!r}):\n"
-        "        crash = sys.modules.get('snet.spark.crash')\n"
-        "        if crash is not None and crash._CHANNEL:\n"
+        "        isolation = sys.modules.get('snet.isolation')\n"
+        "        if isolation is not None and isolation.in_child():\n"
         f"            open({str(waiting)!r}, 'w').close()\n"
         "        time.sleep(0.05)\n"
         "    if x == 5:\n"
@@ -634,15 +634,15 @@ def test_ctrl_c_during_the_salvage_run_stops_it_as_an_interruption(spark_install
 
 
 def test_the_salvage_of_a_partition_streams_its_records_through_the_child(spark_installed, tmp_path):
-    """The salvage job's task (snet.spark.salvage.salvage_partition) gives its records to the child as it
+    """The salvage job's task (snet.spark.whole.salvage.salvage_partition) gives its records to the child as it
     reads them, not after reading the whole partition into memory: its first output batch is out while
     most of a large partition is still unread; and its outputs are those of the records before the failure."""
     import pyarrow as pa
 
     import snet
-    from snet.spark.dataframe import OUT_BATCH
-    from snet.spark.salvage import salvage_partition
-    from snet.spark.shipping import dump_context, make_context
+    from snet.spark.whole.dataframe import OUT_BATCH
+    from snet.spark.whole.salvage import salvage_partition
+    from snet.spark.cluster.shipping import dump_context, make_context
 
     (tmp_path / "net.snet").write_text(ONE_BOX)
     net = snet.load(str(tmp_path / "net.snet"), boxes={"f": lambda x: {"y": x * 10} if x != 99_990 else 1 / 0})

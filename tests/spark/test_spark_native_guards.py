@@ -268,11 +268,11 @@ def test_an_output_label_without_a_column_fails_naming_the_label_and_the_record(
     """The tasks' writer, given every column (snet run): a record with a label no column holds is a
     run-time error naming the label and the record, never a row without that value."""
     from snet.errors import SNetRuntimeError
-    from snet.spark.dataframe import _Writer
+    from snet.spark.whole.dataframe import Writer
 
     schema = '{"type":"struct","fields":[{"name":"y","type":"long","nullable":true,"metadata":{}}]}'
     with pytest.raises(SNetRuntimeError) as error:
-        _Writer(schema, False).batch([{"y": 1}, {"y": 2, "<k>": 3}])
+        Writer(schema, False).batch([{"y": 1}, {"y": 2, "<k>": 3}])
     assert "has label <k>, which no output column holds (columns: y)" in error.value.message
     assert "{'y': 2, '<k>': 3}" in error.value.message
 

@@ -15,7 +15,7 @@ import pytest
 
 from snet.cli import build_parser
 from snet.errors import SNetUsageError
-from snet.spark.submit import build_command
+from snet.commands.submit import build_command
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("spark_installed")

@@ -4,7 +4,10 @@
   imports, ``cimport`` included, as well as imports inside functions);
 * no source module over ``MAX_LINES`` lines;
 * the engines (``snet_front``, ``snet/reference.py``) never name Spark: split
-  executors sit behind ``snet.splitexec``.
+  executors sit behind ``snet.splitexec``;
+* the plan declares and the compiler lowers: ``snet/plan.py`` imports nothing
+  of the compiler (``snet.syntax``, ``snet.typesys``, ``snet.spg``) nor the
+  error policy; ``snet/spg/lower.py`` imports it.
 """
 
 from __future__ import annotations
@@ -101,6 +104,14 @@ def test_engines_do_not_name_spark():
     assert not named, f"engines that name Spark: {named}"
 
 
+def test_the_plan_imports_no_compiler_module():
+    known = {module_name(p) for p in sources()}
+    imported = imports_of(ROOT / "snet" / "plan.py", known)
+    compiler = sorted(m for m in imported if m.split(".")[:2] in (["snet", "syntax"], ["snet", "typesys"],
+                                                                  ["snet", "spg"]) or m == "snet.errorpolicy")
+    assert not compiler, f"snet/plan.py imports {compiler}: lowering belongs in snet/spg/lower.py"
+
+
 def test_cycle_detection_sees_a_cycle(tmp_path):
     """The checker itself: two modules importing each other are found."""
     a = tmp_path / "a.py"
@@ -109,3 +120,87 @@ def test_cycle_detection_sees_a_cycle(tmp_path):
     b.write_text("from a import x\n")
     assert imports_of(a, {"a", "b"}, tmp_path) == {"b"}
     assert imports_of(b, {"a", "b"}, tmp_path) == {"a"}
+
+
+# -- the Spark package: its size, and no other module's private names --------------------------------------
+
+SPARK = ROOT / "snet" / "spark"
+SPARK_MAX_LINES = 3000
+
+
+def test_the_spark_package_stays_within_its_size():
+    """snet/spark, sub-packages included, holds at most SPARK_MAX_LINES lines (``wc -l``): its machinery exists
+    once (one task core, one fork isolation, one error reader, one job-cancel helper, one run cache)."""
+    sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines())
+             for p in SPARK.rglob("*.py") if "__pycache__" not in p.parts}
+    total = sum(sizes.values())
+    largest = ", ".join(f"{name} {n}" for name, n in sorted(sizes.items(), key=lambda i: -i[1])[:5])
+    assert total <= SPARK_MAX_LINES, f"snet/spark holds {total} lines, over {SPARK_MAX_LINES} (largest: {largest})"
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_uses(path: Path, known: set[str], root: Path = ROOT) -> list[str]:
+    """The private names of other project modules that ``path`` uses: ``from m import _x``, and ``m._x`` where
+    ``m`` names a project module (``import a.b as m``, ``from a import b``, ``import a.b`` then ``a.b._x``).
+    Third-party modules are not checked."""
+    own = module_name(path, root)
+    package = own if path.name == "__init__.py" else own.rpartition(".")[0]
+    tree = ast.parse(path.read_text())
+    modules: dict[str, str] = {}  # local name -> project module
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in known:
+                    modules[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else \
+                        alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[:len(parts) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            for alias in node.names:
+                if f"{base}.{alias.name}" in known:
+                    modules[alias.asname or alias.name] = f"{base}.{alias.name}"
+                elif base in known and base != own and _private(alias.name):
+                    found.append(f"from {base} import {alias.name}")
+
+    def module_of(value: ast.expr) -> str | None:
+        if isinstance(value, ast.Name):
+            return modules.get(value.id)
+        if isinstance(value, ast.Attribute):
+            outer = module_of(value.value)
+            if outer is not None and f"{outer}.{value.attr}" in known:
+                return f"{outer}.{value.attr}"
+        return None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            module = module_of(node.value)
+            if module is not None and module != own:
+                found.append(f"{module}.{node.attr}")
+    return found
+
+
+def test_the_spark_package_uses_no_private_name_of_another_module():
+    known = {module_name(p) for p in sources()}
+    used = {str(p.relative_to(ROOT)): uses for p in sorted(SPARK.rglob("*.py"))
+            if "__pycache__" not in p.parts and (uses := private_uses(p, known))}
+    assert not used, f"private names of other modules used in snet/spark: {used}"
+
+
+def test_private_use_detection_sees_both_forms(tmp_path):
+    """The checker itself: ``from m import _x`` and ``m._x`` of a project module are found, its own and a
+    third-party module's private names are not."""
+    (tmp_path / "pkg").mkdir()
+    user = tmp_path / "pkg" / "user.py"
+    user.write_text("import json\nfrom pkg import other\nfrom pkg.other import _hidden, shown\n"
+                    "import pkg.other as o\n_mine = 1\nother._x, o._y, json._default_encoder, _mine\n")
+    (tmp_path / "pkg" / "other.py").write_text("_hidden = shown = _x = _y = 1\n")
+    known = {"pkg", "pkg.user", "pkg.other"}
+    assert sorted(private_uses(user, known, tmp_path)) == ["from pkg.other import _hidden", "pkg.other._x",
+                                                           "pkg.other._y"]

@@ -26,7 +26,7 @@ def test_every_kind_the_runtime_instantiates_has_a_factory():
     """Lowering a program with every construct and loading it into a runtime checks the factory table."""
     import snet
     from snet.backends.front import box_limits
-    from snet.plan import lower
+    from snet.spg.lower import lower
     from snet_front.runtime import Runtime
 
     source = """

@@ -46,6 +46,7 @@ def test_pytest_refuses_to_run_against_a_stale_build(tmp_path):
     shutil.copyfile(runtime.__file__, tree / "snet_front" / Path(runtime.__file__).name)
     (tree / "tests").mkdir()
     shutil.copyfile(ROOT / "tests" / "conftest.py", tree / "tests" / "conftest.py")
+    shutil.copyfile(ROOT / "tests" / "quickloop.py", tree / "tests" / "quickloop.py")  # conftest.py imports it
     (tree / "tests" / "test_one.py").write_text("def test_one():\n    pass\n")
     def pytest_in_tree() -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=tree,

@@ -1,37 +1,10 @@
 """What a run ships to the executors: the program, the boxes, the snet package.
 
-The executors need three things the driver has:
-
-* **the property graph** (frozen dataclasses: it pickles as is) and the id of
-  the split whose replicas they run;
-* **the box functions**.  A box module loaded from a ``.py`` path
-  (``--boxes net.py`` or the ``net.snet`` -> ``net.py`` rule) travels with
-  its folder: the folder's ``.py`` files and its packages are zipped
-  (:func:`folder_zip`) and added with ``SparkContext.addPyFile`` /
-  ``addArtifacts``, which puts the zip on the executors' ``sys.path``.  The
-  executor loads the box module from its original path where that exists
-  (``local[N]``, a shared file system: ``__file__`` and data files beside
-  it work as on the driver), else from the zip (:func:`load_shipped_module`),
-  so the modules it imports beside it (``import helpers``) come from the zip
-  too, and a node without the driver's files runs what the driver runs.
-  ``snet.boxes=shipped`` (a ``--spark-conf`` key) always takes the zip:
-  a local run then shows what a cluster without the files gets.  Any other
-  function is pickled with
-  cloudpickle: by reference when its module is installed (stdlib,
-  site-packages), by value otherwise (``__main__``, notebooks, test modules,
-  closures), so user code that is not installed on the executors still runs;
-* **the snet package itself**, as a zip of the driver's package added with
-  ``addPyFile``, so executors run exactly the driver's version even where
-  the project is not installed (the grammar is read as package data with
-  ``importlib.resources``, so even parsing works from the zip).  The zip
-  also holds the pure-Python packages snet's machinery imports
-  (``SHIPPED_PACKAGES``: attrs, for the run options and statistics) and the
-  driver's compiled modules (the box caller, FRONT), which executors of the
-  driver's Python extract and run (:mod:`snet.shipped_native`); other
-  executors run the pure-Python modules.
-
-:class:`RunContext` bundles the first two; it travels once per run
-(a broadcast on classic Spark, the UDF closure on Spark Connect).
+:class:`RunContext` holds the graph and how each box travels: a box module
+loaded from a path with its folder's zip (:func:`folder_zip`,
+:func:`load_shipped_module`), any other function by cloudpickle (by value
+when its module is not installed).  :func:`ship` adds the zips and the snet
+package's (:func:`snet.shipped_native.package_zip`).
 """
 
 from __future__ import annotations
@@ -41,6 +14,7 @@ import os
 import sys
 import sysconfig
 import tempfile
+import threading
 import zipfile
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -53,11 +27,8 @@ _PATH_LOADED_PREFIX = "snet_boxes_"  # module names given by snet.core.boxes.loa
 
 @dataclass(frozen=True, slots=True)
 class BoxFile:
-    """A box found as attribute ``attribute`` of a module loaded from ``path``.
-
-    ``shipped_name`` is the zip of the module's folder (:func:`folder_zip`),
-    ``member`` the module's path inside it.
-    """
+    """A box found as attribute ``attribute`` of a module loaded from ``path``; ``shipped_name`` is the zip of
+    the module's folder (:func:`folder_zip`), ``member`` the module's path inside it."""
 
     path: str
     shipped_name: str
@@ -120,11 +91,7 @@ def shipped_name(path: str) -> str:
 
 def folder_zip(path: str, target_folder: str) -> str:
     """Zip the folder of box file ``path`` (see :func:`folder_files`) into ``target_folder``; the zip's path.
-
-    The zip is added with ``addPyFile``, so it is on ``sys.path`` on every
-    executor: the box file's sibling modules and packages import there as
-    they do on the driver, where the folder is on ``sys.path``.
-    """
+    On the executors' ``sys.path``, it lets the box's sibling modules import there as on the driver."""
     import logging
 
     folder = os.path.dirname(os.path.abspath(path))
@@ -143,12 +110,8 @@ def folder_zip(path: str, target_folder: str) -> str:
 
 
 def load_shipped_module(entry: BoxFile) -> ModuleType:
-    """The box module of ``entry`` on an executor, from the shipped zip of its folder.
-
-    The module gets the name the driver gave it (so pickled references to
-    it resolve), its code comes from the zip, and its siblings import from
-    the zip, which ``addPyFile`` put on ``sys.path``.
-    """
+    """The box module of ``entry`` on an executor, from the shipped zip of its folder, under the driver's name
+    for it (so that pickled references to it resolve)."""
     import importlib.util
 
     from snet.core.boxes import load_module_from_path
@@ -255,76 +218,31 @@ def dump_context(context: RunContext) -> bytes:
             cloudpickle.unregister_pickle_by_value(module)
 
 
-_ZIP: str | None = None
-SHIPPED_PACKAGES = ("snet", "attr", "attrs")  # snet and the pure-Python packages the executors import from it
-NATIVE_PACKAGES = ("snet_front",)  # shipped only with its compiled modules (FRONT in tasks)
+_SHIPPED: dict[int, set[str]] = {}  # id(SparkContext or session) -> files already added
+_SHIP_LOCK = threading.Lock()
 
 
-def native_suffix() -> str | None:
-    """The extension suffix of the driver's compiled box caller (``.cpython-311-x86_64-linux-gnu.so``),
-    None when the driver runs the pure-Python one or the suffix names no interpreter (``.so``, ``.abi3.so``)."""
-    import importlib.machinery
+def ship(session, context: RunContext, connect: bool) -> None:
+    """Add the snet package zip and the zips of the box files' folders to ``session``, once per session."""
+    from snet.shipped_native import package_zip
 
-    from snet.core import boxes
-
-    path = getattr(boxes, "__file__", "") or ""
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    return suffix if path.endswith(suffix) and ".cpython-" in suffix else None
-
-
-def _package_files(package: str, suffix: str | None) -> list[tuple[str, str]]:
-    """``(path, member)`` of ``package``'s sources, package data and (with ``suffix``) compiled modules."""
-    import importlib
-
-    module = importlib.import_module(package)
-    # a package's folder; snet's is its extracted folder where it came from a shipped zip
-    root = os.path.abspath(list(getattr(module, "__path__", []))[0] if hasattr(module, "__path__")
-                           else os.path.dirname(module.__file__))
-    found = []
-    for directory, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith((".py", ".lark")) or (suffix and name.endswith(suffix)):
-                full = os.path.join(directory, name)
-                found.append((full, os.path.join(package, os.path.relpath(full, root)).replace(os.sep, "/")))
-    return found
-
-
-def package_zip() -> str:
-    """A zip of the driver's snet package and ``SHIPPED_PACKAGES``, built once per process.
-
-    Where the driver runs the compiled box caller, the zip also holds the
-    compiled modules of ``snet/core`` and ``snet_front`` of the driver's
-    extension suffix and a manifest: executors of the same Python and
-    platform extract the zip once and run them (:mod:`snet.shipped_native`),
-    others run the pure-Python modules.
-    """
-    global _ZIP
-    if _ZIP is not None and os.path.isfile(_ZIP):
-        return _ZIP
-    import importlib.util
-    import json
-
-    from snet.shipped_native import MANIFEST, NATIVE_FOLDERS
-
-    suffix = native_suffix()
-    members = [entry for package in SHIPPED_PACKAGES for entry in _package_files(package, suffix)]
-    if suffix is not None:
-        for package in NATIVE_PACKAGES:
-            if importlib.util.find_spec(package) is not None:
-                members += _package_files(package, suffix)
-    native = [m for _, m in members if suffix and m.endswith(suffix) and m.startswith(NATIVE_FOLDERS)]
-    digest = hashlib.sha256()
-    folder = tempfile.mkdtemp(prefix="snet-spark-")
-    target = os.path.join(folder, "snet.zip")
-    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
-        for full, member in members:
-            with open(full, "rb") as f:
-                data = f.read()
-            digest.update(f"{member}\0{len(data)}\0".encode())
-            digest.update(data)
-            z.writestr(member, data)
-        if native:
-            z.writestr(MANIFEST, json.dumps({"suffix": suffix, "native": native, "digest": digest.hexdigest()}))
-    _ZIP = target
-    return target
+    files = [package_zip()]
+    if context.files:
+        folder = tempfile.mkdtemp(prefix="snet-boxes-")
+        zipped = {}
+        for entry in context.files.values():
+            if entry.shipped_name not in zipped:
+                zipped[entry.shipped_name] = folder_zip(entry.path, folder)
+        files.extend(zipped.values())
+    with _SHIP_LOCK:
+        owner = session.sparkContext if not connect else session
+        done = _SHIPPED.setdefault(id(owner), set())
+        for path in files:
+            name = os.path.basename(path)
+            if name in done:
+                continue
+            if connect:
+                session.addArtifacts(path, pyfile=True)
+            else:
+                session.sparkContext.addPyFile(path)
+            done.add(name)

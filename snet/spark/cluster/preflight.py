@@ -1,81 +1,11 @@
 """Checks made before Spark starts, so that an infrastructure mistake fails in seconds, in one line.
 
-Starting a SparkContext against a master that is not there takes about a
-minute (the standalone client retries its registration) and ends in
-"Cannot call methods on a stopped SparkContext", the cause buried in the
-JVM's log; a URL with a wrong scheme ends in a Java stack trace.  Before a
-session is started, :func:`check_master` therefore checks, in order:
-
-1. **the URL's form**: ``local``, ``local[N]``, ``local[N,F]``,
-   ``local[*]``, ``local-cluster[N,C,M]``, ``spark://HOST:PORT`` (a comma
-   list for standby masters), ``yarn``, ``k8s://[https://]HOST[:PORT]``,
-   ``sc://HOST[:PORT]``;
-2. **Java**, for every master but Spark Connect (whose driver has no JVM):
-   ``$JAVA_HOME/bin/java`` when ``JAVA_HOME`` is set, else ``java`` on
-   ``PATH``, and its version (Spark 4 needs Java 17 or later);
-3. **the address**, for ``spark://``, ``k8s://`` and ``sc://`` masters: the
-   host name resolves and a TCP connection to the port is accepted, each
-   within :data:`TIMEOUT` seconds.  For several standby masters one
-   reachable master is enough;
-4. **the protocol**, for ``spark://`` masters: the port speaks Spark's RPC
-   protocol (:func:`probe_spark`).  Without this check a port where some
-   other server listens (a web server, the master's web UI or REST port,
-   an SSH daemon) costs the standalone client's whole registration time,
-   about 75 s, before Spark gives up.
-
-Once these pass and the JVM has started, but before the SparkContext does,
-:func:`check_master_endpoint` asks the ``spark://`` address for the master's
-RPC endpoint, as the standalone client will (see "The endpoint check"
-below): a worker's port, or a driver's, speaks the same protocol as a
-master's and passes check 4, and would cost the client three 20-second
-registration attempts.
-
-Each failure is a :class:`~snet.errors.SNetUsageError` (exit status 2)
-whose first line says what is wrong: a bad scheme, an unknown host,
-connection refused, no answer, a server that is not a Spark master, Java
-missing or too old.  Nothing here imports pyspark: the endpoint check is
-handed the JVM of the session about to start.
-
-The protocol probe
-==================
-
-Every Spark process (a standalone master among them) serves one transport
-protocol on its RPC port: frames of an 8-byte big-endian length (counting
-itself), a 1-byte message type and the message.  The probe sends one
-*stream request* (type 6) for a file the master never serves,
-``/files/snet-preflight`` (followed by two line ends, so that a server of a
-line protocol such as HTTP answers too, rather than wait for a line end).  A master answers at once with a *stream
-failure* frame (type 8, "Stream ... was not found"), with or without
-``spark.authenticate``, and logs no error for it, only the INFO line of a
-client going away.  With RPC encryption (``spark.ssl.rpc.enabled``) the
-master closes a plain connection without answering; so when the peer
-closes without a byte (or answers with a TLS record), the probe tries again inside TLS (no certificate
-check: the question is only what the port speaks, and the master asks no
-client certificate), where the master answers as before.  The verdicts:
-
-* an answer that starts with a transport frame: a Spark process, accepted;
-* any other bytes (``HTTP/1.1 400 ...``, ``SSH-2.0-...``): refused, the
-  first bytes shown;
-* the connection closed without an answer, in plain TCP and in TLS: refused;
-* nothing at all within :data:`PROBE_TIMEOUT` seconds: refused (a master
-  answers within milliseconds).
-
-The endpoint check
-==================
-
-Every Spark process serves its RPC endpoints by name on its RPC port; a
-standalone master's is ``Master``, and a client finds it through the
-endpoint verifier every Spark process runs.  Spark's messages are
-Java-serialised, so the check makes the lookup with Spark's own classes in
-the driver's JVM: a client-mode RPC environment (it listens on no port)
-with the session's configuration, so that ``spark.authenticate`` and RPC
-encryption apply as they will to the session; one lookup of ``Master`` at
-each address, within :data:`LOOKUP_TIMEOUT` seconds; then the environment is
-shut down.  It costs about 0.7 s.  The verdict is refused only when every
-address answers that it has no such endpoint; an address with a master (a
-standby one counts), or a lookup that fails any other way (a timeout, an
-authentication error, classes of another Spark version), lets the session
-start and Spark say what it says.
+:func:`check_master`: the URL's form, Java 17 or later (not for Spark
+Connect), an address that accepts a connection and, for ``spark://``, speaks
+Spark's RPC protocol (:func:`probe_spark`); :func:`check_master_endpoint`,
+the JVM started, a master's endpoint there.  Each failure is an
+:class:`~snet.errors.SNetUsageError` (exit status 2); docs/architecture.md
+("Spark") gives the probe.
 """
 
 from __future__ import annotations
@@ -215,8 +145,6 @@ def _connect(host: str, port: int, timeout: float) -> None:
     raise _Unreachable(last or f"no address for {host}")
 
 
-# -- the protocol probe ---------------------------------------------------------
-
 class _NotSpark(Exception):
     pass
 
@@ -305,10 +233,8 @@ def probe_spark(host: str, port: int, timeout: float = PROBE_TIMEOUT) -> None:
 
 def check_reachable(master: str, pairs: list[tuple[str, int]], timeout: float = TIMEOUT,
                     probe: bool = False) -> None:
-    """At least one of ``pairs`` accepts a TCP connection (and, with ``probe``, answers as Spark does).
-
-    Raises SNetUsageError with the causes otherwise.
-    """
+    """Raise SNetUsageError with the causes unless one of ``pairs`` accepts a TCP connection (and, with
+    ``probe``, answers as Spark does)."""
     causes, not_spark = [], []
     for host, port in pairs:
         try:
@@ -348,11 +274,8 @@ def _java_causes(error: BaseException) -> list[str]:
 
 
 def check_master_endpoint(jvm, master: str, timeout: float = LOOKUP_TIMEOUT) -> None:
-    """Raise SNetUsageError when no address of the ``spark://`` URL ``master`` has a master's endpoint.
-
-    ``jvm`` is the py4j view of the JVM about to run the session (see "The
-    endpoint check" in the module docstring).
-    """
+    """Raise SNetUsageError when no address of the ``spark://`` URL ``master`` has a master's endpoint
+    (``jvm``: the py4j view of the JVM about to run the session)."""
     pairs = addresses(master)
     if not master.strip().startswith("spark://") or not pairs:
         return

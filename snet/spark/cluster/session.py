@@ -1,55 +1,26 @@
-"""Getting a Spark session for a master URL.
+"""Getting a Spark session for a master URL (``local[...]``, ``spark://``, ``yarn``, ``k8s://``, ``sc://``).
 
-* ``local``, ``local[N]``, ``local[N,F]`` (F: attempts per task), ``local[*]``:
-  an embedded Spark in this process's JVM;
-* ``spark://HOST:PORT``, ``yarn``, ``k8s://https://HOST:PORT``: passed to
-  the builder unchanged (a real cluster: see docs/spark.md for installing
-  Python, the project and the box modules on the executors);
-* ``sc://HOST:PORT``: Spark Connect (``builder.remote``).  Connect has no RDD
-  API and no SparkContext, so runs over Connect take the DataFrame path of
-  :mod:`snet.spark.runner` and ship files with ``addArtifacts``.
-
-A JVM holds one SparkContext, and starting one costs 5-8 s, so a session is
-reused: when a session is already active in this process (created by an
-earlier run, by a test fixture or by the user's own code), it is used
-whatever master was asked for, and only runtime settings of ``conf`` take
-effect.  Sessions are never stopped by snet; the process's exit does that.
-
-Before a session starts, :func:`snet.spark.preflight.check_master` checks
-the URL, Java, the master's address and (for ``spark://``) that it speaks
-Spark's RPC protocol, so that a mistake fails in seconds with its cause in
-one line.
-
-Before the first session starts, the environment is made safe for Python
-workers: for ``local`` masters, ``PYSPARK_PYTHON`` (and
-``PYSPARK_DRIVER_PYTHON``) default to this interpreter, since workers
-started from ``PATH`` may lack the project's dependencies (on a cluster the
-driver's interpreter path means nothing to the executors: set
-``spark.pyspark.python`` or ``PYSPARK_PYTHON`` for them); ``PYTHONHASHSEED``
-defaults to 0, which PySpark's hash partitioner requires.
+An active session is reused whatever master was asked for (a JVM holds one
+SparkContext, 5-8 s to start; only runtime settings take effect), and snet
+never stops one.  A new one starts after :mod:`~.preflight`'s checks.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import threading
 
+from snet.spark.failures import first_cause
+
 log = logging.getLogger("snet.spark")
 
-DEFAULT_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.shuffle.partitions": "4",
-    "spark.sql.execution.arrow.pyspark.enabled": "true",
-}
+DEFAULT_CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                "spark.sql.shuffle.partitions": "4", "spark.sql.execution.arrow.pyspark.enabled": "true"}
 
 _LOCK = threading.Lock()
-
-
-def is_connect(master: str) -> bool:
-    return master.startswith("sc://")
 
 
 def is_connect_session(session) -> bool:
@@ -62,6 +33,14 @@ def prepare_environment(master: str) -> None:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("PYTHONHASHSEED", "0")
+
+
+def start_session(master: str, conf: dict[str, str] | None = None):
+    """Check ``master``'s URL and start or reuse its session, ``snet.*`` keys left out."""
+    from snet.spark.cluster.preflight import addresses
+
+    addresses(master)  # a malformed URL is an error even when a session is running already
+    return get_session(master, {k: v for k, v in (conf or {}).items() if not k.startswith("snet.")})
 
 
 def get_session(master: str, conf: dict[str, str] | None = None):
@@ -80,11 +59,11 @@ def get_session(master: str, conf: dict[str, str] | None = None):
         if active is not None:
             _apply_runtime_conf(active, conf)
             return active
-        from snet.spark.preflight import check_master
+        from snet.spark.cluster.preflight import check_master
 
         check_master(master)  # seconds, not a minute, for a master that is not there
         builder = SparkSession.builder.appName("snet")
-        if is_connect(master):
+        if master.startswith("sc://"):  # Spark Connect
             builder = builder.remote(master)
             options = dict(conf)
         else:
@@ -101,7 +80,7 @@ def get_session(master: str, conf: dict[str, str] | None = None):
             raise
         except Exception as e:
             log.debug("Spark did not start: %s", e)
-            cause = startup_cause(e)
+            cause = first_cause(e)
             if master.startswith("spark://") and "stopped SparkContext" in cause:
                 cause = ("the master's address answers, but no Spark master registered the application "
                          "(another program on that port, or a master of another Spark version?)")
@@ -115,15 +94,11 @@ def get_session(master: str, conf: dict[str, str] | None = None):
 
 
 def _check_endpoint(master: str, options: dict[str, str]) -> None:
-    """Start the JVM as the session will, and check that ``master`` has a master's endpoint.
-
-    The JVM gets the session's settings now (it is started once per process,
-    and a setting such as ``spark.driver.memory`` only counts at its start);
-    the session's start then uses it.
-    """
+    """Start the JVM as the session will (with its settings: ``spark.driver.memory`` counts only at the JVM's
+    start), and check that ``master`` has a master's endpoint."""
     from pyspark import SparkConf, SparkContext
 
-    from snet.spark.preflight import check_master_endpoint
+    from snet.spark.cluster.preflight import check_master_endpoint
 
     conf = SparkConf().setMaster(master).setAppName("snet")
     for key, value in options.items():
@@ -150,46 +125,15 @@ def _quiet_task_failures(session) -> None:
         log.debug("could not quiet Spark's task failure logs", exc_info=True)
 
 
-def startup_cause(error: BaseException) -> str:
-    """The line of a session start failure that says why (Spark's text puts it among JVM frames).
-
-    The first ``SomeException: message`` or ``SomeError: message`` line that
-    is not a stack frame, from the exception's name on; else the first line.
-    """
-    import re
-
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    for line in lines:
-        if line.startswith(("at ", "...", "File ", "Traceback")):
-            continue
-        m = re.search(r"[\w.$]*(?:Exception|Error): .*", line)
-        if m:
-            return m.group(0)[:300]
-    return f"{type(error).__name__}: {lines[0][:300]}" if lines else type(error).__name__
-
-
 def _sigint_handler():
     """The SIGINT handler now (None off the main thread, where none can be set)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.getsignal(signal.SIGINT)
+    return signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
 
 
 def _restore_sigint(handler) -> None:
-    """Put back the SIGINT handler that a new SparkContext replaced.
-
-    PySpark's handler cancels every job of the context and makes py4j calls
-    from inside the signal handler; when Ctrl-C arrives while the main thread
-    waits in a py4j call, that nested call fails with a traceback of py4j's.
-    snet cancels its own jobs (a job group per split) when the
-    KeyboardInterrupt reaches it, so the process's own handler is enough.
-    """
+    """Put back the SIGINT handler a new SparkContext replaced: PySpark's makes py4j calls inside the handler,
+    which fail with py4j's traceback while the main thread waits in one; snet cancels its own (tagged) jobs."""
     if handler is not None:
-        import signal
-
         signal.signal(signal.SIGINT, handler)
 
 

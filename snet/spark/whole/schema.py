@@ -1,34 +1,10 @@
 """The columns of a Spark-native run: what the source must have, and the output's types.
 
-Both are decided on the driver before the write job starts, so that a
-mistake is exit status 2 with nothing written, not a failed job:
-
-* **The source's columns** (:func:`check_source`): every input record must
-  carry the labels of one variant of the network's input type.  A source
-  whose columns cover no variant can only fail (every row, a null being an
-  absent label), so the run stops and names the missing labels and the
-  source's columns.
-* **The output's column types** (:func:`infer_types`): every label an
-  output record can carry is a column (the network's output type, the
-  input columns, which flow inheritance can carry through, and every tag
-  made in the network).  Each column's type comes, in this order, from:
-  its kind (a tag or binding tag is ``long``); the return annotation of a
-  box that makes it (:func:`annotated_types`); the input column of the same
-  name (a label that passes through); the outputs of a run of the network
-  on the driver over the first records of the source (:func:`sample_types`,
-  made only when a column is still without a type).  ``--spark-schema``
-  (``override``) sets the types of the columns it names and adds columns;
-  it never removes one: a record's label without a column is an error
-  naming the label, not a dropped value.
-
-A box's return annotation gives types when it is a ``TypedDict`` of the
-output labels, or a union, ``Optional``, list or iterator of them::
-
-    class Scored(TypedDict):
-        score: float
-        tags: list[str]
-
-    def score(text) -> Scored: ...
+Decided on the driver before the job (exit status 2, nothing written): the
+source must cover an input variant (:func:`check_source`); every label an
+output can carry is a column (:func:`output_labels`), typed by its kind, a
+box's ``TypedDict`` return annotation (:func:`annotated_types`), the input
+column, or a run on the first records (:func:`sample_types`).
 """
 
 from __future__ import annotations
@@ -47,8 +23,7 @@ SAMPLE = 100  # source records the driver runs the network on when a column's ty
 
 
 def check_source(graph, columns: Iterable[str], source: str) -> None:
-    """Refuse a source whose columns cover no variant of the network's input type (see the module
-    docstring)."""
+    """Refuse a source whose columns cover no variant of the network's input type."""
     have = set(columns)
     variants = graph.root.in_type
     if not variants or any(variant <= have for variant in variants):
@@ -77,10 +52,8 @@ def output_labels(graph, input_names: Iterable[str]) -> list[str]:
 
 def infer_types(graph, boxes, input_fields: dict, labels: list[str], sample=None,
                 given: frozenset = frozenset()) -> tuple[dict, list[str]]:
-    """({label: Spark type}, labels without one) for ``labels`` not in ``given`` (the labels ``--spark-schema``
-    types), by the rules of the module docstring; ``sample()``, when given, returns the output records of a
-    run on the first source records, and is called only when a label is still without a type (it runs the
-    boxes on the driver: never when no type is missing)."""
+    """({label: Spark type}, labels without one) for ``labels`` not in ``given`` (``--spark-schema``'s), by the
+    rules of the module docstring; ``sample()`` (a run on the first records) is called only if a type is missing."""
     from pyspark.sql.types import LongType
 
     annotated = annotated_types(graph, boxes)
@@ -197,49 +170,36 @@ def sample_types(records: list[dict], labels: set[str]) -> dict:
 
 
 def driver_sample(network, df, size: int = SAMPLE):
-    """``sample()`` for :func:`infer_types`: the output records of a run of ``network`` on the driver (the
-    reference engine) over the first ``size`` records of ``df``, in a child process forked for it
-    (:func:`_isolated`): a box that ends its process ends the child, not snet.  Outputs made before a
-    failure count; the failure itself is the job's to report."""
+    """``sample()`` for :func:`infer_types`: the outputs of a run of ``network`` (the reference engine) over the
+    first ``size`` records of ``df`` in a forked child (a box that ends its process ends the child, not snet);
+    outputs made before a failure count, the failure is the job's to report."""
+    from snet import isolation
+    from snet.spark.tasks import dumps
+
     def sample() -> list[dict]:
         records = [{k: v for k, v in row.asDict(recursive=True).items() if v is not None}
                    for row in df.limit(size).collect()]
-        return _isolated(network, records)
-    return sample
 
+        def body() -> None:
+            try:
+                for out in network.run(records, engine="reference"):
+                    isolation.send(isolation.Output(out))
+            except SNetError as e:  # a run-time error of the network: the outputs before it stand
+                isolation.send(isolation.Stopped(str(e)))
 
-def _isolated(network, records: list[dict]) -> list[dict]:
-    """The outputs of ``network`` over ``records``, run in a forked child that sends each as it is made."""
-    import os
-
-    from snet.spark.crash import _read_messages, child_main
-
-    def body(channel) -> None:
+        child = isolation.Child(body, dumps=dumps)
+        outputs: list[dict] = []
         try:
-            for out in network.run(records, engine="reference"):
-                channel.send("out", out)
-        except SNetError as e:  # a run-time error of the network: the outputs before it stand
-            channel.send("stop", str(e))
-
-    read_fd, write_fd = os.pipe()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
-        os.close(read_fd)
-        child_main(write_fd, body, parent)
-    os.close(write_fd)
-    outputs: list[dict] = []
-    try:
-        for message in _read_messages(read_fd):
-            if message[0] == "out":
-                outputs.append(message[1])
-            else:
-                log.debug("the run on the first %d records to infer output types stopped: %s", len(records),
-                          message[1])
-    finally:
-        os.close(read_fd)
-        os.waitpid(pid, 0)
-    return outputs
+            for message in child.messages():
+                if isinstance(message, isolation.Output):
+                    outputs.append(message.record)
+                else:
+                    log.debug("the run on the first %d records to infer output types stopped: %s",
+                              len(records), message)
+        finally:
+            child.end()
+        return outputs
+    return sample
 
 
 def merge(types: dict, labels: list[str], override) -> "Any":

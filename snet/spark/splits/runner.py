@@ -1,55 +1,26 @@
-"""The driver side of one split on Spark: batches in, outputs per input out.
+"""The driver side of one split on Spark: a batch in, outputs per input out, one Spark job per batch.
 
-:class:`SparkSplitRunner` is the whole API an engine needs.  The engine
-hands it batches of ``(sequence number, record)`` pairs that entered the
-split; :meth:`SparkSplitRunner.process` returns, for every input, the
-outputs the split's replicas made of it, in input order.  Per-tag order and
-``!!`` order follow: replica *v* sees the records of value *v* in sequence
-order, and outputs come back per input in sequence order.
-
-One batch is one Spark job
-==========================
-
-The records are on the driver already, so the runner does the keyed
-partitioning itself instead of asking Spark to shuffle and sort them: it
-groups the batch by (split instance, tag value), packs the groups into at
-most ``partitions`` tasks (largest first, onto the least loaded task) and
-runs a single-stage job over them.  Each group is one element that carries
-its records in order, so order within a tag is guaranteed by construction
-rather than by sort and shuffle-fetch order, and there is no shuffle at all.
-An operand whose replicas are all alike (no synchro-cell, no initialiser:
-:func:`~snet.spark.replicas.keeps_state`) is not grouped by tag: its batch
-is cut into equal chunks, which balances skewed tags, since any replica
-gives the same results.
-
-Two job paths, the same tasks:
-
-* **RDD path** (classic Spark, the default): ``parallelize(payloads,
-  len(payloads)).mapPartitions(...)``, the run's context in a broadcast;
-* **DataFrame path** (Spark Connect, which has no RDD API; also selectable
-  with ``snet.path=dataframe``): ``createDataFrame(payload rows)
-  .mapInArrow(...)``, the context in the function's closure.  A local
-  relation of *n* rows is scanned in min(n, default parallelism)
-  partitions, so no repartition is needed either.
-
-State, retries and errors are described in :mod:`snet.spark.replicas`.
+:class:`SparkSplitRunner` groups a batch by (split instance, tag value) and
+packs the groups into at most ``partitions`` tasks of one single-stage job
+(no shuffle: each group carries its records in order); an operand without
+state is cut into equal chunks instead.  The RDD path on classic Spark, the
+DataFrame path (``mapInArrow``) on Spark Connect or with ``snet.path=dataframe``.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import os
-import shutil
-import tempfile
-import threading
 import time
 import uuid
 from typing import Callable
 
 from snet.core.compiled import SplitKeys
 from snet.errors import SNetRuntimeError, SNetUsageError
-from snet.spark.replicas import Group, TaskInput, TaskOutput, dumps, keeps_state, loads
+from snet.spark.failures import crash_summary, job_summary, looks_like_crash
+from snet.spark.splits import crash
+from snet.spark.splits.replicas import Group, TaskInput, TaskOutput, run_payload
+from snet.spark.tasks import arrow_payloads, dumps, keeps_state, loads, rdd_payloads
 from snet.splitexec import SplitFailure, SplitOutputs, SplitRunner
 from snet.spg.nodes import PropertyGraph, SplitNode
 
@@ -61,43 +32,26 @@ DEFAULT_BATCH = 4096
 # Settings read by snet itself, not passed to Spark.
 SNET_KEYS = ("snet.path", "snet.partitions", "snet.boxes", "snet.mode")
 
-_SHIPPED: dict[int, set[str]] = {}  # id(SparkContext or session) -> files already added
-_SHIP_LOCK = threading.Lock()
-
 
 class SparkSplitRunner(SplitRunner):
-    """Runs the replicas of one split node on Spark.
-
-    Args:
-        graph: the compiled program.
-        split_node_id: the :class:`~snet.spg.nodes.SplitNode` to run.
-        boxes: the bound box table (box name -> function), as engines have it.
-        master: a Spark master URL (see :mod:`snet.spark.session`).
-        conf: Spark settings; ``snet.path`` (``rdd``/``dataframe``) and
-            ``snet.partitions`` (tasks per job) are read by snet.
-        batch_size: the engine's batch size, kept for statistics and engines.
-
-    Several instances of the split node (inside a star, say) share one
-    runner; items name their instance, and state is kept per (instance,
-    tag value).
-    """
+    """Runs the replicas of one split node on Spark; ``conf`` holds Spark's settings and snet's (``snet.path``,
+    ``snet.partitions``, ``snet.boxes``).  Instances of the node share one runner, state per (instance, value)."""
 
     def __init__(self, graph: PropertyGraph, split_node_id: int, boxes: dict[str, Callable], master: str,
                  conf: dict[str, str] | None = None, batch_size: int | None = None, skip_errors: bool = False):
-        from snet.spark.session import get_session, is_connect_session, parallelism
-        from snet.spark.shipping import dump_context, make_context, shipped_only
+        from snet.spark.cluster.jobs import RunJobs
+        from snet.spark.cluster.session import get_session, is_connect_session, parallelism
+        from snet.spark.cluster.shipping import dump_context, make_context, ship, shipped_only
 
         node = graph.nodes[split_node_id]
         if not isinstance(node, SplitNode):
             raise SNetUsageError(f"node {split_node_id} is a {node.kind}, not a split")
         conf = dict(conf or {})
         own = {k: conf.pop(k) for k in SNET_KEYS if k in conf}
-        self.node = node
+        self.node, self.keys, self.master = node, SplitKeys(node), master
         self.where = node.span.location if node.span is not None else f"node {node.id}"
-        self.keys = SplitKeys(node)
         self.stateful = keeps_state(node.operand)  # replicas differ: per-replica state bytes
         self.batch_size = batch_size or DEFAULT_BATCH
-        self.master = master
         self.session = get_session(master, conf)
         self.connect = is_connect_session(self.session)
         path = own.get("snet.path", "dataframe" if self.connect else "rdd")
@@ -106,14 +60,12 @@ class SparkSplitRunner(SplitRunner):
         self.path = path
         self.partitions = int(own.get("snet.partitions") or parallelism(self.session))
         self.run_id = uuid.uuid4().hex
-        self.context = make_context(graph, split_node_id, boxes, skip_errors,
-                                    shipped_only=shipped_only(own.get("snet.boxes")))
+        context = make_context(graph, split_node_id, boxes, skip_errors, shipped_only(own.get("snet.boxes")))
         self.failures: list[tuple] = []  # (seq, error record, ErrorReport) of records skipped on the executors
-        self.context_bytes = dump_context(self.context)
-        self._ship()
-        self._broadcast = None
-        if self.path == "rdd":
-            self._broadcast = self.session.sparkContext.broadcast(self.context_bytes)
+        self.context_bytes = dump_context(context)
+        ship(self.session, context, self.connect)
+        self.jobs = RunJobs(self.session, f"snet-split-{self.run_id}")
+        self._broadcast = self.session.sparkContext.broadcast(self.context_bytes) if self.path == "rdd" else None
         # (instance, value) -> the replica's bytes after its last batch (stateful operands)
         self.states: dict[tuple[int, int], bytes] = {}
         self.pending_warnings: dict[tuple[int, int], list[str]] = {}
@@ -121,29 +73,12 @@ class SparkSplitRunner(SplitRunner):
         self._stats = {"batches": 0, "records": 0, "copies": 0, "tasks": 0, "seconds": 0.0,
                        "job_seconds": 0.0, "max_batch_seconds": 0.0, "executor_seconds": 0.0,
                        "bytes_out": 0, "bytes_in": 0}
-        self._closed = False
-        self._replicas_at_close = 0
-
-    # -- shipping ------------------------------------------------------------
-
-    def _ship(self) -> None:
-        ship(self.session, self.context, self.connect)
-
-    # -- the batch -------------------------------------------------------------
-
-    def process(self, batch: list[tuple[int, Record]], instance: int = 0) -> list[tuple[int, list[Record]]]:
-        """Run one batch of one instance: ``[(seq, record)]`` -> ``[(seq, outputs)]`` in seq order."""
-        return [(o.seq, o.outputs) for o in self.process_many([(instance, s, r) for s, r in batch])]
+        self._closed, self._replicas_at_close = False, 0
 
     def process_many(self, batch: list[tuple[int, int, Record]]) -> list[SplitOutputs]:
-        """Run ``[(instance, seq, record)]``; the outputs per input, sorted by (seq, instance).
-
-        Raises:
-            SplitFailure: the first error in (seq, instance, value) order,
-                rebuilt from the executor's report, with the outputs of the
-                inputs before it.
-            SNetRuntimeError: the Spark job itself failed.
-        """
+        """Run ``[(instance, seq, record)]``; the outputs per input, sorted by (seq, instance).  Raises
+        :class:`SplitFailure` for the first error in (seq, instance, value) order, with the outputs before it;
+        SNetRuntimeError when the Spark job itself failed."""
         if self._closed:
             raise SNetUsageError("the Spark split runner is closed")
         started = time.perf_counter()
@@ -181,14 +116,10 @@ class SparkSplitRunner(SplitRunner):
         keyed.sort(key=lambda item: item[0])
         seconds = time.perf_counter() - started
         s = self._stats
-        s["batches"] += 1
-        s["records"] += len(batch)
-        s["copies"] += copies
-        s["tasks"] += len(payloads)
-        s["seconds"] += seconds
-        s["job_seconds"] += job_seconds
+        for key, value in (("batches", 1), ("records", len(batch)), ("copies", copies), ("tasks", len(payloads)),
+                           ("seconds", seconds), ("job_seconds", job_seconds), ("bytes_out", sum(map(len, payloads)))):
+            s[key] += value
         s["max_batch_seconds"] = max(s["max_batch_seconds"], seconds)
-        s["bytes_out"] += sum(map(len, payloads))
         log.info("spark split %s: batch %d, %d records, %d tasks, %.3f s", self.where, s["batches"],
                  len(batch), len(payloads), seconds)
         if errors:
@@ -242,57 +173,40 @@ class SparkSplitRunner(SplitRunner):
             return []
         description = f"snet split {self.where} batch {self._stats['batches'] + 1}"
         try:
-            if self.path == "rdd":
-                from snet.spark.replicas import rdd_partition
-
-                sc = self.session.sparkContext
-                sc.setJobGroup(self.run_id, description, interruptOnCancel=True)
-                rdd = sc.parallelize(payloads, len(payloads))
-                return rdd.mapPartitions(functools.partial(rdd_partition, self.run_id, self._broadcast)).collect()
-            from snet.spark.replicas import arrow_batches
-
-            if self.connect:
-                self.session.addTag(self.run_id)
-            df = self.session.createDataFrame([(p,) for p in payloads], "payload binary")
-            fn = functools.partial(arrow_batches, self.run_id, self.context_bytes)
-            return [bytes(row[0]) for row in df.mapInArrow(fn, "payload binary").collect()]
-        except KeyboardInterrupt:
-            self.cancel()
-            raise
+            return self._job(functools.partial(run_payload, self.run_id), description, payloads)
         except Exception as e:
-            text = str(e).strip().splitlines()
-            summary = next((line for line in text if "Error" in line or "Exception" in line), text[0] if text else "")
-            failure = SNetRuntimeError(f"Spark job of the split failed: {type(e).__name__}: {summary.strip()[:500]}",
+            failure = SNetRuntimeError(f"Spark job of the split failed: {type(e).__name__}: {job_summary(e)[:500]}",
                                        self.node.span, str(e)[:4000])
-            from snet.spark.crash import crash_summary, looks_like_crash
-
             if not looks_like_crash(str(e)):
                 raise failure from e
-            rerun = self._diagnose(payloads, description, crash_summary(str(e)))
-            if rerun is None:
-                raise failure from e
-            return rerun
+            error = e
+        rerun = self._diagnose(payloads, description, crash_summary(str(error)))
+        if rerun is None:
+            raise failure from error
+        return rerun
 
-    def _diagnose(self, payloads: list[bytes], description: str, job_error: str) -> list[bytes] | None:
-        """The batch again, each task's groups in child processes (:mod:`snet.spark.crash`); None if that fails too."""
-        from snet.spark import crash
-
-        log.warning("spark split %s: a Python worker died; running the batch again to find the box and the record",
-                    self.where)
+    def _job(self, function, description: str, payloads: list[bytes]) -> list[bytes]:
+        """One job mapping ``function(context(), payload)`` over ``payloads`` (tagged: Ctrl-C cancels it)."""
         try:
-            if self.path == "rdd":
-                sc = self.session.sparkContext
-                sc.setJobGroup(self.run_id, description + " (crash diagnosis)", interruptOnCancel=True)
-                rdd = sc.parallelize(payloads, len(payloads))
-                fn = functools.partial(crash.rdd_partition, self.run_id, self._broadcast, job_error)
-                raw = rdd.mapPartitions(fn).collect()
-            else:
+            with self.jobs.tagged(description):
+                if self.path == "rdd":
+                    rdd = self.session.sparkContext.parallelize(payloads, len(payloads))
+                    return rdd.mapPartitions(functools.partial(rdd_payloads, function, self._broadcast)).collect()
                 df = self.session.createDataFrame([(p,) for p in payloads], "payload binary")
-                fn = functools.partial(crash.arrow_batches, self.run_id, self.context_bytes, job_error)
-                raw = [bytes(row[0]) for row in df.mapInArrow(fn, "payload binary").collect()]
+                fn = functools.partial(arrow_payloads, function, self.context_bytes)
+                return [bytes(row[0]) for row in df.mapInArrow(fn, "payload binary").collect()]
         except KeyboardInterrupt:
             self.cancel()
             raise
+
+    def _diagnose(self, payloads: list[bytes], description: str, job_error: str) -> list[bytes] | None:
+        """The batch again, each task's groups in child processes (:mod:`snet.spark.splits.crash`); None if that
+        fails too."""
+        log.warning("spark split %s: a Python worker died; running the batch again to find the box and the record",
+                    self.where)
+        function = functools.partial(crash.run_payload, self.run_id, job_error)
+        try:
+            raw = self._job(function, description + " (crash diagnosis)", payloads)
         except Exception as e:
             log.debug("the crash diagnosis failed too: %s", e)
             return None
@@ -304,15 +218,7 @@ class SparkSplitRunner(SplitRunner):
 
     def cancel(self) -> None:
         """Stop this run's Spark jobs (Ctrl-C while a batch runs)."""
-        try:
-            if self.connect:
-                self.session.interruptTag(self.run_id)
-            else:
-                self.session.sparkContext.cancelJobGroup(self.run_id)
-        except Exception:  # best effort: the process is stopping anyway
-            pass
-
-    # -- end of run ------------------------------------------------------------
+        self.jobs.cancel()
 
     def warnings(self) -> list[str]:
         """Termination warnings: synchro-cells in replicas that hold records but never fired."""
@@ -340,34 +246,6 @@ class SparkSplitRunner(SplitRunner):
             except Exception:  # the session may be gone at interpreter exit
                 pass
         self.states.clear()
-
-
-def ship(session, context, connect: bool) -> None:
-    """Add the snet package zip and the zips of the box files' folders to ``session``, once per session."""
-    from snet.spark.shipping import package_zip
-
-    files = [package_zip()]
-    if context.files:
-        from snet.spark.shipping import folder_zip
-
-        folder = tempfile.mkdtemp(prefix="snet-boxes-")
-        zipped = {}
-        for entry in context.files.values():
-            if entry.shipped_name not in zipped:
-                zipped[entry.shipped_name] = folder_zip(entry.path, folder)
-        files.extend(zipped.values())
-    with _SHIP_LOCK:
-        owner = session.sparkContext if not connect else session
-        done = _SHIPPED.setdefault(id(owner), set())
-        for path in files:
-            name = os.path.basename(path)
-            if name in done:
-                continue
-            if connect:
-                session.addArtifacts(path, pyfile=True)
-            else:
-                session.sparkContext.addPyFile(path)
-            done.add(name)
 
 
 def _fold(keyed: list[tuple[tuple, list[Record]]]) -> list[SplitOutputs]:

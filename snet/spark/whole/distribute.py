@@ -1,30 +1,10 @@
 """Which networks run whole inside Spark tasks, and how their input must be partitioned.
 
-A Spark-native run (:func:`snet.spark.dataframe.spark_apply`, ``snet run
---spark`` with a Spark source and sink) runs the whole network inside each
-task, one engine per task over that task's partition.  Engines in different
-tasks share nothing, so the run gives the results of a single engine only
-where every piece of state lives in one task:
-
-* **a stateless network** (no synchro-cell, no initialiser): every record is
-  processed on its own; any partitioning will do, and no shuffle is needed;
-* **state inside a top-level index split** ``X ! <t>`` (or ``!!``, ``!@``):
-  each replica's state belongs to one tag value, so the input is partitioned
-  by the column ``<t>`` (all records of a value in one task) and sorted by
-  an input sequence within each partition (per-tag order kept).  The split
-  may be one stage of a top-level serial chain; every stage before it must
-  leave ``<t>`` as it is (a box that neither takes nor makes ``<t>``, a filter
-  that does not match or set it), so that the tag a record has on input is
-  the tag it has when it reaches the split.  Several such splits must use the
-  same tag.
-
-Anything else keeps state that records of every partition may reach: a
-synchro-cell, a star or a feedback loop holding a cell, or an initialiser,
-outside any split, or inside a range split (``! <lo>:<hi>`` copies a record
-to several replicas).  :func:`distribution` raises
-:class:`~snet.errors.SNetNotDistributable` naming that construct's position.
-
-This module imports nothing from pyspark.
+Engines in different tasks share nothing, so state must live in one task: a
+stateless network takes any partitioning; state inside a top-level index
+split ``X ! <t>`` partitions the input by ``<t>`` (the stages before it must
+keep ``<t>``; several such splits, one tag).  Anything else makes
+:func:`distribution` raise :class:`~snet.errors.SNetNotDistributable`.
 """
 
 from __future__ import annotations
@@ -32,6 +12,7 @@ from __future__ import annotations
 import attrs
 
 from snet.errors import SNetNotDistributable
+from snet.spark.tasks import keeps_state
 from snet.spg.nodes import (BoxNode, FilterNode, NetNode, Node, ParallelNode, PropertyGraph, SerialNode, SplitNode,
                             SyncNode)
 
@@ -55,16 +36,12 @@ def _unwrap(node: Node) -> Node:
     return node
 
 
-def _keeps_state(node: Node) -> bool:
-    return bool(node.stateful or node.has_initialisers)
-
-
 def _state_holder(node: Node) -> Node:
     """The outermost construct below ``node`` that holds the state (a cell, a star of one, an initialiser)."""
     node = _unwrap(node)
     if isinstance(node, (SyncNode, BoxNode)) or not node.children():
         return node
-    holders = [c for c in node.children() if _keeps_state(c)]
+    holders = [c for c in node.children() if keeps_state(c)]
     if isinstance(node, (SerialNode, ParallelNode)):
         return _state_holder(holders[0]) if holders else node
     return node  # a star, a feedback loop or a split holding state
@@ -120,10 +97,10 @@ def keeps_tag(node: Node, tag: str) -> bool:
 def distribution(graph: PropertyGraph) -> Distribution:
     """How the input of a Spark-native run must be partitioned; raises SNetNotDistributable (see module)."""
     root = _unwrap(graph.root)
-    if not _keeps_state(root):
+    if not keeps_state(root):
         return Distribution()
     stages = [_unwrap(s) for s in root.stages] if isinstance(root, SerialNode) else [root]
-    keyed = [i for i, s in enumerate(stages) if _keeps_state(s)]
+    keyed = [i for i, s in enumerate(stages) if keeps_state(s)]
     key: str | None = None
     split: Node | None = None
     for i in keyed:

@@ -1,42 +1,10 @@
 """A whole network over a Spark DataFrame: :meth:`snet.api.Network.spark_apply`.
 
-``net.spark_apply(df)`` returns a DataFrame of the network's output records,
-lazily: nothing runs until an action, and the result composes with the
-caller's own transformations, on classic Spark and on Spark Connect alike.
-
-* **Rows are records.** A row becomes a record whose labels are the column
-  names in the JSON Lines spelling (``x`` a field, ``<t>`` a tag, ``<#b>`` a
-  binding tag); a null is an absent label, so one table holds records of
-  several variants.  Output records become rows the same way.
-* **One engine per task.** The function given to ``mapInArrow`` starts an
-  engine for its partition (FRONT with one worker, or the reference engine
-  where the compiled runtime does not import: :func:`_engine`) and streams
-  the partition's records through it, outputs going out in Arrow batches (a network that is a
-  serial chain of boxes needs no engine: a batch's records go through the
-  box callers, :func:`box_chain`).  Engines of different
-  tasks share nothing, so only networks whose state can be partitioned run
-  this way (:mod:`snet.spark.distribute`): a stateless network runs over the
-  DataFrame's partitions as they are (no shuffle; a partition's outputs
-  keep its input order); a network with state inside a top-level ``X ! <t>``
-  is repartitioned by the column ``<t>`` and sorted within each partition
-  by an input sequence (``monotonically_increasing_id`` taken before the
-  shuffle, or the caller's ``order`` column), so that every replica sees its
-  records in input order.  A retried task re-reads its partition and starts
-  from a fresh engine: nothing is duplicated or lost.
-* **The output schema** is the caller's ``schema`` (a projection: labels of
-  an output record that are not columns are left out), or else inferred:
-  every label of the network's output type, every input column and every
-  tag made anywhere in the network (flow inheritance can carry any of them
-  through), tags as ``long``, fields with
-  the type a box's return annotation gives, else that of the input column
-  of the same name (:mod:`snet.spark.schema`; ``snet run`` also runs the
-  network on the first records).  An output field with neither has no type
-  to infer from, and the call says so and asks for ``schema``.  A record with a label outside an inferred schema, or a
-  value that does not fit its column's type, fails the task with an error
-  naming the label.
-
-Termination warnings (synchro-cells left unfinished) are logged on the
-executors, at the end of each partition.
+Rows are records (column names in the JSON Lines spelling, a null an absent
+label).  :func:`map_partition` runs one engine per task over its partition;
+a keyed network's input is repartitioned by its tag column and sorted by an
+input sequence (:func:`prepare`, :mod:`snet.spark.whole.distribute`).  The
+output schema is the caller's or inferred (:mod:`snet.spark.whole.schema`).
 """
 
 from __future__ import annotations
@@ -44,25 +12,25 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
-import pickle
 import uuid
-from typing import Any, Iterator
+from typing import Iterator
 
 from snet.errors import SNetRuntimeError, SNetUsageError
-from snet.spark.distribute import Distribution, distribution
+from snet.spark.tasks import plan_for, rows, run_plan
+from snet.spark.whole.distribute import Distribution, distribution
 
 log = logging.getLogger("snet.spark")
 
 SEQ = "__snet_seq"  # the input sequence column added before a shuffle
 OUT_BATCH = 4096  # output records per Arrow batch
 
+
 def output_schema(graph, input_schema, schema=None, drop: tuple[str, ...] = (), cli: bool = False, *,
                   boxes=None, sample=None, override=None):
-    """The Spark schema of the outputs (see the module docstring and :mod:`snet.spark.schema`); ``schema``
-    a StructType or DDL string, the columns as given; else inferred, ``boxes`` giving return annotations,
-    ``sample()`` the outputs of a run on the first records, ``override`` (``snet run --spark-schema``)
-    types that replace or add to the inferred ones; ``cli``: errors name ``--spark-schema``, not ``schema=``."""
-    from snet.spark.schema import infer_types, merge, output_labels, parse
+    """The Spark schema of the outputs: ``schema`` (StructType or DDL) as given, else inferred
+    (:mod:`snet.spark.whole.schema`), ``override`` (``--spark-schema``) replacing or adding types; ``cli``:
+    errors name ``--spark-schema``, not ``schema=``."""
+    from snet.spark.whole.schema import infer_types, merge, output_labels, parse
 
     if schema is not None:
         return parse(schema)
@@ -85,23 +53,20 @@ def output_schema(graph, input_schema, schema=None, drop: tuple[str, ...] = (), 
                              "output column")
     return merge(types, labels, override)
 
+
 _INTEGRAL = ("tinyint", "smallint", "int", "bigint")  # Spark's simpleString of the types a tag column may have
 
 
 def check_columns(input_schema, drop: tuple[str, ...] = ()) -> None:
-    """Refuse input columns that are no record labels, and tag columns that do not hold integers.
-
-    Records read from files and given to ``Network.run`` are refused for the
-    same mistakes (:func:`snet.records.record_problem`); for a DataFrame the
-    schema tells them before anything runs.
-    """
-    from snet.records import _LABEL_RULE, is_valid_label
+    """Refuse input columns that are no record labels, and tag columns that do not hold integers (records
+    are refused for the same mistakes: :func:`snet.records.record_problem`)."""
+    from snet.records import LABEL_RULE, is_valid_label
 
     for f in input_schema.fields:
         if f.name in drop:
             continue
         if not is_valid_label(f.name):
-            raise SNetUsageError(f"input column {f.name!r} is not a record label ({_LABEL_RULE}); select the "
+            raise SNetUsageError(f"input column {f.name!r} is not a record label ({LABEL_RULE}); select the "
                                  "columns the network reads, or rename them")
         if f.name.startswith("<") and f.dataType.simpleString() not in _INTEGRAL:
             kind = "binding tag" if f.name.startswith("<#") else "tag"
@@ -114,7 +79,7 @@ def prepare(network, df, partitions: int | None = None, order: str | None = None
     """Partition ``df`` as the network needs: (the DataFrame to map, the distribution, columns not records)."""
     how: Distribution = distribution(network.graph)
     columns = df.columns
-    drop: tuple[str, ...] = ()
+    drop: tuple[str, ...] = () if order is None else (order,)
     if order is not None and order not in columns:
         raise SNetUsageError(f"spark_apply: order={order!r} is not a column of the DataFrame ({', '.join(columns)})")
     if how.key is None:
@@ -132,19 +97,18 @@ def prepare(network, df, partitions: int | None = None, order: str | None = None
         seq, drop = SEQ, (SEQ,)
         df = df.withColumn(SEQ, F.monotonically_increasing_id())
     if partitions is None:
-        from snet.spark.session import parallelism
+        from snet.spark.cluster.session import parallelism
 
         partitions = parallelism(df.sparkSession)
     df = df.repartition(partitions, F.col(f"`{how.key}`")).sortWithinPartitions(F.col(f"`{seq}`"))
     return df, how, drop
 
+
 def spark_apply(network, df, schema=None, *, partitions: int | None = None, order: str | None = None,
                 shipped_only: bool = False, task_warnings: bool = True, counter=None, project: bool | None = None):
-    """See :meth:`snet.api.Network.spark_apply`; ``shipped_only``: box files from the shipped zips only
-    (``snet.boxes=shipped`` of ``snet run``); ``task_warnings``: tasks log termination warnings (not under
-    ``snet run -q``); ``counter``: an accumulator the tasks add their output rows to (``snet run --stats``);
-    ``project``: whether labels outside ``schema`` are left out (the default where a schema is given) or an
-    error (``snet run``, whose schema has every column)."""
+    """See :meth:`snet.api.Network.spark_apply`; for ``snet run``: ``shipped_only`` (``snet.boxes=shipped``),
+    ``task_warnings`` (off under ``-q``), ``counter`` (an accumulator of output rows), ``project`` (whether
+    labels outside ``schema`` are left out, the default with a schema, or an error)."""
     if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
         raise SNetUsageError(f"spark_apply: partitions must be a positive int, not {partitions!r}")
 
@@ -160,16 +124,13 @@ def spark_apply(network, df, schema=None, *, partitions: int | None = None, orde
 def map_network(network, df, task, schema=None, *, partitions: int | None = None, order: str | None = None,
                 shipped_only: bool = False, project: bool | None = None):
     """``df`` partitioned as the network needs, mapped by the ``mapInArrow`` function ``task(context, drop,
-    schema_json, project)`` gives (the run's :func:`map_partition`, or :func:`snet.spark.salvage.salvage_partition`
-    after a failed run)."""
-    from snet.spark.runner import ship
-    from snet.spark.session import is_connect_session
-    from snet.spark.shipping import dump_context, make_context
+    schema_json, project)`` gives (the run's :func:`map_partition`, or
+    :func:`snet.spark.whole.salvage.salvage_partition` after a failed run)."""
+    from snet.spark.cluster.session import is_connect_session
+    from snet.spark.cluster.shipping import dump_context, make_context, ship
 
     check_columns(df.schema, (order,) if order is not None else ())
     mapped, how, drop = prepare(network, df, partitions, order)
-    if order is not None:
-        drop = (order,)
     out = output_schema(network.graph, df.schema, schema, drop, boxes=network.boxes)
     session = df.sparkSession
     context = make_context(network.graph, 0, network.boxes, shipped_only=shipped_only)
@@ -177,43 +138,8 @@ def map_network(network, df, task, schema=None, *, partitions: int | None = None
     project = schema is not None if project is None else project
     return mapped.mapInArrow(task(dump_context(context), drop, out.json(), project), out)
 
-# -- on the executors ----------------------------------------------------------
 
-_PLANS: dict[str, Any] = {}
-
-def _plan(run_id: str, context: bytes):
-    plan = _PLANS.get(run_id)
-    if plan is None:
-        from snet.plan import lower
-
-        ctx = pickle.loads(context)
-        plan = lower(ctx.graph, ctx.bind())
-        while len(_PLANS) >= 8:
-            _PLANS.pop(next(iter(_PLANS)))
-        _PLANS[run_id] = plan
-    return plan
-
-def _rows(batch, drop: tuple[str, ...]) -> list[dict]:
-    """The records of one Arrow batch: a dict per row, its nulls left out (absent labels)."""
-    names = batch.schema.names
-    if drop and any(n in drop for n in names):
-        batch = batch.select([n for n in names if n not in drop])
-        names = batch.schema.names
-    rows = batch.to_pylist()  # one conversion per column, the dicts built in C
-    for name in names:
-        if batch.column(name).null_count:
-            for row in rows:
-                if row[name] is None:
-                    del row[name]
-    return rows
-
-
-def _records(batches, drop: tuple[str, ...]) -> Iterator[dict]:
-    for batch in batches:
-        yield from _rows(batch, drop)
-
-
-class _Writer:
+class Writer:
     """Output records to Arrow batches of the output schema."""
 
     def __init__(self, schema_json: str, project: bool):
@@ -267,23 +193,20 @@ def _fits(pa, value, type_) -> bool:
     except Exception:
         return False
 
+
 def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_json: str, project: bool,
                   batches, engine: str = "front", warn: bool = True) -> Iterator:
-    """The ``mapInArrow`` function: one fresh engine (:func:`_engine`) over this partition's records.
-
-    A chain of boxes runs without the engine, one input batch at a time
-    (rows to records, the records through the chain, the outputs gathered
-    into Arrow batches of ``OUT_BATCH``).
-    """
-    plan = _plan(run_id, context)
-    writer = _Writer(schema_json, project)
+    """The ``mapInArrow`` function: one fresh engine (:func:`snet.spark.tasks.run_plan`) over this partition's
+    records; a chain of boxes without one, an input batch at a time (:func:`box_chain`)."""
+    plan = plan_for(run_id, context)
+    writer = Writer(schema_json, project)
     chain = box_chain(plan)
     if chain is not None:  # a batch at a time: a list of records in, a list out
         from snet.core.boxes import chain_outputs
 
         pending: list[dict] = []
         for batch in batches:
-            pending.extend(chain_outputs(chain, _rows(batch, drop)))
+            pending.extend(chain_outputs(chain, rows(batch, drop)))
             if len(pending) >= OUT_BATCH:
                 whole = len(pending) - len(pending) % OUT_BATCH
                 for start in range(0, whole, OUT_BATCH):
@@ -292,15 +215,13 @@ def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_jso
         if pending:
             yield writer.batch(pending)
         return
-    outputs, warnings = _engine(plan, _records(batches, drop), engine)
+    execution = run_plan(plan, (r for batch in batches for r in rows(batch, drop)), engine)
     try:
-        while out := list(itertools.islice(outputs, OUT_BATCH)):
+        while out := list(itertools.islice(execution, OUT_BATCH)):
             yield writer.batch(out)
     finally:
-        close = getattr(outputs, "close", None)
-        if close is not None:
-            close()
-    for warning in warnings() if warn else ():
+        execution.close()
+    for warning in execution.warnings if warn else ():
         log.warning("%s", warning)
 
 
@@ -317,50 +238,11 @@ def counted(function, counter, batches):
 TASK_ENGINE = "front"  # the tasks' engine, read by spark_apply; "reference" for the benchmark's baseline
 
 
-@functools.lru_cache(maxsize=1)
-def _front_imports() -> bool:
-    try:
-        import snet_front.runtime  # noqa: F401
-    except (ImportError, ValueError):
-        # ValueError: a compiled runtime from elsewhere on the executor (an installed snet) built against
-        # another box caller than the shipped one ("size changed"); the reference engine needs neither
-        return False
-    return True
-
-
-def _engine(plan, records, engine: str = "front"):
-    """``(outputs, warnings())`` of ``plan`` over ``records``: FRONT with one worker where its compiled
-    runtime imports and ``engine`` is ``"front"``, else the reference engine.
-
-    One worker: Spark runs a task per core already.  With one worker FRONT
-    takes the next input record only when the previous one has gone as far
-    as it can, so the outputs keep the input order and a split's replicas
-    get their records in order, as in the reference engine.
-    """
-    if engine == "front" and _front_imports():
-        from snet.backends.front import FrontExecution
-        from snet.options import RunOptions
-
-        execution = FrontExecution(plan, records, RunOptions.from_keywords(engine="front", workers=1))
-        return execution, lambda: execution.warnings
-    from snet.reference import ReferenceEngine
-
-    engine = ReferenceEngine(plan)
-    return engine.run(records), engine.termination_warnings
-
-
 def box_chain(plan) -> tuple | None:
-    """The box callers of a network that is a serial chain of boxes (or one box), else None.
-
-    Such a network is function composition: nets, serial compositions and
-    ``[]`` are wiring only, so the boxes are taken in order however the
-    chain is nested.  Each record goes through the boxes depth first, as
-    the reference engine takes it (:func:`snet.core.boxes.chain_outputs`),
-    without the engine's stack.  The box callers are the engine's own
-    (argument checks, result types, flow inheritance and error messages
-    are theirs); a chain holding anything else (a filter, a box caller that
-    skips errors or defers ``async def`` calls) is left to the engine.
-    """
+    """The box callers of a network that is a serial chain of boxes (or one box), else None: function
+    composition, each record through the boxes depth first as the reference engine takes it
+    (:func:`snet.core.boxes.chain_outputs`), with the engine's own box callers; a chain holding anything else
+    (a filter, a caller that skips errors or defers ``async def`` calls) is left to the engine."""
     from snet.core.boxes import BoxCaller
     from snet.plan import Kind
 

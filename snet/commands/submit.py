@@ -4,31 +4,18 @@
 
     snet spark-submit [SPARK-SUBMIT OPTIONS] -- NET.snet [SNET RUN OPTIONS]
 
-Everything before ``--`` goes to ``spark-submit`` (``--master``,
-``--deploy-mode``, ``--driver-memory``, ``--conf``, ``--packages`` ...),
-except snet's own ``--dry-run`` (print the command, run nothing) and
-``--spark-submit PROGRAM`` (default: ``$SPARK_HOME/bin/spark-submit``, else
-the one in the pyspark package, else ``spark-submit`` on ``PATH``).  After
-``--`` come the arguments of ``snet run``; ``--spark MASTER`` is added from
-``--master`` (or ``$SNET_SPARK_MASTER``) when it is not given.
-
-What travels:
-
-* **client mode** (the default): the driver is this machine, where snet is
-  installed; nothing more is needed, the run ships the package and the box
-  folders to the executors itself (:mod:`snet.spark.shipping`);
-* **cluster mode** (YARN, Kubernetes: Spark's standalone master runs no
-  Python driver in cluster mode): the driver starts on a cluster node, so
-  ``--py-files`` carries a zip of snet with everything its front end
-  imports (lark, attrs, tqdm) and the zip of each box file's folder, and
-  ``--files`` carries the ``.snet`` file and the box files, which the run
-  then names by their base names in the driver's working folder.  Input and
-  output files must be paths the driver node can read and write.
-
-The master is checked first (:mod:`snet.spark.preflight`), so an unreachable
-master fails in seconds with exit status 2; otherwise the exit status is
-``spark-submit``'s, which for a Python application is the driver's
-(``snet run``'s).
+Everything before ``--`` goes to ``spark-submit``, except snet's own
+``--dry-run`` (print the command) and ``--spark-submit PROGRAM`` (default:
+``$SPARK_HOME/bin/spark-submit``, the pyspark package's, or ``PATH``'s);
+after ``--`` come the arguments of ``snet run``, with ``--spark MASTER``
+added from ``--master`` (or ``$SNET_SPARK_MASTER``).  In client mode (the
+default) the run ships the package and box folders itself
+(:mod:`snet.spark.cluster.shipping`); in cluster mode (YARN, Kubernetes) the
+driver starts on a cluster node, so ``--py-files`` carries a zip of snet and
+what its front end imports and the box folders' zips, and ``--files`` the
+``.snet`` file and box files, named by their base names in the driver's
+folder.  The master is checked first (:mod:`snet.spark.cluster.preflight`);
+otherwise the exit status is ``spark-submit``'s, the driver's.
 """
 
 from __future__ import annotations
@@ -104,8 +91,8 @@ def build_command(argv: list[str], workdir: str, run_parser) -> list[str]:
 
     ``run_parser``: the command line's parser, which checks the ``snet run`` arguments.
     """
-    from snet.spark.preflight import addresses
-    from snet.spark.shipping import folder_zip
+    from snet.spark.cluster.preflight import addresses
+    from snet.spark.cluster.shipping import folder_zip
 
     if "--" not in argv:
         raise SNetUsageError(f"usage: {USAGE} (the '--' is missing)")
@@ -166,8 +153,8 @@ def _base_name(word: str, net: str, box_files: list[str]) -> str:
 
 
 def submit_command(argv: list[str], run_parser) -> int:
-    from snet.spark.preflight import check_master
-    from snet.spark.session import prepare_environment
+    from snet.spark.cluster.preflight import check_master
+    from snet.spark.cluster.session import prepare_environment
 
     dry = "--dry-run" in argv[:argv.index("--")] if "--" in argv else False
     workdir = tempfile.mkdtemp(prefix="snet-submit-")
