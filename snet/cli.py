@@ -119,6 +119,14 @@ def build_parser() -> argparse.ArgumentParser:
                           "box calls per second, mean and 99th-percentile call time, share of the time in boxes, "
                           "records queued, concurrency; records held in synchro-cells and memory above (needs a "
                           "terminal)")
+    run.add_argument("--split-processes", type=int, metavar="N",
+                     help="run the replicas of index splits in N local processes, keyed by tag value (pure-Python "
+                          "boxes in splits use N cores; not with --spark)")
+    run.add_argument("--process-splits", metavar="IDS",
+                     help="which splits run in the split processes: 'auto' (default), 'all', or a comma list of "
+                          "FILE:LINE:COL positions or net names")
+    run.add_argument("--process-batch", type=int, metavar="N",
+                     help="records per batch of the split processes (default 1024)")
     run.add_argument("--spark", metavar="MASTER",
                      help="run index splits on Spark (local[N], spark://, yarn, k8s://, sc://); "
                           "default: $SNET_SPARK_MASTER, else no Spark")

@@ -219,6 +219,18 @@ def _on_error(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
                                               f"not {value!r}")
 
 
+def _one_executor(options: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and options.spark_master:
+        raise SNetOptionError(attribute.name, f" cannot be combined with a Spark master ({options.spark_master}): "
+                                              f"the splits run either in local processes or on Spark, not both")
+
+
+def _with_processes(options: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not options.split_processes:
+        raise SNetOptionError(attribute.name, f" applies to the splits that run in split processes: give "
+                                              f"split_processes (--split-processes) too")
+
+
 def _memory_limit(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None:
         return
@@ -274,6 +286,11 @@ class RunOptions:
     # "auto", "all", or a comma list of positions / net names
     spark_splits: str | None = attrs.field(default=None, validator=_optional_text)
     spark_batch: int | None = attrs.field(default=None, validator=_positive_or_none)
+    # the replicas of index splits in N local processes (snet.splitproc); not with spark_master
+    split_processes: int | None = attrs.field(default=None, validator=[_positive_or_none, _one_executor])
+    # which splits run in them: as spark_splits ("auto", "all", positions / net names)
+    process_splits: str | None = attrs.field(default=None, validator=[_optional_text, _with_processes])
+    process_batch: int | None = attrs.field(default=None, validator=[_positive_or_none, _with_processes])
     # box calls in a pool of worker processes: for every box, and per box name (snet.core.processes)
     box_processes: int | None = attrs.field(default=None, validator=_positive_or_none)
     box_processes_per_box: dict[str, int] = attrs.field(factory=dict, converter=_dict, validator=_per_box)

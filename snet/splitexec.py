@@ -38,8 +38,11 @@ everything around the split.
 
 Which splits run in the executor is chosen before the program is lowered
 (:func:`select_splits`); :func:`snet.backends.start` builds the executor a
-run's options ask for (:class:`snet.spark.splits.SparkSplits` for a Spark
-master), or none.
+run's options ask for, or none: executors register here
+(:func:`register_executor`), each under the run option that asks for it
+(``spark_master``: :class:`snet.spark.splits.SparkSplits`;
+``split_processes``: :class:`snet.splitproc.ProcessSplits`), and are
+imported only when a run asks for them (:func:`executor_for`).
 
 The graph travels, not the plan
 ===============================
@@ -58,6 +61,7 @@ only records, node ids and replica state.
 
 from __future__ import annotations
 
+import importlib
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
@@ -195,6 +199,7 @@ class SplitExecutor:
     """
 
     name = "executor"
+    place = "in the split executor"  # where its splits run, for messages ("on Spark")
     linger = 0.05
     error_policy: ErrorPolicy | None = None
 
@@ -358,5 +363,59 @@ def _match(graph: PropertyGraph, token: str) -> set[int]:
     return hits
 
 
-__all__ = ["SplitExecutorProtocol", "ExecutorStats", "SplitExecutor", "SplitRunner", "SplitOutputs", "BatchResult", "SplitFailure", "select_splits",
-           "split_positions"]
+# -- the registry -------------------------------------------------------------------
+
+
+@attrs.frozen
+class ExecutorEntry:
+    """A split executor: ``target`` (``"module:Class"``) runs a run's splits when option ``option`` is set.
+
+    The class is called as ``Class(graph, boxes, options)`` and has a
+    ``selected`` set (empty: no split of the network runs in it).
+    """
+
+    name: str
+    option: str  # a RunOptions attribute; a true value asks for this executor
+    flag: str  # the command line's spelling of the option, for messages
+    target: str
+
+
+EXECUTORS: dict[str, ExecutorEntry] = {}
+
+
+def register_executor(name: str, option: str, flag: str, target: str) -> None:
+    """Make executor ``target`` the one a run gets when its option ``option`` is set."""
+    EXECUTORS[name] = ExecutorEntry(name, option, flag, target)
+
+
+register_executor("spark", "spark_master", "--spark", "snet.spark.splits:SparkSplits")
+register_executor("processes", "split_processes", "--split-processes", "snet.splitproc:ProcessSplits")
+
+
+def asked_executors(options: Any) -> list[ExecutorEntry]:
+    """The executors ``options`` ask for (a run may ask for one at most: :class:`snet.options.RunOptions`)."""
+    return [entry for entry in EXECUTORS.values() if getattr(options, entry.option, None)]
+
+
+def executor_for(graph: PropertyGraph, boxes: dict[str, Callable[..., Any]], options: Any) -> SplitExecutor | None:
+    """The split executor ``options`` ask for, or None to run every split in place.
+
+    An executor that selects no split of ``graph`` is closed and not used.
+    """
+    asked = asked_executors(options)
+    if not asked:
+        return None
+    if len(asked) > 1:
+        raise SNetUsageError(f"{' and '.join(e.flag for e in asked)} cannot be combined: a split runs in one "
+                             f"executor")
+    module_name, _, cls_name = asked[0].target.partition(":")
+    executor: SplitExecutor = getattr(importlib.import_module(module_name), cls_name)(graph, boxes, options)
+    if not executor.selected:
+        executor.close()
+        return None
+    return executor
+
+
+__all__ = ["SplitExecutorProtocol", "ExecutorStats", "SplitExecutor", "SplitRunner", "SplitOutputs", "BatchResult",
+           "SplitFailure", "select_splits", "split_positions", "ExecutorEntry", "EXECUTORS", "register_executor",
+           "executor_for", "asked_executors"]

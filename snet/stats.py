@@ -6,7 +6,8 @@ retries and timeouts of boxes given them) as
 attributes, and what only one engine measures in an optional part:
 :class:`FrontStats` (entities, scheduling counters, one
 :class:`WorkerStats` per worker), :class:`ReferenceStats`, and
-:class:`SparkStats` when splits ran on Spark.  A snapshot is frozen; ask
+:class:`SparkStats` when splits ran on Spark,
+:class:`SplitProcessStats` when they ran in split processes.  A snapshot is frozen; ask
 again for newer figures (``--progress`` does, while the run goes on).
 
 The engines count in their own loops and hand plain data over once per
@@ -23,7 +24,7 @@ Two formatters:
   ``snet run --stats-json FILE`` writes: run-level keys at the top, FRONT's
   counters beside them (``workers`` there is the list of per-worker
   counters; the worker count is its length), the reference engine's
-  ``instances``, ``spark``, and ``held_in_cells``.
+  ``instances``, ``spark`` or ``split_processes``, and ``held_in_cells``.
 """
 
 from __future__ import annotations
@@ -233,6 +234,22 @@ class SparkStats:
 
 
 @attrs.frozen
+class SplitProcessStats:
+    """The part of a run whose splits ran in split processes (``--split-processes``, snet.splitproc)."""
+
+    name = "split_processes"  # the RunStats field of this executor's part (see `executor_part`)
+
+    processes: int
+    batch_size: int
+    selected: tuple[str, ...]  # positions of the splits run in the processes
+    flushes: int  # batches
+    seconds: float  # total time of the flushes
+    records: int  # records sent to the processes (a range split's copies counted)
+    replicas: int  # replicas with state, alive in the processes
+    boxes: Mapping[str, BoxStats]  # box calls in the processes
+
+
+@attrs.frozen
 class RunStats:
     """A snapshot of a run's statistics (see the module docstring)."""
 
@@ -245,6 +262,7 @@ class RunStats:
     front: FrontStats | None = None
     reference: ReferenceStats | None = None
     spark: SparkStats | None = None
+    split_processes: SplitProcessStats | None = None
     failures: int = 0  # records skipped after an error (on_error other than "stop")
     # patterns filled in synchro-cells that have not fired (None: the engine does not say)
     held_in_cells: int | None = None
@@ -299,6 +317,8 @@ class RunStats:
             data.update(attrs.asdict(self.reference))
         if self.spark is not None:
             data["spark"] = attrs.asdict(self.spark)
+        if self.split_processes is not None:
+            data["split_processes"] = attrs.asdict(self.split_processes)
         if self.held_in_cells is not None:
             data["held_in_cells"] = self.held_in_cells
         if self.resident_bytes is not None:
@@ -357,6 +377,13 @@ class RunStats:
             for where, split in sorted(spark.splits.items()):
                 lines.append(f"    split at {where}: {split.batches} batches, {split.records:,} records, "
                              f"{split.tasks} tasks, {format_duration(split.seconds)}")
+        local = self.split_processes
+        if local is not None:
+            batches = f"{local.flushes} batch{'es' if local.flushes != 1 else ''}"
+            lines.append(f"  in {local.processes} split processes: {batches}, {local.records:,} records, "
+                         f"{format_duration(local.seconds)}; {local.replicas:,} replicas with state")
+            for name, box in sorted(local.boxes.items()):
+                lines.append(f"    box {name}: {box.calls:,} calls, {format_duration(box.seconds)} in the processes")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -375,8 +402,7 @@ def _boxes_json(boxes: Mapping[str, BoxStats]) -> dict[str, dict[str, Any]]:
 
 
 __all__ = ["LATENCY_BOUNDS", "LATENCY_BUCKETS", "latency_bucket", "RunStats", "AutoStats", "BoxStats", "FrontStats",
-           "EntityStats", "WorkerStats", "ReferenceStats", "SparkStats",
-           "SplitStats"]
+           "EntityStats", "WorkerStats", "ReferenceStats", "SparkStats", "SplitStats", "SplitProcessStats"]
 
 
 def executor_part(executor_stats: ExecutorStats | None) -> dict[str, Any]:

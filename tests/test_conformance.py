@@ -35,3 +35,18 @@ def test_reference_engine(name):
     result = run_case(name, "--engine reference")
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"PASS {name}" in result.stdout
+
+
+# The cases with index splits, their replicas in two split processes (every split, not only those with boxes).
+SPLIT_CASES = [name for name in CASES if "!" in (CONFORMANCE / "cases" / name / "net.snet").read_text()]
+
+
+def test_the_split_cases_are_found():
+    assert {"split_det_order", "split_many_keys", "split_range", "split_sync_per_key", "fibonacci"} <= set(SPLIT_CASES)
+
+
+@pytest.mark.parametrize("name", SPLIT_CASES)
+def test_split_processes(name):
+    result = run_case(name, "--split-processes 2 --process-splits all")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"PASS {name}" in result.stdout

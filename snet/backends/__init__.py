@@ -49,16 +49,15 @@ def engine(name: str | None) -> Engine:
 
 
 def split_executor(graph: PropertyGraph, boxes: Boxes, options: RunOptions) -> SplitExecutor | None:
-    """The split executor the options ask for, or None to run every split in place.
+    """The split executor the options ask for (:func:`snet.splitexec.executor_for`), or None to run every
+    split in place.
 
-    The Spark package is imported only here and only when a master is given.
+    Executors register in :mod:`snet.splitexec`; each is imported only when
+    a run asks for it.
     """
-    if not options.spark_master:
-        return None
-    from snet.spark.splits import SparkSplits
+    from snet.splitexec import executor_for
 
-    executor = SparkSplits(graph, dict(boxes), options)
-    return executor if executor.selected else None
+    return executor_for(graph, dict(boxes), options)
 
 
 def start(engine_name: str | None, graph: PropertyGraph, boxes: Boxes, records: Iterable[Input],
@@ -73,7 +72,7 @@ def start(engine_name: str | None, graph: PropertyGraph, boxes: Boxes, records: 
     check_box_names(graph, options)
     chosen = engine(engine_name)
     policy = policy_for(options.on_error)
-    executor = split_executor(graph, boxes, options)  # with the functions themselves: they travel to Spark
+    executor = split_executor(graph, boxes, options)  # with the functions themselves: they travel
     if executor is not None:
         executor.error_policy = policy
     processes = None
@@ -83,7 +82,7 @@ def start(engine_name: str | None, graph: PropertyGraph, boxes: Boxes, records: 
         processes, boxes, options = _box_processes(graph, boxes, options, per_box)
         boxes, guards = guard_boxes(graph, boxes, options)  # timeouts, retries
         if executor is not None and guards is not None:
-            _warn_unguarded(graph, executor.selected, guards.table())
+            _warn_unguarded(graph, executor.selected, guards.table(), executor.place)
         fixed = options.box_concurrency if isinstance(options.box_concurrency, int) else None
         plan = lower(graph, boxes, box_concurrency=fixed, box_concurrency_per_box=per_box,
                      executor=executor, on_error=policy, defer_async=chosen.overlaps_async_boxes)
@@ -99,8 +98,8 @@ def start(engine_name: str | None, graph: PropertyGraph, boxes: Boxes, records: 
         raise
 
 
-def _warn_unguarded(graph: PropertyGraph, splits: Iterable[int], guarded: Iterable[str]) -> None:
-    """Warn that the boxes given timeouts or retries are called without them inside splits run on Spark."""
+def _warn_unguarded(graph: PropertyGraph, splits: Iterable[int], guarded: Iterable[str], place: str) -> None:
+    """Warn that the boxes given timeouts or retries are called without them inside the executor's splits."""
     inside = set()
     stack = [graph.nodes[i] for i in splits]
     while stack:
@@ -111,9 +110,8 @@ def _warn_unguarded(graph: PropertyGraph, splits: Iterable[int], guarded: Iterab
     names = sorted(inside & set(guarded))
     if names:
         logging.getLogger("snet").warning(
-            "warning: box %s %s a timeout or retries, which do not apply inside the splits that run on Spark "
-            "(Spark retries a failed task itself)", ", ".join(repr(n) for n in names),
-            "has" if len(names) == 1 else "have")
+            "warning: box %s %s a timeout or retries, which do not apply inside the splits that run %s",
+            ", ".join(repr(n) for n in names), "has" if len(names) == 1 else "have", place)
 
 
 PER_BOX = (("box_concurrency_per_box", "box concurrency"), ("box_processes_per_box", "box processes"),

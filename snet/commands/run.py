@@ -56,7 +56,8 @@ FLAGS = {
     "box_process_calls": "--box-processes ...,calls=C", "box_process_memory": "--box-processes ...,memory=SIZE",
     "box_timeout": "--box-timeout", "box_timeout_per_box": "--box-timeout",
     "box_retries": "--box-retries", "box_retries_per_box": "--box-retries",
-    "metrics_port": "--metrics-port",
+    "metrics_port": "--metrics-port", "split_processes": "--split-processes",
+    "process_splits": "--process-splits", "process_batch": "--process-batch",
     "max_held": "--max-held", "memory_limit": "--memory-limit",
 }
 
@@ -178,7 +179,11 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             steal=not args.no_steal,
             seed=args.seed,
             stats=args.stats or args.stats_json is not None,
-            spark_master=args.spark or os.environ.get("SNET_SPARK_MASTER") or None,
+            # $SNET_SPARK_MASTER is a default: --split-processes asks for local processes instead
+            spark_master=args.spark or (None if args.split_processes else os.environ.get("SNET_SPARK_MASTER")) or None,
+            split_processes=args.split_processes,
+            process_splits=args.process_splits,
+            process_batch=args.process_batch,
             spark_conf=parse_spark_conf(args.spark_conf),
             spark_splits=args.spark_splits,
             spark_batch=args.spark_batch,

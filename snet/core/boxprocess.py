@@ -62,20 +62,30 @@ def _start_process(path: list[str], shipped: dict[str, tuple]) -> None:
     for entry in reversed(path):
         if entry not in sys.path:
             sys.path.insert(0, entry)
+    _functions.update(load_functions(shipped))
+
+
+def load_functions(shipped: abc.Mapping[str, tuple]) -> dict[str, Callable]:
+    """The functions of ``shipped`` (name -> ``shipped_function``'s tuple, snet.core.processes) in this process.
+
+    The split processes (:mod:`snet.splitworker`) load their boxes with it too.
+    """
+    functions: dict[str, Callable] = {}
     for name, (kind, *detail) in shipped.items():
         if kind == "module":
             module_name, qualname = detail
             target: Any = __import__(module_name, fromlist=["_"])
             for part in qualname.split("."):
                 target = getattr(target, part)
-            _functions[name] = target
+            functions[name] = target
         elif kind == "file":
             path_, attribute = detail
             # the same module name as in the parent (from the path's CRC): objects of classes defined in
             # the box file travel both ways by reference
-            _functions[name] = getattr(load_module_from_path(path_), attribute)
+            functions[name] = getattr(load_module_from_path(path_), attribute)
         else:
-            _functions[name] = pickle.loads(detail[0])
+            functions[name] = pickle.loads(detail[0])
+    return functions
 
 
 def _serve(connection: Any, path: list[str], shipped: dict[str, tuple], max_memory: int | None = None) -> None:

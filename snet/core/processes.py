@@ -63,7 +63,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from snet.core.batching import MAX_BATCH, BatchSizer, Settled, deliver, gather
 from snet.core.boxes import Deferred, argument_binding
-from snet.core.boxprocess import PROTOCOL, RemoteBoxException, _resident_bytes, _serve
+from snet.core.boxprocess import PROTOCOL, RemoteBoxException, _resident_bytes, _serve, load_functions
 from snet.core.guard import BoxTimeout
 from snet.errors import SNetBindingError
 
@@ -153,6 +153,23 @@ def _shipped(name: str, function: Callable) -> tuple:
         return ("value", cloudpickle.dumps(function))
     except Exception as e:
         raise SNetBindingError(f"box '{name}' cannot be sent to a box process: {type(e).__name__}: {e}") from None
+
+
+def shipped_function(name: str, function: Callable) -> tuple:
+    """How box ``name``'s ``function`` travels to another process (see the module docstring).
+
+    The split processes (:mod:`snet.splitproc`) ship their boxes the same
+    way; :func:`load_functions` turns the tuples back into functions there.
+    """
+    return _shipped(name, function)
+
+
+def process_context() -> Any:
+    """The ``forkserver`` context every worker process of snet starts from (see ``_context``)."""
+    return _context()
+
+
+main_hidden = _main_hidden  # the split processes start with the caller's main module hidden too
 
 
 def _resolves(module: ModuleType, qualname: str, function: Callable) -> bool:
@@ -568,6 +585,12 @@ def _pickling_error(call: tuple) -> Exception | None:
     except Exception as e:
         return e
     return None
+def read_answer(data: bytes) -> Any:
+    """Unpickle a worker process's answer without letting it end or take over this process.
+
+    The split processes (:mod:`snet.splitproc`) read their answers with it too.
+    """
+    return _ReplyUnpickler(io.BytesIO(data)).load()
 
 
 class _Worker:
@@ -634,4 +657,4 @@ class BatchedProcessBox:
 
 
 __all__ = ["BatchedProcessBox", "BoxArgumentNotSendable", "BoxProcesses", "BoxProcessDied", "ProcessBox",
-           "RemoteBoxException"]
+           "RemoteBoxException", "load_functions", "main_hidden", "process_context", "read_answer", "shipped_function"]

@@ -19,6 +19,7 @@ class SparkSplits(SplitExecutor):
     ``spark_batch``): a split executor whose runners are Spark jobs."""
 
     name = "spark"
+    place = "on Spark (Spark retries a failed task itself)"
 
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], options: Any):
         from snet.spark.cluster.session import start_session

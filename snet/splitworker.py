@@ -1,0 +1,267 @@
+"""A split process: the replicas of its share of the tag values, kept alive between batches.
+
+One process of :mod:`snet.splitproc` serves every split that runs in the
+split processes.  It holds, per split node, a :class:`ReplicaTable`: a
+:class:`~snet.reference.ReferenceEngine` for the whole program (lowered in
+the process, without an executor, so the split's operand is built by the
+same machinery as in a local run) and the live instance tree of every
+replica it owns, keyed by (split instance, tag value).  A replica's
+synchro-cells therefore stay where they are between batches: nothing is
+pickled but the records going in and out.  An operand without state (no
+synchro-cell, no initialiser) needs one instance tree only: any replica
+gives the same outputs.
+
+The conversation with the parent, one pickled message each way per event
+over the process's pipe:
+
+* process -> parent, once: ``("ready",)`` when the box functions and the
+  program are loaded, or ``("failed", message)`` (the process then ends);
+* parent -> process: ``("split", node_id, skip_errors)`` once per split
+  node, then ``("run", node_id, items)`` per batch, ``items`` a list of
+  ``(key, record, replica)`` in key order (``key`` the parent's
+  ``(seq, instance, value)``, ``replica`` the ``(instance, value)`` whose
+  tree the record enters, None for an operand without state);
+* process -> parent: ``("out", key, outputs, failures)`` after each item,
+  then ``("end", box_calls)`` after the batch.  A run-time error
+  is sent as ``("error", key, report)`` and ends the batch (the run is
+  failing); ``failures`` are the records skipped under ``on_error``
+  "skip", as ``(error record, report)``;
+* at the end of the run, ``("warnings", node_id)`` is answered with
+  ``("warnings", texts)``: the synchro-cells of the node's replicas that
+  hold records and never fired (computed once, not after every batch).
+
+The parent learns which record a dead process was on from the ``"out"``
+messages (the first item without one); which box it was calling, from a
+shared slot the process writes before every box call (:func:`announcing`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import pickle
+import select
+import signal
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+import attrs
+
+from snet.errorpolicy import ErrorPolicy, error_record
+from snet.errors import SNetError, SNetRuntimeError
+from snet.spg.lower import lower
+from snet.reference import ReferenceEngine
+from snet.spg.nodes import PropertyGraph, SplitNode
+
+Record = dict
+PROTOCOL = 5
+
+
+@attrs.frozen
+class ErrorReport:
+    """A run-time error in a split process, rebuilt as the same exception in the parent."""
+
+    kind: str  # the class name, a subclass of SNetRuntimeError in snet.errors
+    message: str
+    span: Any
+    detail: str
+
+    @classmethod
+    def of(cls, error: SNetRuntimeError) -> "ErrorReport":
+        return cls(type(error).__name__, error.message, error.span, error.detail)
+
+    def rebuild(self) -> SNetRuntimeError:
+        import snet.errors as errors
+
+        kind = getattr(errors, self.kind, None)
+        if not (isinstance(kind, type) and issubclass(kind, SNetRuntimeError)):
+            kind = SNetRuntimeError
+        return kind(self.message, self.span, self.detail)
+
+
+class _Collecting(ErrorPolicy):
+    """The error policy in a split process: each skipped failure is kept for the parent."""
+
+    def __init__(self) -> None:
+        super().__init__(quiet=True)
+        self.caught: list[tuple[dict, ErrorReport]] = []
+
+    def failed(self, error: SNetRuntimeError, record: Record, box: str | None) -> None:
+        self.caught.append((error_record(error, record, box), ErrorReport.of(error)))
+
+
+def keeps_state(graph: PropertyGraph, split_id: int) -> bool:
+    """True if the replicas of the split's operand differ from one another.
+
+    A synchro-cell holds records; an initialiser fires once per replica, and
+    which nested replicas exist decides where initialisers still fire.
+    """
+    node = graph.nodes[split_id]
+    assert isinstance(node, SplitNode)
+    return bool(node.operand.stateful or node.operand.has_initialisers)
+
+
+class ReplicaTable:
+    """The replicas of one split node that this process owns, alive between batches."""
+
+    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], split_id: int, skip_errors: bool):
+        self.policy = _Collecting() if skip_errors else None
+        plan = lower(graph, boxes, on_error=self.policy)
+        self.operand = plan.nodes[split_id].children[0]
+        self.span = graph.nodes[split_id].span
+        self.engine = ReferenceEngine(plan)
+        self.replicas: dict[Any, tuple] = {}  # (instance, value), or None for all of a stateless operand
+
+    def feed(self, replica: Any, record: Record) -> list[Record]:
+        """The outputs of ``record`` in replica ``replica``, which is built (initialisers first) if new."""
+        engine = self.engine
+        target = self.replicas.get(replica)
+        if target is None:
+            target = self.replicas[replica] = engine.build(self.operand, (engine.sink, 0))
+            engine.emit(target, record)
+            engine.fire_pending()  # pushed after the record: they run first (language.md §6.4)
+        else:
+            engine.emit(target, record)
+        return list(engine.drain())
+
+    def reset(self) -> None:
+        """Forget the work of a record that failed (its run is ending)."""
+        self.engine.stack.clear()
+        self.engine.pending_fire.clear()
+        self.engine.sink.outbox.clear()
+
+    def failures(self) -> list[tuple[dict, ErrorReport]]:
+        if self.policy is None:
+            return []
+        caught, self.policy.caught = self.policy.caught, []
+        return caught
+
+
+def announcing(index: int, function: Callable, slot: Any) -> Callable:
+    """``function`` that writes ``index + 1`` into the shared ``slot`` while it runs (0 after it)."""
+    if inspect.iscoroutinefunction(function):
+        @functools.wraps(function)
+        async def wrapped_async(*args: Any, **kwargs: Any) -> Any:
+            slot.value = index + 1
+            try:
+                return await function(*args, **kwargs)
+            finally:
+                slot.value = 0
+        return wrapped_async
+
+    @functools.wraps(function)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        slot.value = index + 1
+        try:
+            return function(*args, **kwargs)
+        finally:
+            slot.value = 0
+    return wrapped
+
+
+def end_with(parent: int) -> None:
+    """End this process as soon as process ``parent`` (the run's) ends, whatever this process is doing.
+
+    A split process is a child of the fork server, not of the run, and the
+    fork server lives as long as its children do; so a watcher thread waits
+    on the run's process itself (a pidfd on Linux, else a look every half
+    second) and ends this process, even in the middle of a box call, when
+    the run was killed outright.
+    """
+    def watch() -> None:
+        try:
+            fd = os.pidfd_open(parent)
+        except (AttributeError, OSError):  # no pidfd here, or the run has ended already
+            fd = None
+        if fd is not None:
+            select.select([fd], [], [])
+        else:
+            while _alive(parent):
+                time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="snet-split-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def serve(connection: Any, parent: int, path: list[str], shipped: dict[str, tuple], graph_bytes: bytes,
+          box_names: list[str], slot: Any) -> None:
+    """A split process: answer the parent's messages (see the module docstring) until its pipe ends."""
+    from snet.core.processes import load_functions
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the processes
+    end_with(parent)
+    for entry in reversed(path):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    send = connection.send_bytes
+    try:
+        functions = load_functions(shipped)
+        graph: PropertyGraph = pickle.loads(graph_bytes)
+    except Exception as e:  # the parent raises it as a start-up error
+        message = str(e).removeprefix("error: ") if isinstance(e, SNetError) else f"{type(e).__name__}: {e}"
+        send(_dumps(("failed", message)))
+        return
+    send(_dumps(("ready",)))
+    boxes = {name: announcing(box_names.index(name), f, slot) for name, f in functions.items()}
+    tables: dict[int, ReplicaTable] = {}
+    while True:
+        try:
+            message = pickle.loads(connection.recv_bytes())
+        except (EOFError, OSError):
+            return  # the run is over
+        if message[0] == "split":
+            _, node_id, skip_errors = message
+            tables[node_id] = ReplicaTable(graph, boxes, node_id, skip_errors)
+        elif message[0] == "run":
+            _, node_id, items = message
+            run_items(tables[node_id], items, send)
+        elif message[0] == "warnings":
+            send(_dumps(("warnings", tables[message[1]].engine.termination_warnings())))
+
+
+def run_items(table: ReplicaTable, items: list[tuple], send: Callable[[bytes], Any]) -> None:
+    """Feed ``items`` to their replicas in order, sending each one's outputs; an error ends the batch."""
+    engine = table.engine
+    engine.box_calls = {}
+    for key, record, replica in items:
+        try:
+            outputs = table.feed(replica, record)
+        except SNetRuntimeError as e:
+            table.reset()
+            send(_dumps(("error", key, ErrorReport.of(e))))
+            break
+        try:
+            data = _dumps(("out", key, outputs, table.failures()))
+        except Exception as e:  # an output that cannot travel fails the run, naming the split
+            error = SNetRuntimeError(f"an output record of the split cannot be sent back from its split process "
+                                     f"(records travel pickled): {type(e).__name__}: {e}", table.span)
+            send(_dumps(("error", key, ErrorReport.of(error))))
+            break
+        send(data)
+    send(_dumps(("end", engine.box_calls)))
+
+
+def _dumps(message: tuple) -> bytes:
+    """Pickle a message; a value plain pickle refuses (a lambda in an output) goes by cloudpickle."""
+    try:
+        return pickle.dumps(message, PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        import cloudpickle  # type: ignore[import-untyped]
+
+        return cloudpickle.dumps(message, protocol=PROTOCOL)
+
+
+__all__ = ["ErrorReport", "ReplicaTable", "keeps_state", "run_items", "serve"]

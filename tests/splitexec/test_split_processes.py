@@ -1,0 +1,268 @@
+"""Split processes (``--split-processes N``, snet.splitproc): what is theirs beyond the executor contract.
+
+Where a tag's replica lives, the options and their refusals, the executor
+registry, the statistics, and the processes' end.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import snet
+from snet.errors import SNetOptionError, SNetRuntimeError, SNetUsageError
+from snet.splitproc import owner
+
+ROOT = Path(__file__).resolve().parents[2]
+ENGINES = [{"engine": "reference"}, {"engine": "front", "workers": 2}]
+
+
+def load(tmp_path: Path, source: str, boxes: str):
+    (tmp_path / "net.snet").write_text(source)
+    (tmp_path / "net.py").write_text(boxes)
+    return snet.load(str(tmp_path / "net.snet"))
+
+
+def snet_run(*words: str, cwd: Path, env: dict | None = None, stdin: str = "") -> subprocess.CompletedProcess:
+    env = {**(env if env is not None else os.environ), "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "snet", "run", *words], cwd=cwd, env=env, input=stdin,
+                          capture_output=True, text=True, timeout=300)
+
+
+# a synchro-cell in each replica: the split is keyed, each tag value in one process
+KEYED = "net keyed {\n  box f((a, b, <k>) -> (pid, <k>));\n} connect ([| {a, <k>}, {b, <k>} |] .. f) ! <k>;\n"
+PID = "import os\n\ndef f(a, b, k):\n    return {'pid': os.getpid(), '<k>': k}\n"
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=["reference", "front"])
+def test_each_tag_value_lives_in_one_process_for_the_whole_run(tmp_path, engine):
+    net = load(tmp_path, KEYED, PID)
+    # the a of every value in the first two batches, its b in the last two: the pair meets in the process
+    # that kept the a
+    records = [{"a": k, "<k>": k} for k in range(16)] + [{"b": k, "<k>": k} for k in reversed(range(16))]
+    outputs = list(net.run(records, split_processes=2, process_batch=8, **engine))
+    assert sorted(o["<k>"] for o in outputs) == list(range(16))
+    pids = {o["pid"] for o in outputs}
+    assert len(pids) == 2 and os.getpid() not in pids
+    by_owner: dict[int, set[int]] = {}
+    for o in outputs:
+        by_owner.setdefault(owner(o["<k>"], 2), set()).add(o["pid"])
+    assert sorted(by_owner) == [0, 1] and all(len(p) == 1 for p in by_owner.values()), by_owner
+
+
+def test_owner_is_a_stable_hash_that_spreads_strided_values():
+    assert [owner(v, 2) for v in range(16)] == [1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 0, 1]  # across runs
+    for values in (range(0, 256, 2), range(0, 512, 4), range(-300, 0)):
+        share = sum(owner(v, 2) for v in values) / len(values)
+        assert 0.35 < share < 0.65, (values, share)
+    assert {owner(v, 3) for v in range(30)} == {0, 1, 2}
+
+
+def test_the_processes_end_with_the_run(tmp_path):
+    net = load(tmp_path, KEYED, PID)
+    records = [{"a": k, "<k>": k} for k in range(8)] + [{"b": k, "<k>": k} for k in range(8)]
+    pids = {o["pid"] for o in net.run(records, split_processes=2)}
+    assert len(pids) == 2
+    deadline = time.monotonic() + 60  # at once at rest; an upper bound only
+    while any(Path(f"/proc/{p}").exists() and "Z" not in _state(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in pids if Path(f"/proc/{p}").exists() and "Z" not in _state(p)]
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
+
+
+ONE = "net one {\n  box f((a, <k>) -> (a, <k>));\n} connect f ! <k>;\n"
+RAISES_ON_ODD = ("def f(a, k):\n    if a % 2:\n        raise ValueError(f'odd {a}')\n"
+                 "    return {'a': a, '<k>': k}\n")
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=["reference", "front"])
+def test_on_error_skip_hands_each_failure_over_and_goes_on(tmp_path, engine):
+    net = load(tmp_path, ONE, RAISES_ON_ODD)
+    failures: list[dict] = []
+    lock = threading.Lock()
+
+    def handler(record):
+        with lock:
+            failures.append(record)
+    outputs = list(net.run([{"a": i, "<k>": i % 3} for i in range(20)], split_processes=2, process_batch=6,
+                           on_error=handler, **engine))
+    assert sorted(o["a"] for o in outputs) == list(range(0, 20, 2))
+    assert sorted(f["record"]["a"] for f in failures) == list(range(1, 20, 2))
+    assert {f["box"] for f in failures} == {"f"} and all(f["exception"] == "ValueError" for f in failures)
+
+
+def test_split_processes_and_spark_cannot_be_combined(tmp_path):
+    net = load(tmp_path, ONE, RAISES_ON_ODD)
+    with pytest.raises(SNetOptionError, match="split_processes cannot be combined with a Spark master"):
+        net.run([], split_processes=2, spark_master="local[2]")
+    result = snet_run("net.snet", "--split-processes", "2", "--spark", "local[2]", cwd=tmp_path)
+    assert result.returncode == 2
+    assert ("error: --split-processes cannot be combined with a Spark master (local[2]): the splits run either in "
+            "local processes or on Spark, not both") in result.stderr, result.stderr
+
+
+def test_the_options_of_the_split_processes_are_checked(tmp_path):
+    net = load(tmp_path, ONE, RAISES_ON_ODD)
+    with pytest.raises(SNetOptionError, match="split_processes must be at least 1, not 0"):
+        net.run([], split_processes=0)
+    with pytest.raises(SNetOptionError, match="process_splits applies to the splits that run in split processes"):
+        net.run([], process_splits="all")
+    with pytest.raises(SNetUsageError, match="--process-splits: 'nowhere' names no split or net"):
+        list(net.run([], split_processes=2, process_splits="nowhere"))
+    for words, message in ((["--split-processes", "0"], "--split-processes must be at least 1, not 0"),
+                           (["--process-batch", "5"], "--process-batch applies to the splits that run in split "
+                                                      "processes: give split_processes (--split-processes) too")):
+        result = snet_run("net.snet", *words, cwd=tmp_path)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_a_default_spark_master_gives_way_to_split_processes(tmp_path):
+    """``$SNET_SPARK_MASTER`` is a default: ``--split-processes`` asks for local processes instead."""
+    load(tmp_path, ONE, "def f(a, k):\n    return {'a': a, '<k>': k}\n")
+    result = snet_run("net.snet", "--split-processes", "2", "--stats-json", "s.json", cwd=tmp_path,
+                      env={**os.environ, "SNET_SPARK_MASTER": "spark://127.0.0.1:1"},
+                      stdin="".join(json.dumps({"a": i, "<k>": i % 3}) + "\n" for i in range(9)))
+    assert result.returncode == 0, result.stderr
+    stats = json.loads((tmp_path / "s.json").read_text())
+    assert stats["split_processes"]["processes"] == 2 and stats["split_processes"]["records"] == 9
+    assert stats["split_processes"]["boxes"]["f"]["calls"] == 9
+    assert "spark" not in stats
+
+
+def test_stats_say_what_ran_in_the_split_processes(tmp_path):
+    load(tmp_path, KEYED, PID)
+    records = [{"a": k, "<k>": k} for k in range(8)] + [{"b": k, "<k>": k} for k in range(8)]
+    result = snet_run("net.snet", "--engine", "reference", "--split-processes", "2", "--process-batch", "4", "--stats",
+                      cwd=tmp_path,
+                      stdin="".join(json.dumps(r) + "\n" for r in records))
+    assert result.returncode == 0, result.stderr
+    assert "in 2 split processes: 4 batches, 16 records" in result.stderr and "8 replicas with state" in \
+        result.stderr, result.stderr
+    assert "    box f: 8 calls, " in result.stderr, result.stderr
+
+
+def test_box_guards_do_not_reach_the_split_processes_and_a_warning_says_so(tmp_path, caplog):
+    net = load(tmp_path, ONE, "def f(a, k):\n    return {'a': a, '<k>': k}\n")
+    with caplog.at_level(logging.WARNING, logger="snet"):
+        assert len(list(net.run([{"a": 1, "<k>": 1}], split_processes=2, box_timeout=5))) == 1
+    assert any("box 'f' has a timeout or retries, which do not apply inside the splits that run in split "
+               "processes" in m for m in caplog.messages), caplog.messages
+
+
+def test_a_record_that_cannot_travel_is_an_error_naming_the_split(tmp_path):
+    net = load(tmp_path, ONE, "def f(a, k):\n    return {'a': 0, '<k>': k}\n")
+    with pytest.raises(SNetRuntimeError, match="a record that entered the split cannot be sent to a split process"):
+        list(net.run([{"a": threading.Lock(), "<k>": 1}], split_processes=2))
+
+
+def test_the_engine_factory_names_no_executor():
+    """Executors register in snet.splitexec; snet.backends builds whichever a run asks for."""
+    from snet.splitexec import EXECUTORS
+
+    assert {e.option for e in EXECUTORS.values()} >= {"spark_master", "split_processes"}
+    assert "spark" not in (ROOT / "snet" / "backends" / "__init__.py").read_text().lower()
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=["reference", "front"])
+def test_a_session_gets_each_inputs_outputs_from_the_split_processes(tmp_path, engine):
+    net = load(tmp_path, ONE, "def f(a, k):\n    return {'a': a * 10, '<k>': k}\n")
+    with net.session(split_processes=2, **engine) as session:
+        futures = [session.submit({"a": i, "<k>": i % 3}) for i in range(6)]
+        assert [f.result(timeout=120) for f in futures] == [[{"a": 10 * i, "<k>": i % 3}] for i in range(6)]
+
+
+def test_a_box_module_that_cannot_load_in_a_split_process_is_a_start_up_error(tmp_path):
+    load(tmp_path, ONE, "import multiprocessing\n\nif multiprocessing.parent_process() is not None:\n"
+                        "    raise ImportError('not in a child process')\n\n"
+                        "def f(a, k):\n    return {'a': a, '<k>': k}\n")
+    result = snet_run("net.snet", "--split-processes", "2", cwd=tmp_path, stdin='{"a": 1, "<k>": 1}\n')
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: split process 1 of 2 could not start: box module ")
+    assert "failed to import: ImportError: not in a child process" in result.stderr
+    assert result.stdout == ""
+
+
+def test_an_answer_that_would_end_the_run_is_refused(tmp_path):
+    """Unpickling runs what a pickle names: an output whose reduction calls os._exit must not end the run."""
+    net = load(tmp_path, ONE, "import os\n\nclass Exit:\n    def __reduce__(self):\n        return (os._exit, (7,))\n\n"
+                              "def f(a, k):\n    return {'a': Exit(), '<k>': k}\n")
+    with pytest.raises(SNetRuntimeError, match=r"an answer of split process \d of 2 cannot be read: UnpicklingError: "
+                                               r"it would call (os|posix)\._exit in the parent process"):
+        list(net.run([{"a": 1, "<k>": 1}], split_processes=2))
+
+
+def test_a_child_that_a_box_forks_never_answers_for_its_split_process(tmp_path):
+    """The box caller ends such a child (snet.core.boxes.end_forked_child) in a split process as anywhere."""
+    net = load(tmp_path, ONE, "import os\n\ndef f(a, k):\n    os.fork()  # the child returns from the call too\n"
+                              "    return {'a': a, '<k>': k}\n")
+    outputs = list(net.run([{"a": i, "<k>": i % 2} for i in range(6)], split_processes=2))
+    assert sorted(o["a"] for o in outputs) == list(range(6))  # each once: no child wrote an answer
+
+
+TWO = ("net two {\n  box f((a, <k>) -> (a, <k>, <j>));\n  box g((a, <j>) -> (b, <j>));\n}"
+       " connect (f !! <k>) .. (g ! <j>);\n")
+TWO_BOXES = "def f(a, k):\n    return {'a': a, '<k>': k, '<j>': a % 5}\n\ndef g(a, j):\n    return {'b': a * 2, '<j>': j}\n"
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=["reference", "front"])
+def test_two_splits_share_the_processes(tmp_path, engine):
+    net = load(tmp_path, TWO, TWO_BOXES)
+    records = [{"a": i, "<k>": i % 3} for i in range(40)]
+    local = list(net.run(records, engine="reference"))
+    execution = net.run(records, split_processes=2, process_batch=7, **engine)
+    outputs = list(execution)
+    assert sorted(json.dumps(o, sort_keys=True) for o in outputs) == \
+        sorted(json.dumps(o, sort_keys=True) for o in local)
+    for j in range(5):  # per tag order through the second split
+        assert [o["b"] for o in outputs if o["<j>"] == j] == [o["b"] for o in local if o["<j>"] == j]
+    assert len(execution.stats().split_processes.selected) == 2
+
+
+def test_under_skip_a_process_that_dies_with_replicas_that_hold_state_stops_the_run(tmp_path):
+    """The replicas the process held are lost: going on would give other outputs than a run without the record."""
+    net = load(tmp_path, KEYED, "import os\n\ndef f(a, b, k):\n    if a == 5:\n        os._exit(3)\n"
+                                "    return {'pid': os.getpid(), '<k>': k}\n")
+    records = [{"a": k, "<k>": k} for k in range(8)] + [{"b": k, "<k>": k} for k in range(8)]
+    with pytest.raises(SNetRuntimeError) as error:
+        list(net.run(records, split_processes=2, on_error="skip"))
+    assert error.value.message.startswith("box 'f' ended split process ")
+    assert "the replicas that split process held are lost with it, so the run stops" in error.value.detail
+
+
+CASES = ROOT / "tests" / "conformance" / "cases"
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=["reference", "front"])
+@pytest.mark.parametrize("name", ["fibonacci", "split_sync_per_key", "split_range"])
+def test_shared_split_cases_in_small_batches(name, engine):
+    """State carried across many batches: stars, sync-stars and cells inside the replicas, one record a batch."""
+    net = snet.load(str(CASES / name / "net.snet"))
+    records = [json.loads(line) for line in (CASES / name / "input.jsonl").read_text().splitlines() if line.strip()]
+    expected = [json.loads(line) for line in (CASES / name / "expected.jsonl").read_text().splitlines() if line]
+    for batch in (1, 3):
+        outputs = list(net.run(records, split_processes=2, process_splits="all", process_batch=batch, **engine))
+        assert sorted(json.dumps(o, sort_keys=True) for o in outputs) == \
+            sorted(json.dumps(o, sort_keys=True) for o in expected), batch
+
+
+def test_a_network_whose_splits_hold_no_box_runs_in_place_and_says_so(caplog):
+    net = snet.load("net pairs connect [| {a}, {b} |] ! <k>;")
+    with caplog.at_level(logging.WARNING, logger="snet"):
+        outputs = list(net.run([{"a": 1, "<k>": 1}, {"b": 2, "<k>": 1}], split_processes=2))
+    assert outputs == [{"a": 1, "b": 2, "<k>": 1}]
+    assert any("no split of this network has a box in its operand (--process-splits auto leaves splits of filters "
+               "and synchro-cells in place): no split process is started" in m for m in caplog.messages)
