@@ -158,8 +158,8 @@ class Network:
         return "\n".join(parts)
 
     def run(self, records: Iterable[Mapping], *, workers: int | None = None, engine: str | None = None,
-            throttle: tuple[float, float] | None = None, box_concurrency: int | Mapping[str, int] | None = None,
-            **options: Any) -> Execution:
+            throttle: tuple[float, float] | None = None,
+            box_concurrency: int | str | Mapping[str, int | str] | None = None, **options: Any) -> Execution:
         """Run the network over ``records``; iterate the result for the outputs.
 
         Outputs stream back as they are produced: the first may arrive long
@@ -176,7 +176,8 @@ class Network:
             throttle: ``(offset, factor)``: admit input only while
                 ``inputs < offset + factor * outputs``.
             box_concurrency: concurrent calls per box instance: one number,
-                or a mapping from box name to number.
+                or a mapping from box name to number; ``"auto"`` (for all
+                or for one box) lets the runtime choose (docs/runtime.md).
             options: further :class:`~snet.options.RunOptions` fields.
 
         Raises:

@@ -73,8 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
                           'output values that JSON cannot hold in that form rather than stop with an error')
     run.add_argument("--throttle", metavar="OFFSET,FACTOR",
                      help="admit input only while inputs < OFFSET + FACTOR * outputs")
-    run.add_argument("--box-concurrency", action="append", default=[], metavar="N|NAME=N",
-                     help="concurrent calls of one box instance: a default N, or NAME=N for one box (repeatable)")
+    run.add_argument("--box-concurrency", action="append", default=[], metavar="N|auto|NAME=N|NAME=auto",
+                     help="concurrent calls of one box instance: a default N, or NAME=N for one box (repeatable); "
+                          "auto: the runtime chooses each box's level and the active workers as the run goes on")
     run.add_argument("--box-processes", action="append", default=[], metavar="N|NAME=N[,calls=C][,memory=SIZE]",
                      help="run box calls in N worker processes: N for every box, or NAME=N for one box "
                           "(repeatable); for pure-Python boxes that need more than one core. calls=C and "

@@ -80,6 +80,23 @@ def _metrics_address(_: object, attribute: attrs.Attribute[Any], value: Any) -> 
         raise SNetOptionError(attribute.name, f" {e}") from None
 
 
+AUTO = "auto"  # box concurrency the runtime chooses while the run goes on (snet.autoconc)
+
+
+def _concurrency(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value == AUTO and isinstance(value, str):
+        return
+    if value is not None and not _is_int(value):
+        raise SNetOptionError(attribute.name, f" must be an int >= 1, 'auto' or None, not {value!r}")
+    _positive_or_none(_, attribute, value)
+
+
+def _concurrency_per_box(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, dict):  # "auto" as valid as a number
+        value = {name: 1 if limit == AUTO and isinstance(limit, str) else limit for name, limit in value.items()}
+    _per_box(_, attribute, value)
+
+
 def _per_box(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, dict):
         raise SNetOptionError(attribute.name, f" must be a mapping from box name to int, not {value!r}")
@@ -257,9 +274,10 @@ class RunOptions:
     workers: int | None = attrs.field(default=None, validator=_positive_or_none)  # FRONT threads; None: cores
     # admit input while inputs < offset + factor * outputs
     throttle: tuple[float, float] | None = attrs.field(default=None, converter=_pair, validator=_throttle)
-    # concurrent calls per box instance (None: engine default), and per box name
-    box_concurrency: int | None = attrs.field(default=None, validator=_positive_or_none)
-    box_concurrency_per_box: dict[str, int] = attrs.field(factory=dict, converter=_dict, validator=_per_box)
+    # concurrent calls per box instance (None: engine default; "auto": the runtime chooses), and per box name
+    box_concurrency: int | str | None = attrs.field(default=None, validator=_concurrency)
+    box_concurrency_per_box: dict[str, int | str] = attrs.field(factory=dict, converter=_dict,
+                                                                validator=_concurrency_per_box)
     steal: bool = attrs.field(default=True, validator=_flag)
     seed: int | None = attrs.field(default=None, validator=_seed)
     stats: bool = attrs.field(default=False, validator=_flag)  # collect statistics (cheap counters always kept)
@@ -403,4 +421,4 @@ def unknown_option_message(name: str) -> str:
     return f"unknown run option '{name}' ({hint})"
 
 
-__all__ = ["RunOptions", "CompileOptions", "DIALECTS", "OPTION_NAMES", "SEED_RANGE"]
+__all__ = ["AUTO", "RunOptions", "CompileOptions", "DIALECTS", "OPTION_NAMES", "SEED_RANGE"]

@@ -83,6 +83,8 @@ class BoxStats:
     histogram: tuple[int, ...] = ()
     queued: int | None = None
     limit: int | None = None
+    # the level the box settled at under box concurrency auto (its highest over its instances), else None
+    concurrency: int | None = None
 
     @property
     def seconds_per_call(self) -> float:
@@ -162,6 +164,17 @@ class FrontStats:
     licences_stolen: int
     records_moved_past_identities: int
     workers: tuple[WorkerStats, ...]
+
+
+@attrs.frozen
+class AutoStats:
+    """What box concurrency auto settled at (snet.autoconc); the levels per box are in ``boxes``."""
+
+    workers: int  # workers active at the end
+    max_workers: int  # workers started
+    changes: int  # changes of a level or of the worker count that stayed
+    trials: int  # raises and worker counts tried
+    settled_seconds: float  # when the last change that stayed was made, from the start of the run
 
 
 @attrs.frozen
@@ -255,6 +268,7 @@ class RunStats:
     held_in_cells: int | None = None
     # the process's resident memory when the snapshot was taken (None: not measured)
     resident_bytes: int | None = None
+    auto: AutoStats | None = None  # box concurrency auto: where the controller settled
 
     @classmethod
     def from_front(cls, data: Mapping[str, Any], executor: Any = None,
@@ -281,6 +295,14 @@ class RunStats:
             boxes[name] = attrs.evolve(boxes.get(name, BoxStats()), retries=retries, timeouts=timeouts)
         return attrs.evolve(self, boxes=boxes)
 
+    def with_auto(self, summary: Mapping[str, Any]) -> "RunStats":
+        """These statistics with box concurrency auto's settled state (``Controller.summary()``)."""
+        boxes = dict(self.boxes)
+        for name, level in summary["levels"].items():
+            boxes[name] = attrs.evolve(boxes.get(name, BoxStats()), concurrency=level)
+        auto = AutoStats(**{k: v for k, v in summary.items() if k != "levels"})
+        return attrs.evolve(self, boxes=boxes, auto=auto)
+
     # -- the two formatters ---------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
@@ -303,13 +325,16 @@ class RunStats:
             data["resident_bytes"] = self.resident_bytes
         if any(box.histogram for box in self.boxes.values()):
             data["latency_bounds"] = list(LATENCY_BOUNDS)  # the upper bounds of each box's "histogram" buckets
+        if self.auto is not None:
+            data["auto"] = attrs.asdict(self.auto)
         return data
 
     def summary(self) -> str:
         """What ``snet run --stats`` prints: the run in words a user knows (``to_json`` has every counter)."""
         lines = ["snet run statistics:",
                  f"  {format_duration(self.seconds)} on the {self.engine} engine"
-                 + (f" with {self.workers} worker{'s' if self.workers != 1 else ''}" if self.engine == "front" else ""),
+                 + (f" with {'up to ' if self.auto else ''}{self.workers} worker{'s' if self.workers != 1 else ''}"
+                    if self.engine == "front" else ""),
                  f"  records: {self.records_in} read, {self.records_out} written"
                  + (f" ({self.records_out / self.seconds:,.0f} per second)" if self.seconds > 0 else "")]
         if self.boxes:
@@ -325,6 +350,13 @@ class RunStats:
                 if box.retries is not None:
                     lines.append(f"  box {name}: {box.retries:,} call{'s' if box.retries != 1 else ''} retried, "
                                  f"{box.timeouts:,} timed out")
+        if self.auto is not None:
+            auto = self.auto
+            levels = ", ".join(f"{name} {box.concurrency}" for name, box in sorted(self.boxes.items())
+                               if box.concurrency is not None)
+            lines.append(f"  box concurrency auto: {auto.workers} of {auto.max_workers} workers active; "
+                         f"levels {levels}; settled after {format_duration(auto.settled_seconds)} "
+                         f"({auto.changes} change{'s' if auto.changes != 1 else ''}, {auto.trials} tried)")
         if self.failures:
             lines.append(f"  records that failed and were skipped: {self.failures}")
         if self.held_in_cells is not None:
@@ -369,8 +401,8 @@ def _boxes_json(boxes: Mapping[str, BoxStats]) -> dict[str, dict[str, Any]]:
             for name, box in sorted(boxes.items())}
 
 
-__all__ = ["LATENCY_BOUNDS", "LATENCY_BUCKETS", "latency_bucket", "add_box_calls", "RunStats", "BoxStats", "FrontStats", "EntityStats", "WorkerStats", "ReferenceStats", "SparkStats",
-           "SplitStats", "SplitProcessStats"]
+__all__ = ["LATENCY_BOUNDS", "LATENCY_BUCKETS", "latency_bucket", "add_box_calls", "RunStats", "AutoStats", "BoxStats", "FrontStats",
+           "EntityStats", "WorkerStats", "ReferenceStats", "SparkStats", "SplitStats", "SplitProcessStats"]
 
 
 def add_box_calls(into: dict[str, list[Any]], entries: Mapping[str, Any]) -> None:

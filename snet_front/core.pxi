@@ -502,6 +502,7 @@ cdef class Network:
     """
 
     def __cinit__(self):
+        self.auto_nodes = frozenset()
         self.counters = snet_counters_new()
         if self.counters == NULL:
             raise MemoryError()
@@ -655,6 +656,9 @@ cdef class Network:
                     self.idle_cond.notify_all()
                 else:
                     self.idle_cond.notify()
+            if everyone:
+                with self.park_cond:  # parked workers leave at the end too
+                    self.park_cond.notify_all()
         except BaseException:
             pass
 

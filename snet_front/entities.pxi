@@ -5,6 +5,7 @@
 # (:mod:`snet.plan`).  See core.pxi for the design of the runtime.
 
 cimport cython
+from posix.time cimport clock_gettime, timespec, CLOCK_THREAD_CPUTIME_ID
 from collections import deque
 
 from snet.core.boxes import Deferred, _FREE_THREADED_BUILD
@@ -31,6 +32,13 @@ cdef long emit_in_order(Entity e, Writer w, dict done, long emit_seq) except -1:
     return emit_seq
 
 
+cdef inline double thread_cpu() noexcept nogil:
+    """This thread's CPU time (seconds): against the wall time of a call, how much of it the call computed."""
+    cdef timespec ts
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return ts.tv_sec + ts.tv_nsec * 1e-9
+
+
 cdef enum:
     TIMED_CALLS = 64  # calls of a box each worker times before it may sample
     SAMPLE_EVERY = 16  # then one call in this many, for a box whose calls are short
@@ -50,6 +58,7 @@ cdef class BoxEntity(Entity):
     cdef object op
     cdef BoxCaller caller
     cdef int limit
+    cdef bint auto  # the limit is the node's level, ``rt.conc[node]``, which the controller changes
     cdef long next_seq
     cdef long emit_seq
     cdef dict done
@@ -59,11 +68,17 @@ cdef class BoxEntity(Entity):
         cdef object rec = record_of(item)
         cdef GStack st = stack_of(item)
         cdef double t0 = 0.0
+        cdef double c0 = 0.0
         cdef long seq
         cdef int early = 0
         cdef long calls
         cdef int every
-        if self.limit <= 1:
+        cdef bint one = self.limit <= 1
+        if self.auto:
+            # At level 1 with no call in flight, the cheap path (the lock stays held for the
+            # call; a concurrent call would emit out of order, so none may be running).
+            one = self.rt.conc[self.node] <= 1 and snet_atomic_load(&self.running) == 0
+        if one:
             # Box time: every call of a box this worker has called fewer than TIMED_CALLS times
             # or whose calls average at least SLOW_CALL; otherwise one call in SAMPLE_EVERY,
             # counted that many times (reading the clock twice cost 8 % of a trivial box's hop).
@@ -73,10 +88,14 @@ cdef class BoxEntity(Entity):
             else:
                 every = SAMPLE_EVERY if calls % SAMPLE_EVERY == 0 else 0
             if every:
+                if self.auto:
+                    c0 = thread_cpu()
                 t0 = snet_now()
             outs = self.op(rec) if self.caller is None else self.caller.hop(rec)
             if every:
                 time_call(w, self.node, snet_now() - t0, every)
+                if self.auto:
+                    w.box_cpu[self.node] += (thread_cpu() - c0) * every
             w.box_calls[self.node] += 1
             if type(outs) is dict:  # one output: the walk goes on with it
                 w.write(self.resolve_out(), make_item(outs, st), True)
@@ -93,9 +112,13 @@ cdef class BoxEntity(Entity):
         early = 1
         snet_unlock(&self.lock)
         try:
+            if self.auto:
+                c0 = thread_cpu()
             t0 = snet_now()
             outs = self.op(rec)
             time_call(w, self.node, snet_now() - t0, 1)
+            if self.auto:
+                w.box_cpu[self.node] += thread_cpu() - c0
             w.box_calls[self.node] += 1
             spin_lock(&self.rlock)
             try:
@@ -488,6 +511,9 @@ cdef Entity make_box(Network net, int n, Ctx ctx):
         b.caller = <BoxCaller>call
     b.limit = net.conc[n]
     b.cap = b.limit if b.limit > 1 else 0
+    if n in net.auto_nodes:
+        b.auto = True
+        b.cap = -1  # `saturated` reads the node's level
     b.done = {}
     return b
 

@@ -69,7 +69,7 @@ cdef class Entity:
     # once, by the lock holder, with snet_flag_store; a reader that misses it
     # only forwards through the entity instead of skipping it.
     cdef int identity
-    cdef int cap  # concurrent boxes: at most `cap` calls in flight (0: not a concurrent box)
+    cdef int cap  # concurrent boxes: at most `cap` calls in flight (0: not a concurrent box; -1: rt.conc[node])
     cdef long running  # calls in flight (concurrent boxes)
     cdef int node
     cdef object inbox  # collections.deque: thread-safe appends/pops
@@ -154,6 +154,7 @@ cdef class Writer:
     cdef double busy
     cdef double *box_time  # per node: seconds in box calls
     cdef long *box_calls  # per node: box calls
+    cdef double *box_cpu  # per node: seconds of this thread's CPU time in calls of automatic boxes
     cdef long *box_hist  # per node, LATENCY_BUCKETS counts: box calls by duration (time_call)
     cdef long ticks  # invocations and unfoldings since the last look at the clock (`safe_point`)
     cdef double next_yield  # when the worker next lets other threads take the GIL
@@ -208,6 +209,9 @@ cdef class Network:
 
     # Workers and termination
     cdef bint steal_enabled
+    cdef int active  # workers with a lower id than this run; the others park (box concurrency auto)
+    cdef object park_cond  # parked workers wait on it
+    cdef object auto_nodes  # box nodes whose limit is rt.conc[node], changed while the run goes on
     cdef int stop  # flags: snet_flag_store / snet_flag_load (atomics.h)
     cdef int done
     cdef object error
@@ -327,8 +331,15 @@ cdef inline void spin_lock(int *p):
 
 
 cdef inline bint saturated(Entity e):
-    """A concurrent box already running as many calls as it may: take nothing from it now."""
-    return e.cap != 0 and snet_atomic_load(&e.running) >= e.cap
+    """A concurrent box already running as many calls as it may: take nothing from it now.
+
+    A box whose limit the controller sets (``cap`` -1, docs/runtime.md) reads the level of its node.
+    """
+    if e.cap == 0:
+        return False
+    if e.cap > 0:
+        return snet_atomic_load(&e.running) >= e.cap
+    return snet_atomic_load(&e.running) >= e.rt.conc[e.node]
 
 
 cdef inline object make_item(object rec, GStack st):
@@ -403,6 +414,7 @@ cdef class Worker(Writer):
     cdef bint try_input(self) except -1
     cdef bint try_steal(self) except -1
     cdef bint try_completion(self) except -1
+    cdef int park(self) except -1
 
 
 # ---- runtime.pyx: the Python surface

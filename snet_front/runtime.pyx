@@ -55,8 +55,12 @@ cdef class Runtime(Network):
     """One run of one plan: the network state, the workers, the output channel."""
 
     def __init__(self, plan, records, int workers, conc, throttle=None, bint steal=True, int seed=0,
-                 long output_bound=OUTPUT_BOUND, max_held=None, memory_limit=None):
+                 long output_bound=OUTPUT_BOUND, max_held=None, memory_limit=None, int active=0, auto_nodes=()):
         """``conc[i]``: concurrent calls of box node ``i``; ``throttle``: ``(offset, factor)`` or None.
+
+        ``auto_nodes``: box nodes whose level ``set_level`` changes while the
+        run goes on; ``active``: workers that run at first (0: all), the
+        others park until ``set_active`` (snet.autoconc).
 
         ``output_bound``: outputs not yet taken by the consumer at which input
         admission and the workers stop (0: no bound).  ``max_held`` and
@@ -73,6 +77,9 @@ cdef class Runtime(Network):
         if throttle is not None:
             self.thr_off, self.thr_fac = throttle
         self.steal_enabled = steal
+        self.auto_nodes = frozenset(auto_nodes)
+        self.active = active if 0 < active <= workers else workers
+        self.park_cond = threading.Condition(threading.Lock())
         self.fail_lock = threading.Lock()
         self.partial = {}
         self.cond = threading.Condition(threading.Lock())
@@ -181,6 +188,47 @@ cdef class Runtime(Network):
         finally:
             snet_unlock(&self.partial_lock)
         return sum(cell.filled() for cell in cells)
+
+    # -- the controller's levers and gauges (snet.autoconc) ---------------------
+
+    def set_level(self, int node, int level):
+        """Let up to ``level`` calls of box node ``node`` (one of ``auto_nodes``) run at once, from now on."""
+        if node not in self.auto_nodes or level < 1:
+            raise ValueError(f"set_level: node {node} is not an automatic box, or level {level} < 1")
+        self.conc[node] = level
+
+    def level(self, int node):
+        return self.conc[node]
+
+    def set_active(self, int n):
+        """Run ``n`` workers (1 ... all), park the others; returns the count set."""
+        n = max(1, min(n, len(self.workers)))
+        self.active = n
+        with self.park_cond:
+            self.park_cond.notify_all()
+        return n
+
+    def active_workers(self):
+        return self.active
+
+    def sample(self, nodes):
+        """(now, invocations, [(calls, seconds, CPU seconds) per node of ``nodes``]): the counters so far, cheaply."""
+        cdef Worker w
+        cdef long invocations = 0
+        cdef int n
+        figures = []
+        for n in nodes:
+            if n < 0 or n >= self.nnodes:
+                raise IndexError(f"sample: no node {n}")
+            calls, seconds, cpu = 0, 0.0, 0.0
+            for w in self.workers:
+                calls += w.box_calls[n]
+                seconds += w.box_time[n]
+                cpu += w.box_cpu[n]
+            figures.append((calls, seconds, cpu))
+        for w in self.workers:
+            invocations += w.n_invocations
+        return snet_now(), invocations, figures
 
     def box_queues(self):
         """Records waiting now in the inboxes of each box node: ``{node id: count}``, nodes with none left out.

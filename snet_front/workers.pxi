@@ -37,6 +37,9 @@ cdef double YIELD_S = 0.005
 # licence added just before the worker registered as a sleeper).
 cdef double IDLE_SLEEP_S = 0.02
 
+# Longest wait of a parked worker (seconds); the controller and the end of the run notify it.
+cdef double PARK_WAIT_S = 0.5
+
 cdef object _WAKE = WakeUp.__new__(WakeUp)  # a wake-up item for a collector
 
 
@@ -66,18 +69,21 @@ cdef class Worker(Writer):
         self.victim = victim
         self.box_time = <double *>PyMem_Malloc(rt.nnodes * sizeof(double))
         self.box_calls = <long *>PyMem_Malloc(rt.nnodes * sizeof(long))
+        self.box_cpu = <double *>PyMem_Malloc(rt.nnodes * sizeof(double))
         self.box_hist = <long *>PyMem_Malloc(rt.nnodes * LATENCY_BUCKETS * sizeof(long))
-        if self.box_time == NULL or self.box_calls == NULL or self.box_hist == NULL:
+        if self.box_time == NULL or self.box_calls == NULL or self.box_cpu == NULL or self.box_hist == NULL:
             raise MemoryError()
         for i in range(rt.nnodes):
             self.box_time[i] = 0.0
             self.box_calls[i] = 0
+            self.box_cpu[i] = 0.0
         for i in range(rt.nnodes * LATENCY_BUCKETS):
             self.box_hist[i] = 0
 
     def __dealloc__(self):
         PyMem_Free(self.box_time)
         PyMem_Free(self.box_calls)
+        PyMem_Free(self.box_cpu)
         PyMem_Free(self.box_hist)
 
     cdef int write(self, Entity dest, object item, bint last) except -1:
@@ -381,6 +387,20 @@ cdef class Worker(Writer):
                 return True
         return False
 
+    cdef int park(self) except -1:
+        """Wait while this worker is beyond the active ones (box concurrency auto), the run goes on.
+
+        A worker parks with no work of its own: beyond the active count it
+        admits no input and steals nothing, finishes what its licences hold,
+        then waits here until the controller raises the count or the run
+        ends (``wake_idle(True)`` wakes parked workers too).
+        """
+        cdef Network rt = self.rt
+        with rt.park_cond:
+            while self.wid >= rt.active and not snet_flag_load(&rt.stop) and not snet_flag_load(&rt.done):
+                rt.park_cond.wait(PARK_WAIT_S)
+        return 0
+
     def run(self):
         """The worker loop: own work, then input, then stealing, then a short nap."""
         cdef Network rt = self.rt
@@ -397,8 +417,8 @@ cdef class Worker(Writer):
                     # takes them), or a network that unfolds many outputs from one input would
                     # hold them all (backpressure inside the network, as for its input).
                     pass
-                elif (self.work_own() or (len(rt.completions) and self.try_completion()) or self.try_input()
-                        or (rt.steal_enabled and self.try_steal())):
+                elif (self.work_own() or (len(rt.completions) and self.try_completion())
+                        or (self.wid < rt.active and (self.try_input() or (rt.steal_enabled and self.try_steal())))):
                     self.busy += snet_now() - t0
                     idle = 0
                     continue
@@ -422,6 +442,10 @@ cdef class Worker(Writer):
                         node, record = rt.parked_first
                         rt.fail(cannot_terminate(rt.span_of(node), left, record))
                         break
+                if self.wid >= rt.active and not self.holds_work():
+                    self.park()
+                    idle = 0
+                    continue
                 idle += 1
                 if idle <= IDLE_NAPS:
                     nap = IDLE_STEP_US * idle

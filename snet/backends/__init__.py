@@ -77,12 +77,14 @@ def start(engine_name: str | None, graph: PropertyGraph, boxes: Boxes, records: 
         executor.error_policy = policy
     processes = None
     try:
-        per_box = dict(options.box_concurrency_per_box)
+        # numbers only: a box given "auto" is lowered with no number, and the engine chooses (snet.autoconc)
+        per_box = {name: limit for name, limit in options.box_concurrency_per_box.items() if isinstance(limit, int)}
         processes, boxes, options = _box_processes(graph, boxes, options, per_box)
         boxes, guards = guard_boxes(graph, boxes, options)  # timeouts, retries
         if executor is not None and guards is not None:
             _warn_unguarded(graph, executor.selected, guards.table(), executor.place)
-        plan = lower(graph, boxes, box_concurrency=options.box_concurrency, box_concurrency_per_box=per_box,
+        fixed = options.box_concurrency if isinstance(options.box_concurrency, int) else None
+        plan = lower(graph, boxes, box_concurrency=fixed, box_concurrency_per_box=per_box,
                      executor=executor, on_error=policy, defer_async=chosen.overlaps_async_boxes)
         execution = chosen.start(plan, records, options, error_policy=policy, guards=guards)
         if processes is not None:

@@ -18,6 +18,13 @@ For pure-Python boxes it neither helps nor costs much: the GIL serialises
 the calls anyway and the reorder buffer is a dict insert per record.  The
 C runtime made the same choice (``-c 2D``, where any value >= 2 meant "no
 cap").  ``--box-concurrency 1`` restores one call at a time.
+
+``--box-concurrency auto`` (for every box, or ``NAME=auto`` for one)
+leaves the choice to :mod:`snet.autoconc`: such a box starts at one call
+at a time, the runtime starts up to ``cores + MAX_LEVEL`` workers (or
+the ``-w`` given) of which as many as there are cores run at first, and a
+tuner thread changes the levels and the active workers while the run goes
+on (docs/runtime.md, "Automatic box concurrency").
 """
 
 from __future__ import annotations
@@ -25,9 +32,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Iterable
 
+from snet.autoconc import MAX_LEVEL, Controller, Tuner
 from snet.backends import RunOptions
 from snet.core.limits import resident_bytes
 from snet.execution import Engine, Execution, Input
+from snet.options import AUTO
 from snet.core.semantics import unfinished_warning
 from snet.plan import BoxPlan, Plan
 from snet.stats import RunStats
@@ -83,6 +92,23 @@ def box_limits(plan: Plan, workers: int) -> list[int]:
     return limits
 
 
+def auto_boxes(plan: Plan, options: RunOptions) -> dict[int, str]:
+    """The box nodes whose concurrency the controller chooses: node id -> box name.
+
+    A box is automatic when ``NAME=auto`` names it, or when the default is
+    ``auto`` and no number is given for it (nor by its box processes); an
+    ``async def`` box keeps its own default (its calls wait on the box loop).
+    """
+    chosen = {}
+    for i, node in enumerate(plan.nodes):
+        if not isinstance(node, BoxPlan) or node.deferred or node.concurrency is not None:
+            continue
+        given = options.box_concurrency_per_box.get(node.name, options.box_concurrency)
+        if given == AUTO:
+            chosen[i] = node.name
+    return chosen
+
+
 class FrontExecution(Execution):
     """A running FRONT network: iterate it for the outputs."""
 
@@ -97,12 +123,24 @@ class FrontExecution(Execution):
         throttle = None
         if options.throttle is not None:
             throttle = (float(options.throttle[0]), float(options.throttle[1]))
-        self.runtime = Runtime(plan, records, self.workers, box_limits(plan, self.workers), throttle,
+        automatic = auto_boxes(plan, options)
+        self.controller = None
+        limits = box_limits(plan, self.workers)
+        if automatic or options.box_concurrency == AUTO:  # (no box to tune: the active workers still are)
+            cores = self.workers
+            self.workers = options.workers or (cores + MAX_LEVEL if automatic else cores)
+            self.controller = Controller(automatic, start_workers=cores, max_workers=self.workers)
+            limits = [1 if i in automatic else limit for i, limit in enumerate(limits)]  # others: as without auto
+        self.runtime = Runtime(plan, records, self.workers, limits, throttle,
                                bool(options.steal), int(options.seed or 0),
-                               max_held=options.max_held, memory_limit=options.memory_limit)
+                               max_held=options.max_held, memory_limit=options.memory_limit,
+                               active=self.controller.active() if self.controller else 0, auto_nodes=automatic)
         self._closed = False
         self._ended = False
+        self.tuner = Tuner(self.runtime, self.controller) if self.controller is not None else None
         self.runtime.start()
+        if self.tuner is not None:
+            self.tuner.start()
 
     def __next__(self) -> Record:
         if self._ended or self._closed:
@@ -133,6 +171,8 @@ class FrontExecution(Execution):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            if self.tuner is not None:
+                self.tuner.stop()
             if self.executor is not None and not self._ended:
                 # Stopped early (an error, Ctrl-C, the caller): a worker may be waiting
                 # for a batch; cancel it so that the worker can be joined now.
@@ -152,8 +192,11 @@ class FrontExecution(Execution):
 
     def stats(self) -> RunStats:
         executor = self.executor.stats() if self.executor is not None else None
-        return RunStats.from_front(self.runtime.statistics(), executor, self.runtime.held_in_cells(),
-                                   resident_bytes())
+        stats = RunStats.from_front(self.runtime.statistics(), executor, self.runtime.held_in_cells(),
+                                    resident_bytes())
+        if self.controller is not None:
+            stats = stats.with_auto(self.controller.summary())
+        return stats
 
 
 def start(plan: Plan, records: Iterable[Input], options: RunOptions | None = None, *,

@@ -72,15 +72,18 @@ def parse_throttle(text: str | None) -> tuple[float, float] | None:
     return offset, factor
 
 
-def parse_box_concurrency(values: list[str], flag: str = "--box-concurrency") -> tuple[int | None, dict[str, int]]:
-    default: int | None = None
-    per_box: dict[str, int] = {}
+def parse_box_concurrency(values: list[str], flag: str = "--box-concurrency") -> tuple[Any, dict[str, Any]]:
+    """``[NAME=]N`` values (``--box-concurrency`` also takes ``auto`` for N): (default, per box)."""
+    default: Any = None
+    per_box: dict[str, Any] = {}
+    automatic = flag == "--box-concurrency"
     for value in values:
         name, eq, number = value.rpartition("=")
         try:
-            n = int(number)
+            n: Any = "auto" if automatic and number == "auto" else int(number)
         except ValueError:
-            raise SNetUsageError(f"{flag} takes N or NAME=N, not '{value}'") from None
+            shape = "N, auto, NAME=N or NAME=auto" if automatic else "N or NAME=N"
+            raise SNetUsageError(f"{flag} takes {shape}, not '{value}'") from None
         if eq:
             per_box[name] = n
         else:

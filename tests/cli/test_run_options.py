@@ -48,7 +48,7 @@ def test_bad_option_exits_2_before_reading_input(netdir, args, message):
 def test_a_flag_given_as_text_that_is_no_number(netdir):
     result = snet_run("net.snet", "--box-concurrency", "f=many", cwd=netdir, stdin="")
     assert result.returncode == 2
-    assert "--box-concurrency takes N or NAME=N, not 'f=many'" in result.stderr
+    assert "--box-concurrency takes N, auto, NAME=N or NAME=auto, not 'f=many'" in result.stderr
 
 
 @pytest.mark.parametrize("engine", ["reference", "front"])

@@ -1,0 +1,493 @@
+"""Box concurrency ``auto``: a controller that sets each box's concurrency and the active workers.
+
+With ``--box-concurrency auto`` (``box_concurrency="auto"``) the FRONT
+engine starts every automatic box at one call at a time and runs as many
+workers as the machine has cores; a :class:`Tuner` thread then watches the
+run and changes both while it goes on.  docs/runtime.md ("Automatic box
+concurrency") describes the design for users; this docstring keeps the
+reasons.
+
+What is measured
+================
+
+Every ``TICK_S`` the tuner samples the runtime's counters (``Runtime.sample``):
+the invocations of all entities so far (the network's *work rate* is their
+rate: in a steady state every record costs the same number of
+invocations, so the rate is proportional to the throughput, whichever box
+limits it), and per automatic box its calls and the seconds spent in
+them.  Ticks are summed into a :class:`Window` of at least ``WINDOW_S``
+(longer until the box under trial made ``MIN_CALLS`` calls, at most
+``MAX_WINDOW_S``).  Per box a window gives:
+
+* the *arrival rate* and *service time*: calls per second and seconds
+  per call;
+* the *calls in flight* (occupancy): seconds in calls per second of the
+  window, Little's law's mean number in service; divided by the box's level
+  it is the box's *saturation*.  A box near saturation has records
+  waiting for it (a worker only takes a record from a box below its level),
+  so it is where the queue is;
+* *waiting*: the share of the calls' wall time their thread did not
+  spend on the CPU (the runtime reads the thread's CPU clock around the
+  calls of automatic boxes); a call that mostly waits can overlap with
+  many others, so its trials step by 4 rather than 2;
+* *overlap*, after a trial raise: a box whose calls hold the GIL gains
+  nothing, its service time grows with its level and its calls per second
+  stay; a box that releases the GIL (``time.sleep``, I/O, NumPy) keeps its
+  service time and its calls per second grow with the level.
+
+How it decides
+==============
+
+:class:`Controller` is the decision function: windows in, decisions out,
+no clock and no runtime, so tests feed it synthetic windows.  It is a
+hill climber that keeps a change only on evidence:
+
+* *Raise* (a trial): the busiest box whose saturation is at least
+  ``RAISE_AT`` has its level doubled (4x for calls that wait).  A trial is
+  judged A/B/A (:meth:`Controller._step`): the window before (A), one at the
+  new level (B), one back at the old level (A again), each after a short
+  discarded window; the raise is kept only if the work rate and the box's
+  calls per second of B beat both A windows by ``RAISE_GAIN`` (the dead
+  band), and B had more calls in flight by as much (the new slots were
+  used), else the level goes back; a B twice as fast as A is kept at
+  once, without the second A (``CLEAR_GAIN``).  A kept raise is followed by the next one at once,
+  with the window that judged it as the baseline (1, 2, 4, 8, 16; or 1, 4,
+  16 for calls that wait), so a GIL-releasing bottleneck settles within a
+  second or two.
+* *Check* (a trial): ``RECHECK_S`` after a raise was kept, half the
+  level is tried; it stays when no slower (by ``TOLERANCE``): a raise that
+  noise let through comes back down.
+* *Lower* (no trial): a box whose saturation stayed below ``LOWER_AT`` for
+  ``LOWER_WINDOWS`` windows has its level halved: its slots are unused, and
+  each slot holds a worker.  The gap between ``LOWER_AT`` and
+  ``RAISE_AT`` (hysteresis) means a lowered box is not a candidate for a
+  raise at once: after halving, its saturation is at most twice
+  ``LOWER_AT``, below ``RAISE_AT``.
+* *Workers*: the active workers are the base count (the cores, at
+  first) plus one per slot of every automatic box above level 1 (a box at
+  level L may hold L workers in its calls; the base count runs the rest),
+  at most the workers started.  A trial of one worker fewer is kept when the work rate
+  does not fall by more than ``TOLERANCE`` (fewer threads contending for
+  the GIL; a pipeline of cheap pure-Python boxes runs faster on one); a
+  trial of one more (up to the cores) needs a gain of ``GAIN``.
+
+Stability: a trial that fails is not tried again before a back-off that
+starts at ``BACKOFF_S`` and doubles with every failure of the same trial
+(at most ``MAX_BACKOFF_S``), and a change kept postpones the move back by
+a wait that starts at ``RECHECK_S`` and doubles with every change kept, so
+in a steady run the settled levels stay, the trials become rare, and even
+a pair of moves that noise kept in turn slows down rather than oscillates; a kept change needs a margin larger than the
+noise of a busy machine (the dead band), and raising and lowering have
+thresholds apart (the hysteresis).  No two changes overlap: one trial at a
+time, and each change is followed by a discarded window.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from typing import Any, Mapping
+
+import attrs
+
+TICK_S = 0.05  # the tuner samples the counters this often
+WINDOW_S = 0.2  # shortest observation window
+SETTLE_S = 0.05  # shortest window discarded after a change
+RECHECK_S = 4.0  # a raise kept is tried lower again after this (then doubling, as a failed trial)
+MAX_WINDOW_S = 1.0  # longest: a window closes then even with few calls
+MIN_CALLS = 20  # calls of the box under trial a window waits for
+GAIN = 0.10  # one worker more is kept when the work rate grows by this share
+RAISE_GAIN = 0.25  # a raise is kept when the work rate and the box's calls per second grow by this share
+CLEAR_GAIN = 1.0  # ... and kept without the second A window when they grow by this share (twice the rate)
+TOLERANCE = 0.03  # one worker fewer is kept unless the work rate falls by more than this share
+RAISE_AT = 0.7  # saturation (calls in flight / level) from which a box's level is tried higher
+LOWER_AT = 0.25  # saturation below which, for LOWER_WINDOWS windows, a box's level is halved
+LOWER_WINDOWS = 3
+MAX_LEVEL = 16  # the highest level a box is given
+WAITING = 0.75  # a box whose calls wait this share of their wall time (not computing) is raised 4x at a time
+BACKOFF_S = 1.0  # first wait before a failed trial is tried again; doubles with each failure
+MAX_BACKOFF_S = 64.0
+
+log = logging.getLogger("snet")
+
+
+@attrs.frozen
+class Window:
+    """What the counters say over one observation window.
+
+    ``boxes``: per box node, (calls, seconds in calls) during the window,
+    and a third figure where measured: the CPU seconds of those calls.
+    """
+
+    seconds: float
+    invocations: int
+    boxes: Mapping[int, tuple]
+
+    @property
+    def rate(self) -> float:
+        """The work rate: invocations per second."""
+        return self.invocations / self.seconds if self.seconds > 0 else 0.0
+
+    def calls_per_second(self, node: int) -> float:
+        return self.boxes.get(node, (0, 0.0))[0] / self.seconds if self.seconds > 0 else 0.0
+
+    def in_flight(self, node: int) -> float:
+        """Mean calls of the box in flight during the window (Little's law)."""
+        return self.boxes.get(node, (0, 0.0))[1] / self.seconds if self.seconds > 0 else 0.0
+
+    def service_time(self, node: int) -> float:
+        calls, seconds = self.boxes.get(node, (0, 0.0))[:2]
+        return seconds / calls if calls else 0.0
+
+    def waiting_share(self, node: int) -> float | None:
+        """The share of the calls' wall time not spent computing (None: not measured)."""
+        figures = self.boxes.get(node, ())
+        if len(figures) < 3 or figures[1] <= 0:
+            return None
+        return max(0.0, 1.0 - figures[2] / figures[1])
+
+
+@attrs.frozen
+class Decision:
+    """One step of the controller: a level (``node`` set) or the base worker count changes.
+
+    ``old == new`` says only why a change stays (a trial kept).
+    """
+
+    node: int | None
+    name: str
+    old: int
+    new: int
+    reason: str
+    kept: bool = True  # False: a trial, kept or undone at the next decision
+    active: int | None = None  # the active workers right after this decision
+
+    def describe(self) -> str:
+        what = f"box {self.name}: level" if self.node is not None else "base workers"
+        change = f"{self.old} -> {self.new}" if self.old != self.new else f"stays {self.new}"
+        return f"box concurrency auto: {what} {change} ({self.reason})"
+
+
+@attrs.define
+class _Trial:
+    node: int | None  # None: the base worker count
+    old: int
+    new: int
+    before: Window  # the first A window
+    phase: int = 0  # windows seen since the trial started
+    b: Window | None = None  # the B window
+
+
+class Controller:
+    """The decision function: feed it windows (:meth:`decide`), apply what it returns.
+
+    ``boxes``: node id -> box name, for the automatic boxes.  Levels start
+    at 1, the base worker count at ``start_workers``; the active workers
+    (:meth:`active`) are never more than ``max_workers``.
+    """
+
+    def __init__(self, boxes: Mapping[int, str], *, start_workers: int, max_workers: int,
+                 max_level: int = MAX_LEVEL):
+        self.names = dict(boxes)
+        self.levels = {node: 1 for node in boxes}
+        self.start_workers = max(1, min(start_workers, max_workers))
+        self.base = self.start_workers
+        self.max_workers = max_workers
+        self.max_level = max(1, min(max_level, max_workers))
+        self.trial: _Trial | None = None
+        self.skip = 1  # windows to discard (the start, and after every change)
+        self.low: dict[int, int] = {node: 0 for node in boxes}  # windows in a row below LOWER_AT
+        self.retry_at: dict[Any, float] = {}
+        self.backoff: dict[Any, float] = {}
+        self.changes = 0  # changes that stayed
+        self.trials = 0
+        self.settled_at = 0.0  # when the last change that stayed was made
+
+    def active(self) -> int:
+        """Workers to run: the base count, and a worker per slot of every box above level 1 (at most
+        ``max_workers``): a box at level L may hold L workers in its calls, the base runs the rest."""
+        return _workers(self.base, self.levels.values(), self.max_workers)
+
+    def window_done(self, window: Window) -> bool:
+        """True when ``window`` is long enough: ``SETTLE_S`` for one that is discarded, else ``WINDOW_S``
+        and, in a trial of a box, ``MIN_CALLS`` of its calls (or ``MAX_WINDOW_S`` in any case)."""
+        if window.seconds >= MAX_WINDOW_S:
+            return True
+        trial = self.trial
+        settling = self.skip > 0 if trial is None else trial.phase in (0, 2)
+        if settling:
+            return window.seconds >= SETTLE_S
+        if window.seconds < WINDOW_S:
+            return False
+        if trial is not None and trial.node is not None:
+            return window.boxes.get(trial.node, (0,))[0] >= MIN_CALLS
+        return True
+
+    def decide(self, window: Window, now: float) -> list[Decision]:
+        """The decisions after ``window`` (which ended at ``now``, in seconds since the start)."""
+        trial = self.trial
+        if trial is not None:
+            return self._step(trial, window, now)
+        if self.skip:
+            self.skip -= 1
+            return []
+        if window.invocations < MIN_CALLS:  # an idle network (a session between inputs) says nothing
+            return []
+        return (self._lower(window, now) or self._raise(window, now) or self._down(window, now)
+                or self._workers(window, now))
+
+    # -- the moves -------------------------------------------------------------
+
+    def _raise(self, window: Window, now: float) -> list[Decision]:
+        best, busiest = None, 0.0
+        for node, level in self.levels.items():
+            flight = window.in_flight(node)
+            if (level < self.max_level and flight >= RAISE_AT * level and flight > busiest
+                    and now >= self.retry_at.get(node, 0.0)):
+                best, busiest = node, flight
+        if best is None:
+            return []
+        old = self.levels[best]
+        waiting = window.waiting_share(best)
+        # Calls that mostly wait (sleep, I/O) can overlap far: a bolder step; calls that compute, one doubling.
+        new = min(self.max_level, (4 if waiting is not None and waiting >= WAITING else 2) * old)
+        wait = f", {100 * waiting:.0f}% of it waiting" if waiting is not None else ""
+        return [self._start(best, old, new, window, f"{busiest:.2g} calls in flight at level {old}, "
+                            f"{_ms(window.service_time(best))} per call{wait}: trying {new}")]
+
+    def _lower(self, window: Window, now: float) -> list[Decision]:
+        out = []
+        for node, level in self.levels.items():
+            flight = window.in_flight(node)
+            self.low[node] = self.low[node] + 1 if level > 1 and flight < LOWER_AT * level else 0
+            if self.low[node] >= LOWER_WINDOWS:
+                self.low[node] = 0
+                new = max(1, level // 2)
+                self.levels[node] = new
+                out.append(Decision(node, self.names[node], level, new,
+                                    f"{flight:.2g} calls in flight at level {level}: slots unused",
+                                    active=self.active()))
+        if out:
+            self._stayed(now)
+        return out
+
+    def _down(self, window: Window, now: float) -> list[Decision]:
+        """A trial of half the level of a box raised before: is the level still needed (or was it noise)?"""
+        for node, level in self.levels.items():
+            if level > 1 and now >= self.retry_at.get(("down", node), float("inf")):
+                return [self._start(node, level, max(1, level // 2), window,
+                                    f"{window.in_flight(node):.2g} calls in flight at level {level}: "
+                                    f"trying {max(1, level // 2)}, to see that {level} is still needed")]
+        return []
+
+    def _workers(self, window: Window, now: float) -> list[Decision]:
+        if self.base > 1 and now >= self.retry_at.get("fewer", 0.0):
+            return [self._start(None, self.base, self.base - 1, window,
+                                f"{window.rate:,.0f} invocations/s: trying one worker fewer")]
+        if self.base < self.start_workers and now >= self.retry_at.get("more", 0.0):
+            return [self._start(None, self.base, self.base + 1, window,
+                                f"{window.rate:,.0f} invocations/s: trying one worker more")]
+        return []
+
+    def _start(self, node: int | None, old: int, new: int, before: Window, reason: str) -> Decision:
+        self.trial = _Trial(node, old, new, before)
+        self.trials += 1
+        self._set(node, new)
+        return Decision(node, self._name(node), old, new, reason, kept=False, active=self.active())
+
+    def _step(self, trial: _Trial, window: Window, now: float) -> list[Decision]:
+        """One window of a trial: A (``before``), then B (the new setting), then A again, then the verdict.
+
+        The window after each change is discarded.  B must pass against
+        both A windows: a machine whose speed drifts (other work starting or
+        stopping) moves both A windows with it, and passes neither.  A B
+        that fails against the first A ends the trial there.
+        """
+        trial.phase += 1
+        if trial.phase in (1, 3):  # the window right after a change
+            return []
+        if trial.phase == 2:
+            trial.b = window
+            passed, figures = self._passes(trial, trial.before, window)
+            if not passed:
+                return self._undo(trial, figures, now, at_old=False)
+            if trial.node is not None and trial.new > trial.old and self._passes(trial, trial.before, window,
+                                                                                  CLEAR_GAIN)[0]:
+                # Twice the rate: no drift between two windows 0.05 s apart is that large (and the check
+                # of the raise comes later); the next raise starts at once, B its baseline.
+                self.trial = None
+                return self._keep(trial, figures, now, at_once=True) + self._raise(window, now)
+            self._set(trial.node, trial.old)
+            return [Decision(trial.node, self._name(trial.node), trial.new, trial.old,
+                             f"{figures}: measuring {trial.old} again to compare", kept=False, active=self.active())]
+        self.trial = None
+        assert trial.b is not None
+        passed, figures = self._passes(trial, window, trial.b)
+        if not passed:
+            return self._undo(trial, figures, now, at_old=True)
+        return self._keep(trial, figures, now)
+
+    def _passes(self, trial: _Trial, a: Window, b: Window, raise_gain: float = RAISE_GAIN) -> tuple[bool, str]:
+        """Whether ``b`` (the new setting) beats ``a`` by the dead band, and the figures that say so."""
+        node = trial.node
+        if a.rate <= 0 or b.invocations < MIN_CALLS:  # nothing ran: no evidence either way, the old setting stays
+            return False, "the network was idle"
+        gain = b.rate / a.rate - 1
+        figures = f"work rate {a.rate:,.0f} -> {b.rate:,.0f} invocations/s ({100 * gain:+.0f}%)"
+        if node is None or trial.new < trial.old:  # fewer workers or a lower level: no slower will do
+            return (gain >= -TOLERANCE if trial.new < trial.old else gain >= GAIN), figures
+        calls_a, calls_b = a.calls_per_second(node), b.calls_per_second(node)
+        calls_gain = calls_b / calls_a - 1 if calls_a > 0 else 0.0
+        # The new slots must be in use: a gain with no more calls in flight is not the raise's doing
+        flight_gain = b.in_flight(node) / a.in_flight(node) - 1 if a.in_flight(node) > 0 else 0.0
+        figures += (f", calls {calls_a:,.0f} -> {calls_b:,.0f}/s, {_ms(a.service_time(node))} -> "
+                    f"{_ms(b.service_time(node))} per call, {a.in_flight(node):.2g} -> {b.in_flight(node):.2g} "
+                    f"in flight")
+        return gain >= raise_gain and calls_gain >= raise_gain and flight_gain >= RAISE_GAIN, figures
+
+    def _keep(self, trial: _Trial, figures: str, now: float, at_once: bool = False) -> list[Decision]:
+        node, key = trial.node, self._key(trial)
+        self.retry_at.pop(key, None)
+        # The move back gets its chance later (the load may change), after a wait that doubles with
+        # every change kept: a pair of moves that noise kept in turn slows down, it cannot oscillate.
+        self._postpone(_opposite(key), now, RECHECK_S)
+        if node is None:
+            why = "no slower with fewer" if key == "fewer" else "faster with more"
+        elif trial.new > trial.old:
+            why = "calls overlap"
+        else:
+            why = f"{trial.old} was not needed"
+        self._set(node, trial.new)
+        self._stayed(now)
+        self.skip = 1
+        kept = "kept at once" if at_once else "kept"
+        return [Decision(node, self._name(node), trial.old, trial.new, f"{kept}: {figures}: {why}",
+                         active=self.active())]
+
+    def _undo(self, trial: _Trial, figures: str, now: float, at_old: bool) -> list[Decision]:
+        node, key = trial.node, self._key(trial)
+        if node is None:
+            why = "slower" if key == "fewer" else "no faster"
+        elif trial.new > trial.old:
+            why = "calls do not overlap (or the box is not the bottleneck)"
+        else:
+            why = f"slower: {trial.old} is needed"
+        self._postpone(key, now, RECHECK_S if isinstance(key, tuple) else BACKOFF_S)
+        self._set(node, trial.old)
+        self.trial = None
+        self.skip = 1
+        reason = f"undone: {figures}: {why}; not tried again for {self.backoff[key]:g} s"
+        old = trial.old if at_old else trial.new
+        return [Decision(node, self._name(node), old, trial.old, reason, active=self.active())]
+
+    def _postpone(self, key: Any, now: float, first: float) -> None:
+        """No trial of ``key`` before ``first`` seconds, twice as long as the last time (at most MAX_BACKOFF_S)."""
+        self.backoff[key] = min(MAX_BACKOFF_S, self.backoff.get(key, first / 2) * 2)
+        self.retry_at[key] = now + self.backoff[key]
+
+    @staticmethod
+    def _key(trial: _Trial) -> Any:
+        if trial.node is not None:
+            return trial.node if trial.new > trial.old else ("down", trial.node)
+        return "fewer" if trial.new < trial.old else "more"
+
+    def _name(self, node: int | None) -> str:
+        return self.names.get(node, "") if node is not None else ""
+
+    def _set(self, node: int | None, value: int) -> None:
+        if node is None:
+            self.base = value
+        else:
+            self.levels[node] = value
+
+    def _stayed(self, now: float) -> None:
+        self.changes += 1
+        self.settled_at = now
+
+    def summary(self) -> dict[str, Any]:
+        """The settled state, for the run's statistics: levels per box name (the highest of its nodes)."""
+        settled = dict(self.levels)
+        base = self.base
+        if self.trial is not None:  # a trial still open at the end did not settle anything
+            if self.trial.node is None:
+                base = self.trial.old
+            else:
+                settled[self.trial.node] = self.trial.old
+        levels: dict[str, int] = {}
+        for node, level in settled.items():
+            name = self.names[node]
+            levels[name] = max(level, levels.get(name, 1))
+        workers = _workers(base, settled.values(), self.max_workers)
+        return {"levels": levels, "workers": workers, "max_workers": self.max_workers,
+                "changes": self.changes, "trials": self.trials, "settled_seconds": self.settled_at}
+
+
+def _opposite(key: Any) -> Any:
+    """The trial that would undo a change of ``key``: a raise of a box and the check at half its level,
+    one worker fewer and one more."""
+    if isinstance(key, tuple):
+        return key[1]
+    if key in ("fewer", "more"):
+        return "more" if key == "fewer" else "fewer"
+    return ("down", key)
+
+
+def _workers(base: int, levels: Any, most: int) -> int:
+    return min(most, base + sum(level for level in levels if level > 1))
+
+
+def _ms(seconds: float) -> str:
+    return f"{1e3 * seconds:.3g} ms"
+
+
+class Tuner:
+    """The controller's thread: samples a FRONT ``Runtime``, applies and logs the decisions."""
+
+    def __init__(self, runtime: Any, controller: Controller):
+        self.runtime = runtime
+        self.controller = controller
+        self.nodes = sorted(controller.names)
+        self.decisions: deque[Decision] = deque(maxlen=1000)  # the latest, for a person who looks
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="snet-box-concurrency-auto", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(1.0)
+
+    def _run(self) -> None:
+        try:
+            first = last = self.runtime.sample(self.nodes)
+            while not self._stop.wait(TICK_S):
+                now = self.runtime.sample(self.nodes)
+                window = _window(last, now, self.nodes)
+                if not self.controller.window_done(window):
+                    continue
+                last = now
+                for decision in self.controller.decide(window, now[0] - first[0]):
+                    self._apply(decision)
+        except Exception as e:  # never the run's failure: the levels stay where they are
+            log.warning("warning: box concurrency auto stopped: %s: %s", type(e).__name__, e)
+
+    def _apply(self, decision: Decision) -> None:
+        if decision.node is not None and decision.old != decision.new:
+            self.runtime.set_level(decision.node, decision.new)
+        self.runtime.set_active(self.controller.active())
+        self.decisions.append(decision)
+        active = decision.active if decision.active is not None else self.controller.active()
+        log.info("info: %s; workers active: %d", decision.describe(), active)
+
+
+def _window(last: tuple, now: tuple, nodes: list[int]) -> Window:
+    """The window between two samples of ``Runtime.sample``."""
+    boxes = {node: (c1 - c0, max(0.0, s1 - s0), max(0.0, u1 - u0))
+             for node, (c0, s0, u0), (c1, s1, u1) in zip(nodes, last[2], now[2])}
+    return Window(seconds=max(now[0] - last[0], 1e-9), invocations=now[1] - last[1], boxes=boxes)
+
+
+__all__ = ["Controller", "Decision", "Tuner", "Window", "MAX_LEVEL"]

@@ -1,0 +1,320 @@
+"""Box concurrency ``auto``: the controller's decisions, and the runtime that applies them.
+
+The decision function (:class:`snet.autoconc.Controller`) is tested on
+synthetic windows from a model of a network, so that its choices do not
+depend on the machine; the end-to-end tests use a box that sleeps (it
+releases the GIL), where the gain of concurrency is unmistakable on any
+machine, and assert the direction of the change, not its size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import snet
+from snet.autoconc import (BACKOFF_S, LOWER_WINDOWS, MAX_LEVEL, Controller, Window)
+from snet.errors import SNetUsageError
+from snet.options import RunOptions
+
+
+# -- a model of a network, for the decision function -----------------------------
+
+class Model:
+    """One box of ``service`` seconds per call behind cheap stages: the windows the counters would give.
+
+    ``releases``: the box's calls overlap (they release the GIL), so ``level`` calls run at once;
+    otherwise they take turns and each call's wall time grows with the calls in flight.  ``overhead``:
+    seconds of GIL-bound work per record outside the box, a bit more per extra active worker
+    (contention), a bit less on one worker (``one_worker_gain``).  ``noise``: relative noise of the rates.
+    """
+
+    def __init__(self, controller: Controller, node: int, *, service: float, releases: bool,
+                 overhead: float = 20e-6, invocations: int = 30, noise: float = 0.0, one_worker_gain: float = 0.0,
+                 seed: int = 0):
+        self.c, self.node = controller, node
+        self.service, self.releases, self.overhead = service, releases, overhead
+        self.invocations, self.noise, self.one_worker_gain = invocations, noise, one_worker_gain
+        self.random = random.Random(seed)
+
+    def window(self, seconds: float = 0.2) -> Window:
+        level, active = self.c.levels[self.node], self.c.active()
+        overhead = self.overhead * (1 + 0.05 * (active - 2)) * (1 - self.one_worker_gain if active == 1 else 1)
+        if self.releases:  # the call waits (a sleep): 5% of it on the CPU
+            per_record = max(self.service / level, overhead)
+            wall, cpu = self.service, 0.05 * self.service
+        else:  # the GIL: one call at a time whatever the level, and a little worse with more threads
+            per_record = self.service * (1 + 0.05 * (level - 1)) + overhead
+            wall, cpu = self.service * level, self.service
+        rate = (1 / per_record) * (1 + self.random.uniform(-self.noise, self.noise))
+        calls = int(rate * seconds)
+        return Window(seconds, calls * self.invocations, {self.node: (calls, calls * wall, calls * cpu)})
+
+    def run(self, seconds: float, step: float = 0.2) -> list:
+        decisions, now = [], 0.0
+        while now < seconds:
+            now += step
+            decisions += self.c.decide(self.window(step), now)
+        return decisions
+
+
+def controller(**kw) -> Controller:
+    return Controller({7: "box"}, start_workers=kw.pop("start_workers", 2), max_workers=kw.pop("max_workers", 18),
+                      **kw)
+
+
+def test_a_gil_releasing_box_is_raised_to_the_top_level_and_stays():
+    c = controller()
+    decisions = Model(c, 7, service=0.005, releases=True, noise=0.05).run(30.0)
+    assert c.levels[7] == MAX_LEVEL
+    kept = [d for d in decisions if d.node == 7 and d.reason.startswith("kept")]
+    assert [(d.old, d.new) for d in kept] == [(1, 4), (4, 16)]  # calls that wait: steps of 4, each kept
+    undone = [d for d in decisions if d.node == 7 and d.reason.startswith("undone")]
+    assert all("16 is needed" in d.reason for d in undone)  # only checks that 16 is still needed, undone
+    assert 1 <= len(undone) <= 4  # at 4, 8, 16 s after the raise and so on: rarer and rarer
+    assert c.summary()["workers"] in (1 + MAX_LEVEL, 2 + MAX_LEVEL)  # the box's calls, and the rest besides
+
+
+def test_a_gil_releasing_box_settles_within_two_seconds_of_windows():
+    c = controller()
+    Model(c, 7, service=0.005, releases=True).run(2.0, step=0.1)
+    assert c.levels[7] == MAX_LEVEL and c.settled_at <= 2.0
+
+
+def test_a_pure_python_box_is_not_raised():
+    c = controller()
+    decisions = Model(c, 7, service=0.001, releases=False, noise=0.05).run(60.0)
+    assert c.levels[7] == 1
+    tried = [d for d in decisions if d.node == 7 and not d.kept and d.new > d.old]
+    undone = [d for d in decisions if d.node == 7 and d.reason.startswith("undone")]
+    assert tried and len(undone) == len(tried)  # every trial undone
+    assert "calls do not overlap" in undone[0].reason
+    # the back-off doubles: over a minute only a handful of trials (1, 2, 4, 8, 16, 32 s apart)
+    assert len(tried) <= 7
+
+
+def test_a_cheap_gil_bound_pipeline_parks_a_worker():
+    c = controller()
+    decisions = Model(c, 7, service=20e-6, releases=False, overhead=40e-6, one_worker_gain=0.3).run(10.0)
+    assert c.summary()["workers"] == 1  # (a trial of two again, after a back-off, may be open)
+    assert any(d.node is None and d.old == 2 and d.new == 1 and d.reason.startswith("kept") for d in decisions)
+
+
+def test_fewer_workers_are_undone_when_slower():
+    c = controller()
+    model = Model(c, 7, service=0.001, releases=False, overhead=40e-6)
+    model.window = _slower_on_one_worker(model.window, c)
+    decisions = model.run(3.0)
+    assert c.summary()["workers"] == 2
+    assert any(d.node is None and d.new == 2 and d.reason.startswith("undone") for d in decisions)
+
+
+def _slower_on_one_worker(window, c):
+    def slower(seconds=0.2):
+        w = window(seconds)
+        if c.active() > 1:
+            return w
+        halved = {n: (calls // 2, s / 2, u / 2) for n, (calls, s, u) in w.boxes.items()}
+        return Window(w.seconds, w.invocations // 2, halved)
+    return slower
+
+
+def test_an_idle_box_is_lowered_after_the_observation_windows_and_not_raised_back():
+    c = controller(start_workers=1)  # (no trial of fewer workers in between)
+    c.levels[7] = 8
+    c.skip = 0
+    quiet = Window(0.2, 1000, {7: (100, 0.2 * 0.5)})  # half a call in flight at level 8
+    decisions = []
+    for i in range(LOWER_WINDOWS - 1):
+        decisions += c.decide(quiet, 0.2 * (i + 1))
+    assert c.levels[7] == 8 and not decisions  # not before the observation windows
+    decisions += c.decide(quiet, 0.2 * LOWER_WINDOWS)
+    assert c.levels[7] == 4 and "slots unused" in decisions[0].reason
+    for i in range(20):  # the same load: lowered while below LOWER_AT (0.5 of 2 is not), never raised back
+        decisions += c.decide(quiet, 1.0 + 0.2 * i)
+    assert c.levels[7] == 2
+    assert all(d.new < d.old for d in decisions if d.node == 7)
+
+
+def test_the_settled_level_leaves_out_an_open_trial():
+    c = controller()
+    c.skip = 0
+    busy = Window(0.2, 6000, {7: (200, 0.2)})
+    (d,) = c.decide(busy, 0.2)
+    assert d.new == 2 and not d.kept and c.levels[7] == 2  # (no CPU time measured: one doubling)
+    summary = c.summary()
+    assert summary["levels"] == {"box": 1} and summary["workers"] == 2 and summary["trials"] == 1
+
+
+def test_decisions_never_exceed_the_workers_started():
+    c = controller(max_workers=4)
+    Model(c, 7, service=0.005, releases=True).run(10.0)
+    assert c.levels[7] == 4 and c.active() <= 4
+
+
+# -- the runtime -------------------------------------------------------------------
+
+PIPE = """
+net pipe {
+  box slow ((a) -> (a));
+  box fast ((a) -> (a));
+} connect fast .. slow .. fast;
+"""
+
+
+def boxes(seconds=0.005, jitter=False):
+    def slow(a):
+        time.sleep(seconds * (random.random() if jitter else 1.0))  # releases the GIL
+        return {"a": a * 10}
+
+    def fast(a):
+        return {"a": a + 1}
+
+    return {"slow": slow, "fast": fast}
+
+
+def test_a_sleeping_box_is_raised_while_the_run_goes_on_and_order_is_kept():
+    net = snet.load(PIPE, boxes=boxes(jitter=True))
+    records = [{"a": i} for i in range(1500)]  # about 3.75 s at one call at a time
+    with net.run(records, engine="front", box_concurrency="auto") as execution:
+        outputs = list(execution)
+    assert [r["a"] for r in outputs] == [(i + 1) * 10 + 1 for i in range(1500)]  # input order, levels changing
+    stats = execution.stats()
+    assert stats.boxes["slow"].concurrency >= 2
+    assert stats.boxes["fast"].concurrency is not None
+    assert stats.auto is not None and stats.auto.changes >= 1 and 1 <= stats.auto.workers <= stats.auto.max_workers
+    alive = [t.name for t in threading.enumerate() if t.is_alive()]
+    assert not [name for name in alive if name == "snet-box-concurrency-auto" or name.startswith("snet-front-worker")]
+
+
+def test_a_box_given_a_number_keeps_it_beside_automatic_boxes():
+    net = snet.load(PIPE, boxes=boxes(seconds=0.001))
+    with net.run([{"a": i} for i in range(300)], engine="front", box_concurrency={"slow": "auto", "fast": 1}) as ex:
+        assert len(list(ex)) == 300
+    stats = ex.stats()
+    assert stats.boxes["slow"].concurrency is not None and stats.boxes["fast"].concurrency is None
+
+
+def test_the_reference_engine_accepts_auto_and_runs_one_call_at_a_time():
+    net = snet.load(PIPE, boxes=boxes(seconds=0.0))
+    with net.run([{"a": i} for i in range(20)], engine="reference", box_concurrency="auto") as ex:
+        assert [r["a"] for r in ex] == [(i + 1) * 10 + 1 for i in range(20)]
+    assert ex.stats().auto is None
+
+
+@pytest.mark.parametrize("value", ["automatic", 0, 2.5])
+def test_a_bad_concurrency_is_refused(value):
+    with pytest.raises(SNetUsageError, match="box_concurrency must be"):
+        RunOptions.from_keywords(box_concurrency=value)
+    with pytest.raises(SNetUsageError, match="box_concurrency must be at least 1 for box 'f'"):
+        RunOptions.from_keywords(box_concurrency={"f": value})
+
+
+def test_auto_is_an_option_value():
+    assert RunOptions.from_keywords(box_concurrency="auto").box_concurrency == "auto"
+    assert RunOptions.from_keywords(box_concurrency={"f": "auto"}).box_concurrency_per_box == {"f": "auto"}
+
+
+# -- the command line ----------------------------------------------------------------
+
+def test_verbose_prints_each_change_and_stats_show_the_levels(tmp_path):
+    (tmp_path / "net.snet").write_text(PIPE)
+    (tmp_path / "net.py").write_text("import time\n\ndef slow(a):\n    time.sleep(0.005)\n    return {'a': a * 10}\n\n"
+                                     "def fast(a):\n    return {'a': a + 1}\n")
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"a": i}) + "\n" for i in range(1500)))
+    result = subprocess.run([sys.executable, "-m", "snet", "run", "net.snet", "-i", "in.jsonl", "-o", "out.jsonl",
+                             "--box-concurrency", "auto", "-v", "--stats", "--stats-json", "stats.json"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    err = result.stderr
+    # calls that sleep wait nearly all their time: the first trial is level 4, on 4 workers besides the base
+    active = (os.cpu_count() or 1) + 4
+    assert re.search(r"^info: box concurrency auto: box slow: level 1 -> 4 \([\d.]+ calls in flight at level 1, "
+                     rf"[\d.]+ ms per call, \d+% of it waiting: trying 4\); workers active: {active}$", err, re.M), err
+    assert re.search(r"^info: box concurrency auto: box slow: level 1 -> 4 \(kept( at once)?: work rate .* "
+                     r"calls overlap\)",
+                     err, re.M), err
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["boxes"]["slow"]["concurrency"] >= 2 and stats["boxes"]["fast"]["concurrency"] >= 1
+    assert set(stats["auto"]) == {"workers", "max_workers", "changes", "trials", "settled_seconds"}
+    assert re.search(r"^  box concurrency auto: \d+ of \d+ workers active; levels fast \d+, slow \d+; settled after",
+                     err, re.M), err
+    assert re.search(r"^  [\d.]+ m?s on the front engine with up to \d+ workers$", err, re.M), err
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 1500
+
+
+def test_the_flag_refuses_other_words(tmp_path):
+    (tmp_path / "net.snet").write_text(PIPE)
+    result = subprocess.run([sys.executable, "-m", "snet", "run", "net.snet", "--box-concurrency", "slow=auto2"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60, input="")
+    assert result.returncode == 2
+    assert "--box-concurrency takes N, auto, NAME=N or NAME=auto, not 'slow=auto2'" in result.stderr
+
+
+def test_an_idle_network_changes_nothing():
+    c = controller()
+    idle = Window(0.2, 0, {7: (0, 0.0, 0.0)})
+    decisions = [d for i in range(100) for d in c.decide(idle, 0.2 * (i + 1))]
+    assert not decisions and c.summary()["workers"] == 2 and c.levels[7] == 1
+
+
+def test_noise_alone_cannot_make_the_levels_oscillate():
+    """Rates that depend on nothing but noise (±40 %): some changes pass the dead band, but fewer and fewer."""
+    c = controller()
+    rng = random.Random(3)
+
+    def window(seconds=0.2):
+        calls = int(1000 * seconds * (1 + rng.uniform(-0.4, 0.4)))
+        return Window(seconds, 30 * calls, {7: (calls, seconds * c.levels[7] * 0.9, seconds * 0.9)})
+
+    kept_at = []
+    for i in range(3000):  # ten minutes of windows
+        now = 0.2 * (i + 1)
+        kept_at += [now for d in c.decide(window(), now) if d.reason.startswith("kept")]
+    assert len(kept_at) <= 16 and len([t for t in kept_at if t > 300]) <= 4, kept_at
+
+
+def test_a_gain_without_more_calls_in_flight_is_not_the_raise():
+    """The machine got faster while the box kept one call in flight: its second slot did nothing."""
+    c = controller()
+    c.skip = 0
+    a = Window(0.2, 6000, {7: (200, 0.2 * 0.9, 0.2 * 0.9)})  # 0.9 in flight, 0.9 ms per call
+    (start,) = c.decide(a, 0.2)
+    assert start.new == 2 and not start.kept
+    assert c.decide(Window(0.05, 1500, {7: (50, 0.045, 0.045)}), 0.25) == []  # discarded
+    b = Window(0.2, 9000, {7: (300, 0.2 * 0.9, 0.2 * 0.9)})  # 1.5x the rate and the calls, still 0.9 in flight
+    (verdict,) = c.decide(b, 0.45)
+    assert verdict.reason.startswith("undone") and c.levels[7] == 1
+
+
+def test_replicas_of_a_split_share_the_level_and_keep_their_order():
+    source = """
+    net keyed {
+      box slow ((a, <k>) -> (a, <k>));
+      box fast ((a, <k>) -> (a, <k>));
+    } connect (fast .. slow .. fast) ! <k>;
+    """
+    def slow(a, k):
+        time.sleep(0.004 * random.random())
+        return {"a": a * 10, "<k>": k}
+
+    def fast(a, k):
+        return {"a": a + 1, "<k>": k}
+
+    net = snet.load(source, boxes={"slow": slow, "fast": fast})
+    records = [{"a": i, "<k>": i % 8} for i in range(2000)]
+    with net.run(records, engine="front", box_concurrency="auto") as execution:
+        outputs = list(execution)
+    by_key = {}
+    for r in outputs:
+        by_key.setdefault(r["<k>"], []).append(r["a"])
+    assert by_key == {k: [(i + 1) * 10 + 1 for i in range(k, 2000, 8)] for k in range(8)}
+    assert execution.stats().auto.trials >= 1  # (about 2 s at level 1: the level changed while the records ran)
