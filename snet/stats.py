@@ -401,8 +401,9 @@ def _boxes_json(boxes: Mapping[str, BoxStats]) -> dict[str, dict[str, Any]]:
             for name, box in sorted(boxes.items())}
 
 
-__all__ = ["LATENCY_BOUNDS", "LATENCY_BUCKETS", "latency_bucket", "add_box_calls", "RunStats", "AutoStats", "BoxStats", "FrontStats",
-           "EntityStats", "WorkerStats", "ReferenceStats", "SparkStats", "SplitStats", "SplitProcessStats"]
+__all__ = ["LATENCY_BOUNDS", "LATENCY_BUCKETS", "latency_bucket", "add_box_calls", "RunStats", "AutoStats",
+           "BoxStats", "FrontStats", "EntityStats", "WorkerStats", "ReferenceStats", "SparkStats", "SplitStats",
+           "SplitProcessStats"]
 
 
 def add_box_calls(into: dict[str, list[Any]], entries: Mapping[str, Any]) -> None:
