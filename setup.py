@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Pure-Python modules of the package that are also compiled (an augmenting .pxd
 # beside each declares its extension types); uncompiled they still run as Python.
-COMPILED_PY = [os.path.join("snet", "core", "boxes.py")]
+COMPILED_PY = [os.path.join("snet", "core", "boxes.py"), os.path.join("snet", "core", "cells.py")]
 
 
 def front_extensions():

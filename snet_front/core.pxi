@@ -197,23 +197,6 @@ cdef int first_pattern(object rec, tuple labels, object first, object matcher) e
         raise matcher.error(e, rec) from None
 
 
-cdef object slots_matching(object rec, tuple labels, object all_slots):
-    """Every cell pattern ``rec`` matches (a list), or None where a guard cannot be evaluated: the cell
-    then tests its empty slots one by one, and raises only for those (docs/runtime.md)."""
-    cdef Py_ssize_t i
-    cdef list out
-    if labels is not None:
-        out = []
-        for i in range(len(labels)):
-            if has_labels(rec, <tuple>labels[i]):
-                out.append(i)
-        return out
-    try:
-        return all_slots(rec)
-    except (KeyError, TagExpressionError):
-        return None
-
-
 cdef Entity bypass(Entity d):
     """Follow identity entities: later records skip them.
 
