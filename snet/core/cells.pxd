@@ -18,6 +18,7 @@ cdef class SyncCell:
     cdef readonly list empty
     cdef readonly bint fired
 
+    cdef void fill(self, object shape, Py_ssize_t replica) except *
     cpdef object accept(self, object record)
     @cython.locals(slots=list, stored=bint, i=Py_ssize_t)
     cpdef object take(self, object record, object hits)

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import sysconfig
 from collections import deque
+from typing import Any
 
 from snet.tagexpr import TagExpressionError
 
@@ -69,6 +70,14 @@ class SyncCell:
     a cell of its own).  Made by :func:`new_cell`.
     """
 
+    def fill(self, shape: Any, replica: int) -> None:
+        """Make this the empty cell of the patterns ``shape`` (a new cell's state)."""
+        self.shape = shape
+        self.replica = replica
+        self.slots: list | None = [None] * shape.count
+        self.empty: list[int] = list(range(shape.count))
+        self.fired = False
+
     def accept(self, record: Record) -> Record | None:
         """Offer a record, testing it against the empty slots: what leaves the cell now, or None if stored."""
         return self.take(record, None)
@@ -87,6 +96,7 @@ class SyncCell:
         if hits is None:
             hits = self.shape.matcher.matching(record, self.empty)
         slots = self.slots
+        assert slots is not None  # unfired
         stored = False
         for i in hits:
             if slots[i] is None:
@@ -103,23 +113,19 @@ class SyncCell:
 
     def filled(self) -> int:
         """How many slots hold a record (0 once fired)."""
-        return 0 if self.fired else len(self.slots) - len(self.empty)
+        return 0 if self.fired else self.shape.count - len(self.empty)
 
     def stored_records(self) -> int:
         """How many distinct records the cell holds (a record may fill several slots)."""
-        if self.fired:
+        if self.slots is None:  # fired
             return 0
         return len({id(r) for r in self.slots if r is not None})
 
 
-def new_cell(shape, replica: int = -1) -> SyncCell:
+def new_cell(shape: Any, replica: int = -1) -> SyncCell:
     """A cell with every slot empty, of the patterns ``shape`` (``replica``: its sync-star replica, or -1)."""
     cell = SyncCell.__new__(SyncCell)
-    cell.shape = shape
-    cell.replica = replica
-    cell.slots = [None] * shape.count
-    cell.empty = list(range(shape.count))
-    cell.fired = False
+    cell.fill(shape, replica)
     return cell
 
 
@@ -137,7 +143,7 @@ def merged_record(slots: list, later: tuple) -> Record:
     return merged
 
 
-def patterns_matched(record: Record, labels: tuple | None, all_patterns) -> list | None:
+def patterns_matched(record: Record, labels: tuple | None, all_patterns: Any) -> list | None:
     """Every cell pattern ``record`` matches, or None where a guard cannot be evaluated on it.
 
     ``labels`` are the patterns' labels when no pattern has a guard (tested
@@ -166,16 +172,16 @@ class SyncStarIndex:
 
     ``cells`` maps each unfired cell's replica to the cell, in replica order
     (a fired cell leaves it); ``waiting[i]`` lists the unfired cells whose
-    slot *i* is empty, in replica order (None until the first cell opens);
+    slot *i* is empty, in replica order;
     ``replicas`` is how many cells were ever opened.  An engine offers a
     record with ``find``, then ``open`` when there is no cell for it, then
     ``offer`` (see the module docstring).
     """
 
-    def __init__(self, shape):
+    def __init__(self, shape: Any) -> None:
         self.shape = shape
-        self.cells = {}
-        self.waiting = None
+        self.cells: dict[int, SyncCell] = {}
+        self.waiting: list = [[] for _ in range(shape.count)]
         self.replicas = 0
         self.probes = 0
 
@@ -191,8 +197,6 @@ class SyncStarIndex:
     def first_waiting(self, hits: list, after: int) -> SyncCell | None:
         """The earliest unfired cell after ``after`` with an empty slot among ``hits``."""
         best = None
-        if self.waiting is None:
-            return None
         for i in hits:
             for cell in self.waiting[i]:
                 self.probes += 1
@@ -215,8 +219,6 @@ class SyncStarIndex:
         cell = new_cell(self.shape, self.replicas)
         self.replicas += 1
         self.cells[cell.replica] = cell
-        if self.waiting is None:
-            self.waiting = [[] for _ in range(self.shape.count)]
         for i in range(len(self.waiting)):
             queue = self.waiting[i]
             queue.append(cell)
