@@ -189,7 +189,10 @@ class Session:
         run.execution = self._execution = network.execute(run.input_stream(), options)
         self._thread = threading.Thread(target=run.pump, name="snet-session", daemon=True)
         self._thread.start()
-        weakref.finalize(self, run.end_input)
+        # A session dropped unclosed ends its input.  Closed, it has nothing left to end: the finalizer is
+        # detached, or the registry's hold on the run would keep it alive for good once the run's error
+        # (raised through the caller's frame, which holds the session) closes a cycle back to the session.
+        self._finalizer = weakref.finalize(self, run.end_input)
 
     @property
     def fed(self) -> int:
@@ -291,6 +294,7 @@ class Session:
         self.end_input()
         if not self._run.done.wait(timeout):
             raise SNetError("session did not terminate in time")
+        self._finalizer.detach()
         self._thread.join()
         out = []
         while True:
@@ -311,6 +315,7 @@ class Session:
         run = self._run
         run.stop = True
         run.end_input()
+        self._finalizer.detach()
         self._execution.close()
         run.abandon_live()  # at once, also while a box call still runs: no future waits for it
         self._thread.join(2.0)

@@ -108,16 +108,14 @@ def front_debug_unbalanced(before: dict, timeout: float = DEBUG_BALANCE_S) -> di
 
 
 @pytest.fixture(autouse=True)
-def front_debug_balance(request):
+def front_debug_balance():
     """On a debug build of FRONT, every runtime, entity and licence a test made is freed when it ends.
 
-    The ordinary build counts nothing and this checks nothing.  A test
-    that keeps a run for later tests (a module's fixture) opts out with
-    ``@pytest.mark.keeps_runs``.
+    The ordinary build counts nothing and this checks nothing.
     """
     before = front_debug_counters()
     yield
-    if before is None or request.node.get_closest_marker("keeps_runs") is not None:
+    if before is None:
         return
     left = front_debug_unbalanced(before)
     assert not left, f"the FRONT runtime's debug counters do not balance after the test: still alive {left}"
