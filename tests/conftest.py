@@ -119,3 +119,9 @@ def front_debug_balance():
         return
     left = front_debug_unbalanced(before)
     assert not left, f"the FRONT runtime's debug counters do not balance after the test: still alive {left}"
+
+
+@pytest.fixture
+def front_debug():
+    """``(counters, unbalanced)``: :func:`front_debug_counters` and :func:`front_debug_unbalanced`."""
+    return front_debug_counters, front_debug_unbalanced

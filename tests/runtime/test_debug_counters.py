@@ -3,7 +3,8 @@
 Built with ``SNET_FRONT_DEBUG=1 python3 setup.py build_ext --inplace``, the
 runtime counts, for the whole process, the runtimes, entities and licences
 it makes and frees (``snet_front.runtime.debug_counters()``), and
-tests/conftest.py checks after every test that what the test made was freed.
+tests/conftest.py checks after every test that what the test made was freed
+(its ``front_debug`` fixture gives the two functions the check uses).
 These tests need that build; the ordinary build counts nothing.
 """
 
@@ -13,8 +14,6 @@ import pytest
 
 import snet
 import snet_front.runtime as runtime
-
-from conftest import front_debug_counters, front_debug_unbalanced
 
 debug_build = pytest.mark.skipif(
     not runtime.DEBUG_BUILD,
@@ -39,7 +38,8 @@ def test_the_ordinary_build_counts_nothing():
 
 @debug_build
 @pytest.mark.parametrize("workers", [1, 4])
-def test_a_run_frees_everything_it_made(workers):
+def test_a_run_frees_everything_it_made(workers, front_debug):
+    front_debug_counters, front_debug_unbalanced = front_debug
     before = front_debug_counters()
     out = list(snet.load(NET, boxes={"f": f}).run([{"x": i} for i in range(200)], engine="front", workers=workers))
     assert len(out) == 200
@@ -51,7 +51,8 @@ def test_a_run_frees_everything_it_made(workers):
 
 
 @debug_build
-def test_a_run_closed_half_way_frees_everything_it_made():
+def test_a_run_closed_half_way_frees_everything_it_made(front_debug):
+    front_debug_counters, front_debug_unbalanced = front_debug
     before = front_debug_counters()
     execution = snet.load(NET, boxes={"f": f}).run(({"x": i} for i in range(10**9)), engine="front", workers=2)
     assert next(execution) is not None
@@ -61,7 +62,8 @@ def test_a_run_closed_half_way_frees_everything_it_made():
 
 
 @debug_build
-def test_the_balance_check_finds_a_run_still_held():
+def test_the_balance_check_finds_a_run_still_held(front_debug):
+    front_debug_counters, front_debug_unbalanced = front_debug
     before = front_debug_counters()
     execution = snet.load(NET, boxes={"f": f}).run([{"x": 1}], engine="front")
     left = front_debug_unbalanced(before, timeout=0.2)
