@@ -1,11 +1,14 @@
 """Build of snet: the pure-Python package and its compiled parts.
 
 Cython, which pyproject.toml lists as a build requirement, compiles the
-extensions of ``snet_front`` from their ``.pyx`` sources and the box caller
-``snet/core/boxes.py`` (the hottest path of every engine: plain Python source
-with an augmenting ``.pxd``), so ``pip install -e .`` on a fresh machine
-builds them, and ``pip wheel .`` gives a wheel with them inside.  ``SNET_FRONT_DEBUG=1`` in the environment compiles them with
-the debug counters and line tracing.
+extensions of ``snet_front`` from their ``.pyx`` sources, the box caller
+``snet/core/boxes.py`` and the synchro-cells ``snet/core/cells.py`` (the
+hottest paths of every engine: plain Python source with an augmenting
+``.pxd``), so ``pip install -e .`` on a fresh machine builds them, and
+``pip wheel .`` gives a wheel with them inside.  ``SNET_FRONT_DEBUG=1`` in
+the environment compiles them with line tracing and the FRONT runtime's
+debug counters (``snet_front/includes/debug.h``), which the test suite then
+checks after every test (CONTRIBUTING.md, "The debug build").
 """
 
 import glob
@@ -20,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Pure-Python modules of the package that are also compiled (an augmenting .pxd
 # beside each declares its extension types); uncompiled they still run as Python.
-COMPILED_PY = [os.path.join("snet", "core", "boxes.py")]
+COMPILED_PY = [os.path.join("snet", "core", "boxes.py"), os.path.join("snet", "core", "cells.py")]
 
 
 def front_extensions():

@@ -64,7 +64,8 @@ from typing import TYPE_CHECKING, Any, Generator, Iterable, Iterator
 from snet.execution import Engine, Execution, Input
 from snet.errors import SNetRuntimeError
 from snet.core.limits import MEMORY_CHECK_S, Limits, diverging, resident_bytes, unfolds_for_ever
-from snet.core.semantics import SyncCell, cannot_terminate, log_parked, unfinished_warning
+from snet.core.cells import SyncCell, SyncStarIndex, patterns_matched
+from snet.core.semantics import cannot_terminate, log_parked, unfinished_warning
 from snet.plan import (BoxPlan, ExecutorSplitPlan, FeedbackPlan, FilterPlan, IdentityPlan, InitBoxPlan, NetPlan,
                        ParallelPlan, Plan, PlanNode, SerialPlan, SplitPlan, StarPlan, SyncPlan, SyncStarPlan)
 from snet.requests import NO_INPUT_YET, Request, current_request, set_current_request
@@ -206,96 +207,58 @@ class _Star(_Instance):
 
 
 class _SyncStar(_Instance):
-    """``[| ... |] * P``: the replicas' cells in one instance, indexed so pairing costs no walk.
+    """``[| ... |] * P``: the replicas' cells in one instance, kept in a :class:`~snet.core.cells.SyncStarIndex`.
 
-    Replica *k*'s operand is one synchro-cell, so a record's way along the
-    replicas is fixed by the cells alone: a fired cell passes it unchanged
-    and the exit test of an unchanged record gives the same answer before
-    every replica.  So the record goes straight to the first unfired cell
-    after its position with an empty slot among the patterns it matches
-    (``waiting[i]``: the unfired cells whose slot *i* is empty, in replica
-    order), or to a new replica's cell at the end.  A merged record goes on
-    from the replica after its cell.  When a guard cannot be evaluated on
-    the record (it lacks a tag), the plain walk along the unfired cells
-    finds the same cell the definition does and fails there.
+    The index says which cell a record goes to (no walk along the
+    replicas); a merged record goes on from the replica after its cell.
+    This loop only adds what the engine does around an offer: replicas
+    counted as held state, records that can never leave parked.
     """
 
-    __slots__ = ("matcher", "shape", "cell_node", "cells", "waiting", "replicas")
+    __slots__ = ("matcher", "shape", "cell_node", "index")
 
     def __init__(self, node: SyncStarPlan, out: Target, cell_node: PlanNode):
         super().__init__(node, out)
         self.matcher = node.exits
         self.shape = node.shape
         self.cell_node = cell_node
-        self.cells: dict[int, tuple[int, SyncCell]] = {}  # replica -> the unfired cells, in replica order
-        self.waiting: list[deque[tuple[int, SyncCell]]] = [deque() for _ in range(node.shape.count)]
-        self.replicas = 0
+        self.index = SyncStarIndex(node.shape)
 
     def receive(self, engine, port, record):
         after = -1  # the replica the record has passed
-        everything = range(self.shape.count)
+        slots = self.shape.matcher
         while True:
             if self.matcher.first(record) >= 0:
                 engine.emit(self.out, record)
                 return
-            try:
-                hits = self.shape.matcher.matching(record, everything)
-            except SNetRuntimeError:
-                hits = None
+            hits = patterns_matched(record, slots.labels, slots.raw_all)
             if hits is not None and not hits:  # it would pass every later replica unchanged
                 engine.park(self.node, record)
                 return
-            entry = self._walk(record, after) if hits is None else self._indexed(hits, after)
-            fresh = entry is None
+            cell = self.index.find(hits, after)
+            fresh = cell is None
             if fresh:
-                entry = self._new_cell(engine)
+                cell = self._open(engine)
                 engine.unfolded(self.node, record)
-            k, cell = entry
-            before = tuple(cell.empty)
-            result = cell.accept(record)
-            for i in before:
-                if cell.fired or i not in cell.empty:
-                    self.waiting[i].remove(entry)
+            result = self.index.offer(cell, record, hits)
             if result is None:  # stored
                 return
             if cell.fired:
                 if fresh:  # it filled every pattern alone: it comes out unchanged, before every replica
                     raise unfolds_for_ever(self.node.span, record)
-                del self.cells[k]
                 engine.held -= 1
-            elif hits is None and k == self.replicas - 1:  # a fresh cell let it pass: so would every later one
+            elif fresh:  # a fresh cell let it pass unchanged: so will every later one
                 engine.park(self.node, result)
                 return
-            after = k
+            after = cell.replica
             record = result
 
-    def _indexed(self, hits, after):
-        best = None
-        for i in hits:
-            for entry in self.waiting[i]:
-                if entry[0] > after:
-                    if best is None or entry[0] < best[0]:
-                        best = entry
-                    break
-        return best
-
-    def _walk(self, record, after):
-        """The first unfired cell after ``after`` (its guards then decide, as in the definition)."""
-        for k in self.cells:
-            if k > after:
-                return self.cells[k]
-        return None
-
-    def _new_cell(self, engine):
-        entry = (self.replicas, self.shape.new_cell())
-        self.replicas += 1
+    def _open(self, engine):
+        cell = self.index.open()
         engine.instances += 1
         engine.held += 1
-        engine.cells.append((entry[1], self.cell_node))
-        self.cells[entry[0]] = entry
-        for q in self.waiting:
-            q.append(entry)
-        return entry
+        engine.cells.append((cell, self.cell_node))
+        return cell
 
 
 class _Split(_Instance):

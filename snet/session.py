@@ -52,6 +52,7 @@ class _Run:
         self.warnings: list[str] = []
         self.listener = listener
         self.execution: Any = None
+        self.finalizer: weakref.finalize | None = None  # the session's: ends the input of a session dropped open
 
     def input_stream(self) -> Iterator[Any]:
         # Waits a little for the caller, then says "nothing yet" (NO_INPUT_YET), so that an engine
@@ -79,6 +80,11 @@ class _Run:
         except BaseException as e:  # handed to the caller's thread
             self.error = e
         finally:
+            # The run is over: nothing left for the session's finalizer to end.  Left registered, it would
+            # hold this run, and through the run's error (whose traceback holds the frames that raised it,
+            # the caller's with the session among them) the session too, for as long as the process lives.
+            if self.finalizer is not None:
+                self.finalizer.detach()
             self.warnings = list(self.execution.warnings)
             self.done.set()
             self.abandon_live()
@@ -187,9 +193,10 @@ class Session:
         self._outputs = run.outputs
         self._net_name = getattr(network, "name", "?")
         run.execution = self._execution = network.execute(run.input_stream(), options)
+        # A session dropped open ends its input (the run detaches this when it ends: _Run.pump).
+        run.finalizer = weakref.finalize(self, run.end_input)
         self._thread = threading.Thread(target=run.pump, name="snet-session", daemon=True)
         self._thread.start()
-        weakref.finalize(self, run.end_input)
 
     @property
     def fed(self) -> int:

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""C11 atomics and the shared counters block (includes/atomics.h)."""
+"""C11 atomics and the shared counters block (includes/atomics.h); the debug build's counters (includes/debug.h)."""
 
 cdef extern from "atomics.h" nogil:
     ctypedef struct snet_counters:
@@ -21,3 +21,17 @@ cdef extern from "atomics.h" nogil:
     snet_counters *snet_counters_new()
     void snet_counters_retain(snet_counters *c)
     void snet_counters_release(snet_counters *c)
+
+
+# The counters of the debug build (includes/debug.h): compiled out unless SNET_FRONT_DEBUG is 1.
+cdef extern from "debug.h" nogil:
+    const int SNET_FRONT_DEBUG
+    ctypedef struct snet_debug_counters:
+        long runtimes_made
+        long runtimes_freed
+        long entities_made
+        long entities_freed
+        long licences_made
+        long licences_freed
+    snet_debug_counters snet_debug
+    void snet_debug_count(long *p, long n)

@@ -118,7 +118,7 @@ from snet.tagexpr import TagExpressionError
 
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_try_lock, snet_unlock, snet_is_locked,
                                  snet_atomic_max, snet_counters_new, snet_counters_retain, snet_counters_release,
-                                 snet_flag_store)
+                                 snet_flag_store, snet_debug, snet_debug_count)
 from snet_front.kinds cimport (K_NET, K_SERIAL, K_IDENT, K_INITBOX, K_BOX, K_SYNC, K_SYNCSTAR, K_SPLIT, K_EXECSPLIT,
                                NKINDS, X_NEXT, X_UP, X_POP)
 
@@ -195,23 +195,6 @@ cdef int first_pattern(object rec, tuple labels, object first, object matcher) e
         return first(rec)
     except (KeyError, TagExpressionError) as e:
         raise matcher.error(e, rec) from None
-
-
-cdef object slots_matching(object rec, tuple labels, object all_slots):
-    """Every cell pattern ``rec`` matches (a list), or None where a guard cannot be evaluated: the cell
-    then tests its empty slots one by one, and raises only for those (docs/runtime.md)."""
-    cdef Py_ssize_t i
-    cdef list out
-    if labels is not None:
-        out = []
-        for i in range(len(labels)):
-            if has_labels(rec, <tuple>labels[i]):
-                out.append(i)
-        return out
-    try:
-        return all_slots(rec)
-    except (KeyError, TagExpressionError):
-        return None
 
 
 cdef Entity bypass(Entity d):
@@ -406,12 +389,14 @@ cdef class Entity:
         snet_counters_retain(self.counters)
         snet_atomic_add(&self.counters.created, 1)
         snet_atomic_max(&self.counters.peak, snet_atomic_add(&self.counters.alive, 1))
+        snet_debug_count(&snet_debug.entities_made, 1)
 
     def __dealloc__(self):
         if self.counters != NULL:
             snet_atomic_add(&self.counters.alive, -1)
             snet_counters_release(self.counters)
             self.counters = NULL
+            snet_debug_count(&snet_debug.entities_freed, 1)
 
     cdef int invoke(self, Writer w, object item) except -1:
         raise NotImplementedError
@@ -506,8 +491,10 @@ cdef class Network:
         self.counters = snet_counters_new()
         if self.counters == NULL:
             raise MemoryError()
+        snet_debug_count(&snet_debug.runtimes_made, 1)
 
     def __dealloc__(self):
+        snet_debug_count(&snet_debug.runtimes_freed, 1)
         PyMem_Free(self.kind)
         PyMem_Free(self.child0)
         PyMem_Free(self.exit_mode)

@@ -6,11 +6,11 @@
 
 cimport cython
 from posix.time cimport clock_gettime, timespec, CLOCK_THREAD_CPUTIME_ID
-from collections import deque
 
-from snet.core.boxes import Deferred, _FREE_THREADED_BUILD
+from snet.core.boxes import Deferred
 from snet.core.limits import unfolds_for_ever
 from snet.core.boxes cimport BoxCaller
+from snet.core.cells cimport SyncCell, SyncStarIndex, new_cell, patterns_matched
 from snet.tagexpr import TagExpressionError
 from snet.requests import set_current_request
 
@@ -246,87 +246,17 @@ cdef class FilterEntity(Entity):
         return True
 
 
-cdef bint FREE_THREADED = _FREE_THREADED_BUILD
-
-
-@cython.final
-cdef class CellState:
-    """One synchro-cell's state (a plain cell's or one cell of a sync-star):
-    :class:`snet.core.semantics.SyncCell`'s state and rules, typed.
-
-    ``slots[i]`` is None exactly for the indices in ``empty`` until the cell
-    fires; then ``fired`` is set and ``slots`` dropped.  ``filled`` and
-    ``stored_records`` are what the termination warnings read.
-    """
-    cdef readonly object shape
-    cdef readonly list slots
-    cdef readonly list empty
-    cdef readonly bint fired
-
-    def filled(self):
-        """How many slots hold a record (0 once fired)."""
-        return 0 if self.fired else self.shape.count - len(self.empty)
-
-    def stored_records(self):
-        """How many distinct records the cell holds."""
-        return 0 if self.fired else len({id(r) for r in self.slots if r is not None})
-
-    cdef object take(self, object record, object hits, tuple later):
-        """Offer a record that matches the patterns ``hits`` (all of them; None: not tested yet).
-
-        Returns what leaves the cell now, or None if the record was stored: it
-        fills the empty slots among ``hits``; a record that fills none leaves
-        unchanged, and the record that fills the last one is replaced by the
-        merged record: slot 1's record whole, then from each later slot the
-        labels of its pattern (``later``), as ``snet.core.compiled.merge_sync``.
-        """
-        cdef list slots = self.slots
-        cdef dict merged, rec
-        cdef Py_ssize_t j
-        cdef bint stored = False
-        if self.fired:
-            return record
-        if hits is None:
-            hits = self.shape.matcher.matching(record, self.empty)  # raises the guard's error
-        for i in hits:
-            if slots[i] is None:
-                slots[i] = record
-                stored = True
-        if not stored:
-            return record
-        self.empty = [i for i in self.empty if slots[i] is None]
-        if self.empty:
-            return None
-        self.fired = True
-        self.slots = None
-        if FREE_THREADED:  # see snet.core.boxes: a copy locks the dict twice there
-            merged = {}
-            merged.update(<dict>slots[0])
-        else:
-            merged = (<dict>slots[0]).copy()
-        for j in range(len(later)):
-            rec = <dict>slots[j + 1]
-            for label in <tuple>later[j]:
-                merged[label] = rec[label]
-        return merged
-
-
-cdef CellState new_cell_state(object shape):
-    cdef CellState c = CellState.__new__(CellState)
-    c.shape = shape
-    c.slots = [None] * shape.count
-    c.empty = list(range(shape.count))
-    return c
-
-
 @cython.final
 @cython.trashcan(True)
 cdef class SyncEntity(Entity):
-    """A synchro-cell instance; once fired it is an identity that writers bypass."""
-    cdef CellState cell
+    """A synchro-cell instance; once fired it is an identity that writers bypass.
+
+    The cell's state and rules are :class:`snet.core.cells.SyncCell`'s; the
+    entity's lock (held by the worker invoking it) guards them.
+    """
+    cdef SyncCell cell
     cdef object all_slots  # raw_all of the patterns' matcher: every pattern a record matches
-    cdef tuple slot_labels  # the patterns' labels when none has a guard (tested here, no call)
-    cdef tuple later  # the labels of each pattern after the first (what the merged record takes)
+    cdef tuple slot_labels  # the patterns' labels when none has a guard (tested there, no call)
 
     cdef int invoke(self, Writer w, object item) except -1:
         cdef object rec = record_of(item)
@@ -335,8 +265,8 @@ cdef class SyncEntity(Entity):
         cdef Instance inst
         hits = None
         if not was_fired:
-            hits = slots_matching(rec, self.slot_labels, self.all_slots)
-        res = self.cell.take(rec, hits, self.later)
+            hits = patterns_matched(rec, self.slot_labels, self.all_slots)
+        res = self.cell.take(rec, hits)
         if res is None:
             # A parked record stops counting for its input (language.md §7).
             if st is not None:
@@ -358,61 +288,50 @@ cdef class SyncEntity(Entity):
 cdef class SyncStarEntity(Entity):
     """``[| ... |] * P`` run as one entity (the zipper of the C runtime).
 
-    ``cells`` maps each unfired cell's replica to ``(replica, cell)``, in
-    replica order (a dict: a fired cell leaves it at no cost); fired cells are identities, and the exit test of an unchanged
-    record gives the same answer at every replica, so a record only needs
-    the unfired ones.  ``waiting[i]`` lists, in replica order, the unfired
-    cells whose slot *i* is empty.  A record matching the patterns M goes to
-    the first cell with an empty slot in M, which is the earliest head of
-    ``waiting[i]`` for i in M: no walk along the replicas (the C zipper's
-    mask grouping, taken further).  A merged record continues after its
-    cell.  One entity handles every record in arrival order, which is also
-    the order ``**`` asks for.
+    Its cells are a :class:`snet.core.cells.SyncStarIndex`, which says which
+    cell a record goes to with no walk along the replicas (the C zipper's
+    mask grouping, taken further); the entity's lock (held by the worker
+    invoking it) guards the index.  This loop adds what the runtime does
+    around an offer: exit tests, parked records, the cells counted as held
+    and as partial, a split replica back to its fresh state.  One entity
+    handles every record in arrival order, which is also the order ``**``
+    asks for.
     """
     cdef object exits  # the exit patterns' PatternMatcher (for its errors)
     cdef object first_exit  # its raw_first: the exit test without the error translation
     cdef tuple exit_labels  # the exit patterns' labels when none has a guard (tested here, no call)
     cdef object all_slots  # raw_all of the cell patterns' matcher: every pattern a record matches
     cdef tuple slot_labels  # the cell patterns' labels when none has a guard
-    cdef tuple later  # the labels of each pattern after the first, which a merged record takes from its slot
-    cdef object shape
     cdef int sync_node
-    cdef dict cells  # replica -> (replica, cell), the unfired ones, in replica order
-    cdef list waiting
-    cdef long replicas
+    cdef SyncStarIndex index
 
     cdef int invoke(self, Writer w, object item) except -1:
         cdef object rec = record_of(item)
         cdef GStack st = stack_of(item)
-        cdef long after = -1  # the replica the record has passed (-1: none yet)
+        cdef Py_ssize_t after = -1  # the replica the record has passed (-1: none yet)
         cdef Instance inst
         cdef bint fresh
-        cdef CellState cell
-        if self.waiting is None:
-            # Plain lists: most replicas of a split hold one cell or two (a deque
-            # costs ten times a short list); `new_cell` turns a long one into a deque.
-            self.waiting = [[] for _ in range(self.shape.count)]
+        cdef SyncCell cell
+        cdef SyncStarIndex index = self.index
         while True:
             exits = first_pattern(rec, self.exit_labels, self.first_exit, self.exits)
             if exits >= 0:
                 w.write(self.resolve_out(), make_item(rec, st), True)
                 return 0
             # None where a guard cannot be evaluated: walk, so that it fails where the definition's walk does
-            hits = slots_matching(rec, self.slot_labels, self.all_slots)
+            hits = patterns_matched(rec, self.slot_labels, self.all_slots)
             if hits is not None and not hits:  # it would pass every later replica unchanged: it stays here for ever
                 self.rt.park(self.node, rec)
                 return 0
-            entry = self.first_after(after) if hits is None else self.first_waiting(hits, after)
-            fresh = entry is None
+            cell = index.find(hits, after)
+            fresh = cell is None
             if fresh:
                 if w.safe_point():  # a long walk along new replicas: the run may be stopping
                     return 0
-                entry = self.new_cell()
+                cell = index.open()
+                snet_atomic_add(&self.rt.cells_held, 1)
                 self.rt.unfolded(self.node, rec)
-            cell = entry[1]
-            before = tuple(cell.empty)
-            res = cell.take(rec, hits, self.later)
-            self.unlist(entry, before)
+            res = index.offer(cell, rec, hits)
             if res is None:  # stored
                 if st is not None:
                     w.drop(st)
@@ -421,75 +340,22 @@ cdef class SyncStarEntity(Entity):
             if cell.fired:
                 if fresh:  # it filled every pattern alone: it comes out unchanged, before every replica
                     raise unfolds_for_ever(self.rt.span_of(self.node), rec)
-                del self.cells[entry[0]]
                 snet_atomic_add(&self.rt.cells_held, -1)
                 self.rt.note_partial(cell, self.sync_node, True)
-                if not self.cells and self.ctx.inst.members is not None:
+                if index.unfired() == 0 and self.ctx.inst.members is not None:
                     # Back to its fresh state: its split may drop the replica (docs/runtime.md).
                     inst = self.ctx.inst.root
                     if inst is not None and inst.owner is not None:
                         inst.owner.hint_fresh(inst)
-            elif fresh:  # (walking) a fresh cell let it pass unchanged: so will every later one
+            elif fresh:  # a fresh cell let it pass unchanged: so will every later one
                 self.rt.park(self.node, rec)
                 return 0
-            after = entry[0]
+            after = cell.replica
             rec = res
 
     cdef bint settled(self):
-        return not self.cells  # every cell it made has fired (fired cells are identities it forgot)
+        return self.index.unfired() == 0  # every cell it made has fired (fired cells are identities it forgot)
 
-    cdef object first_waiting(self, object hits, long after):
-        """The earliest unfired cell after ``after`` with an empty slot among ``hits`` (None: none yet)."""
-        cdef long best = -1, k
-        entry = None
-        for i in hits:
-            for cand in <object>self.waiting[i]:
-                k = cand[0]
-                if k > after:
-                    if best < 0 or k < best:
-                        best = k
-                        entry = cand
-                    break
-        return entry
-
-    cdef object first_after(self, long after):
-        """The first unfired cell after replica ``after``, in replica order (None: none yet)."""
-        for k in self.cells:
-            if k > after:
-                return self.cells[k]
-        return None
-
-    cdef int unlist(self, object entry, tuple before) except -1:
-        """Take ``entry`` off the waiting lists of the slots it just filled (it is usually their head)."""
-        cdef CellState cell = entry[1]
-        for j in before:
-            if cell.fired or j not in cell.empty:
-                q = self.waiting[j]
-                if q[0] is not entry:
-                    q.remove(entry)
-                elif type(q) is list:
-                    del q[0]
-                else:
-                    q.popleft()
-        return 0
-
-    cdef object new_cell(self):
-        """A new replica's cell at the end of the chain: (replica, cell), on every waiting list."""
-        entry = (self.replicas, new_cell_state(self.shape))
-        self.replicas += 1
-        self.cells[entry[0]] = entry
-        snet_atomic_add(&self.rt.cells_held, 1)
-        cdef Py_ssize_t i
-        for i in range(len(self.waiting)):
-            q = self.waiting[i]
-            q.append(entry)
-            if type(q) is list and len(q) > LONG_WAIT:
-                self.waiting[i] = deque(q)  # taking the head of a long list would cost its length
-        return entry
-
-
-cdef enum:
-    LONG_WAIT = 32  # cells waiting for one slot past which a sync-star keeps them in a deque
 
 # -- factories ------------------------------------------------------------------
 
@@ -530,11 +396,10 @@ cdef Entity make_sync(Network net, int n, Ctx ctx):
     cdef SyncEntity s = SyncEntity.__new__(SyncEntity)
     s.setup(net, n, ctx)
     shape = net.nodes[n].shape
-    s.cell = new_cell_state(shape)
+    s.cell = new_cell(shape)
     s.slot_labels = shape.matcher.labels
     if s.slot_labels is None:
         s.all_slots = shape.matcher.raw_all
-    s.later = shape.later
     return s
 
 
@@ -549,10 +414,8 @@ cdef Entity make_sync_star(Network net, int n, Ctx ctx):
     z.slot_labels = node.shape.matcher.labels
     if z.slot_labels is None:
         z.all_slots = node.shape.matcher.raw_all
-    z.later = node.shape.later
-    z.shape = node.shape
     z.sync_node = node.cell
-    z.cells = {}
+    z.index = SyncStarIndex(node.shape)
     return z
 
 

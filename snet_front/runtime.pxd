@@ -276,7 +276,6 @@ cdef class Network:
 cdef void register_factory(int kind, EntityFactory factory)
 cdef Entity bypass(Entity d)
 cdef int first_pattern(object rec, tuple labels, object first, object matcher) except -2
-cdef object slots_matching(object rec, tuple labels, object all_slots)
 cdef Ctx new_ctx(Entity frame, Instance inst, Ctx tail)
 cdef object current_writer()
 cdef void set_current_writer(object w)

@@ -12,7 +12,8 @@ See core.pxi for the design of the runtime as a whole.
 import threading
 from collections import deque
 
-from snet_front.atomics cimport snet_atomic_load, snet_now, snet_flag_load, snet_flag_store, snet_unlock
+from snet_front.atomics cimport (snet_atomic_load, snet_now, snet_flag_load, snet_flag_store, snet_unlock, snet_debug,
+                                 SNET_FRONT_DEBUG)
 from snet_front cimport kinds
 
 # The rest of the runtime, compiled into this one module (runtime.pxd declares
@@ -34,6 +35,26 @@ cdef extern from *:
 # The digest of the sources this module was compiled from (snet_front/sources.py): the test suite
 # refuses to run against a module older than its sources.
 SOURCES_DIGEST = (<bytes>SNET_SOURCES_DIGEST).decode("ascii")
+
+# Built with SNET_FRONT_DEBUG=1 (setup.py): the runtime counts what it makes and frees (includes/debug.h).
+DEBUG_BUILD = bool(SNET_FRONT_DEBUG)
+
+
+def debug_counters():
+    """The debug build's counts for this process: runtimes, entities and licences made and freed.
+
+    None in the ordinary build, which counts nothing.  The test suite checks
+    after each test that everything made during it was freed.
+    """
+    if not SNET_FRONT_DEBUG:
+        return None
+    return {"runtimes_made": snet_atomic_load(&snet_debug.runtimes_made),
+            "runtimes_freed": snet_atomic_load(&snet_debug.runtimes_freed),
+            "entities_made": snet_atomic_load(&snet_debug.entities_made),
+            "entities_freed": snet_atomic_load(&snet_debug.entities_freed),
+            "licences_made": snet_atomic_load(&snet_debug.licences_made),
+            "licences_freed": snet_atomic_load(&snet_debug.licences_freed)}
+
 
 # The numbers of snet_front/kinds.pxd, for the test that compares them with snet.plan.
 NODE_KINDS = {"NET": kinds.K_NET, "SERIAL": kinds.K_SERIAL, "IDENTITY": kinds.K_IDENT,

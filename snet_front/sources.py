@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-#: The sources of ``snet_front.runtime`` and of the compiled box caller, relative to the tree's root.
+#: The sources of ``snet_front.runtime`` and of the compiled parts of ``snet.core`` (the box caller, the
+#: synchro-cells), relative to the tree's root.
 PATTERNS = ("snet_front/*.pyx", "snet_front/*.pxi", "snet_front/*.pxd", "snet_front/includes/*.h",
-            "snet/core/boxes.py", "snet/core/boxes.pxd")
+            "snet/core/boxes.py", "snet/core/boxes.pxd", "snet/core/cells.py", "snet/core/cells.pxd")
 
 
 def sources_digest(root: str | Path) -> str:

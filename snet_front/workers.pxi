@@ -54,7 +54,11 @@ cdef Group request_group(object request):
 
 @cython.final
 cdef class Licence:
-    pass
+    def __cinit__(self):
+        snet_debug_count(&snet_debug.licences_made, 1)
+
+    def __dealloc__(self):
+        snet_debug_count(&snet_debug.licences_freed, 1)
 
 
 cdef class Worker(Writer):

@@ -114,3 +114,61 @@ def pytest_sessionstart(session) -> None:
         pytest.exit(f"the compiled modules in {root} were built from other sources than those there now: "
                     f"rebuild them first ('python3 setup.py build_ext --inplace', or "
                     f"'python3 -m pip install -e .')", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+# -- the debug build's balance (SNET_FRONT_DEBUG=1 python3 setup.py build_ext --inplace) --------------
+
+#: Seconds a test's runtimes may take to be freed after it ends (a worker abandoned in a box call by
+#: `close` lets its runtime go when the call returns); an upper bound, polled, never waited out.
+DEBUG_BALANCE_S = 10.0
+
+
+def front_debug_counters() -> dict | None:
+    """The FRONT debug build's counters (snet_front/includes/debug.h), or None: not a debug build, or not built."""
+    try:
+        import snet_front.runtime as runtime
+    except ImportError:
+        return None
+    return runtime.debug_counters()
+
+
+def front_debug_unbalanced(before: dict, timeout: float = DEBUG_BALANCE_S) -> dict:
+    """What was made since ``before`` and is still not freed, after a garbage collection ({}: nothing).
+
+    For each kind (runtimes, entities, licences), made minus freed must be
+    back at most where it was; polled until ``timeout``, so that threads
+    that still hold a runtime for a moment can let it go.
+    """
+    import gc
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        gc.collect()
+        now = front_debug_counters()
+        left = {kind: (now[f"{kind}_made"] - now[f"{kind}_freed"]) - (before[f"{kind}_made"] - before[f"{kind}_freed"])
+                for kind in ("runtimes", "entities", "licences")}
+        left = {kind: n for kind, n in left.items() if n > 0}
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.05)
+
+
+@pytest.fixture(autouse=True)
+def front_debug_balance():
+    """On a debug build of FRONT, every runtime, entity and licence a test made is freed when it ends.
+
+    The ordinary build counts nothing and this checks nothing.
+    """
+    before = front_debug_counters()
+    yield
+    if before is None:
+        return
+    left = front_debug_unbalanced(before)
+    assert not left, f"the FRONT runtime's debug counters do not balance after the test: still alive {left}"
+
+
+@pytest.fixture
+def front_debug():
+    """``(counters, unbalanced)``: :func:`front_debug_counters` and :func:`front_debug_unbalanced`."""
+    return front_debug_counters, front_debug_unbalanced

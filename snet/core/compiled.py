@@ -307,14 +307,3 @@ class Router:
                 f"{self.what} cannot route record {describe(record)}: branches accept {accepted}", self.span)
         return branch
 
-
-def merge_sync(records: Sequence[Record], patterns: Sequence[Pattern]) -> Record:
-    """The record a synchro-cell emits when it fires (language.md §6.12).
-
-    Slot 1's record whole, then for each later slot only its pattern's labels.
-    """
-    merged = dict(records[0])
-    for rec, p in zip(records[1:], patterns[1:]):
-        for label in p.labels:
-            merged[label] = rec[label]
-    return merged

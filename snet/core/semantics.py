@@ -9,7 +9,7 @@ node kind      operator
 =============  ================================================================
 box            :class:`~snet.core.boxes.BoxCaller`: ``op(record) -> [records]``
 filter         a compiled function ``op(record) -> [records]``
-sync           :class:`SyncPatterns` (shared); per instance state is a :class:`SyncCell`
+sync           :class:`SyncPatterns` (shared); per instance state is a :class:`~snet.core.cells.SyncCell`
 parallel       :class:`~snet.core.compiled.Router`: ``op.route(record) -> branch``
 star           :class:`~snet.core.compiled.PatternMatcher` of the exit patterns
 feedback       :class:`~snet.core.compiled.PatternMatcher` of the back patterns
@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import logging
 
-from snet.core.compiled import PatternMatcher, merge_sync
+from snet.core.cells import SyncCell, new_cell
+from snet.core.compiled import PatternMatcher
 from snet.errors import SNetRuntimeError
 from snet.records import describe
 from snet.source import Span
@@ -46,55 +47,9 @@ class SyncPatterns:
         # the labels of each pattern after the first: what a merged record takes from that slot
         self.later: tuple[tuple[str, ...], ...] = tuple(tuple(p.labels) for p in node.patterns[1:])
 
-    def new_cell(self) -> "SyncCell":
-        return SyncCell(self)
-
-
-class SyncCell:
-    """The state of one synchro-cell instance (language.md §6.12).
-
-    Invariant: ``slots[i]`` is None exactly for the indices in ``empty``,
-    until the cell fires; then ``fired`` is True and ``slots`` is dropped.
-    """
-
-    __slots__ = ("shape", "slots", "empty", "fired")
-
-    def __init__(self, shape: SyncPatterns):
-        self.shape = shape
-        self.slots: list[Record | None] | None = [None] * shape.count
-        self.empty: list[int] = list(range(shape.count))
-        self.fired = False
-
-    def accept(self, record: Record) -> Record | None:
-        """Offer a record; returns what leaves the cell now, or None if it was stored.
-
-        A record that fills no empty slot leaves unchanged; the completing
-        record is replaced by the merged one.
-        """
-        if self.fired:
-            return record
-        hits = self.shape.matcher.matching(record, self.empty)
-        if not hits:
-            return record
-        slots = self.slots
-        for i in hits:
-            slots[i] = record
-        self.empty = [i for i in self.empty if slots[i] is None]
-        if self.empty:
-            return None
-        self.fired = True
-        self.slots = None
-        return merge_sync(slots, self.shape.patterns)
-
-    def filled(self) -> int:
-        """How many slots hold a record (0 once fired)."""
-        return 0 if self.fired else self.shape.count - len(self.empty)
-
-    def stored_records(self) -> int:
-        """How many distinct records the cell holds (a record may fill several slots)."""
-        if self.fired:
-            return 0
-        return len({id(r) for r in self.slots if r is not None})
+    def new_cell(self) -> SyncCell:
+        """The state of one instance: every slot empty."""
+        return new_cell(self)
 
 
 def unfinished_warning(span: Span | None, filled: int, total: int) -> str:

@@ -79,8 +79,11 @@ def test_a_handler_that_raises_stops_the_run(engine_options):
         list(net.run(inputs(50, bad=(5,)), on_error=handler, **engine_options))
 
 
-@pytest.mark.parametrize("raised, name", [(ValueError("store down"), "ValueError"), (SystemExit(3), "SystemExit"),
-                                           (KeyboardInterrupt(), "KeyboardInterrupt")])
+# Exception classes, raised new in each test: an instance shared by the tests would keep the traceback of
+# its last raise, and with it that test's run.
+@pytest.mark.parametrize("raised, name", [(lambda: ValueError("store down"), "ValueError"),
+                                          (lambda: SystemExit(3), "SystemExit"),
+                                          (KeyboardInterrupt, "KeyboardInterrupt")])
 def test_a_handler_that_raises_is_called_once_and_stops_the_run_with_an_error(engine_options, raised, name):
     """Every record fails; while the handler runs, other workers fail more records: none reaches the handler."""
     failing = threading.Semaphore(0)
@@ -96,7 +99,7 @@ def test_a_handler_that_raises_is_called_once_and_stops_the_run_with_an_error(en
         if engine_options.get("workers", 1) > 1:  # let two more workers fail meanwhile (they wait for the handler)
             for _ in range(2):
                 failing.acquire(timeout=10)
-        raise raised
+        raise raised()
 
     net = snet.load(DIVIDE, boxes={"f": fails})
     caught = []

@@ -319,6 +319,14 @@ def test_sync_star_pairs_kth_with_kth(run_net):
     assert warnings == []
 
 
+def test_sync_star_guard_fails_in_the_new_replica_a_passing_record_opens(run_net):
+    """``{a}`` lacks the tag the guard reads: replica 1's cell, its guarded slot full, lets it pass; the exit
+    test fails, so replica 2 is made, whose empty guarded slot tests the record: the guard's error, there."""
+    with pytest.raises(SNetRuntimeError, match=r"1:15: error: synchro-cell guard reads absent tag <u> of record "
+                                               r"\{a\}"):
+        run_net("net n connect [| {a} if <u == 1>, {b} |] * {c};", [{"a": 1, "<u>": 1}, {"a": 2}])
+
+
 def test_deep_star_needs_no_deep_python_stack(run_net):
     out, _ = run_net("net n connect [{<n>} -> {<n=n-1>}] * {<n>} if <n <= 0>;", [{"<n>": 20000}])
     assert out == [{"<n>": 0}]

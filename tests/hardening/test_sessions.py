@@ -126,3 +126,19 @@ def test_an_async_session_dropped_without_aclose_ends_its_threads(engine_options
     while any(t.is_alive() for t in started) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [t.name for t in started if t.is_alive()] == []
+
+
+def test_a_session_closed_with_its_run_s_error_is_freed(engine_options):
+    """The error ``close`` raises reaches back to the caller's frame, which holds the session: the run, its
+    error and the session form a cycle, which a finalizer left registered for the closed session would keep
+    alive (with the whole run) until the process ends."""
+    import weakref
+
+    session = snet.load("net ss connect [| {a}, {b} |] * {a, b};").session(**engine_options)
+    session.feed({"c": 1})  # stays in the star for ever: the run ends with an error
+    with pytest.raises(SNetRuntimeError, match="cannot terminate"):
+        session.close(timeout=30)
+    gone = weakref.ref(session)
+    del session
+    gc.collect()
+    assert gone() is None

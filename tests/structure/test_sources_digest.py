@@ -60,3 +60,20 @@ def test_pytest_refuses_to_run_against_a_stale_build(tmp_path):
     stale = pytest_in_tree()
     assert stale.returncode == 4
     assert "were built from other sources than those there now" in stale.stdout + stale.stderr
+
+
+def test_the_digest_covers_every_compiled_module_and_its_declarations():
+    """Each module setup.py compiles, and the .pxd beside it, is among the digest's sources: a compiled
+    part of snet.core left out would be tested stale after an edit, silently."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("snet_setup_digest", ROOT / "setup.py")
+    setup = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(setup)
+    covered = {p for pattern in PATTERNS for p in ROOT.glob(pattern)}
+    compiled = sorted(ROOT.glob("snet_front/*.pyx")) + [ROOT / p for p in setup.COMPILED_PY]
+    assert ROOT / "snet" / "core" / "cells.py" in compiled
+    for source in compiled:
+        assert source in covered, source
+        declarations = source.with_suffix(".pxd")
+        assert declarations.exists() and declarations in covered, declarations
