@@ -40,17 +40,12 @@ class SparkSplits(SplitExecutor):
         return SparkStats(
             master=self.master,
             batch_size=self.batch_size,
-            selected=tuple(sorted(_where(self.graph, i) for i in self.selected)),
+            selected=tuple(sorted(span.location if (span := self.graph.nodes[i].span) is not None else str(i)
+                                  for i in self.selected)),
             flushes=self.flushes,
             seconds=self.flush_seconds,
             splits={r.where: SplitStats.from_runner(r.stats()) for r in self.runners.values()},
         )
-
-
-def _where(graph: PropertyGraph, node_id: int) -> str:
-    """A selected split as the statistics name it: its place in the source, or its node id."""
-    span = graph.nodes[node_id].span
-    return span.location if span is not None else str(node_id)
 
 
 __all__ = ["SparkSplits", "select_splits", "split_positions"]

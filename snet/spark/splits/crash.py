@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 from snet import isolation
 from snet.errorpolicy import error_record
-from snet.spark.splits.replicas import ErrorReport, Group, GroupResult, Out, ReplicaHost, TaskInput, TaskOutput
+from snet.spark.splits.replicas import (ErrorReport, Group, GroupResult, Out, ReplicaHost, TaskInput, TaskOutput,
+                                       add_box_calls)
 from snet.spark.tasks import RUNS, dumps, loads
 
 
@@ -86,10 +87,7 @@ def run_isolated(host: ReplicaHost, task: TaskInput, job_error: str = "") -> Tas
                         result.outputs[:0] = earlier_outputs
                         result.failures[:0] = earlier_failures
                     results.append(result)
-                    for name, (calls, seconds) in message.box_calls.items():
-                        entry = box_calls.setdefault(name, [0, 0.0])
-                        entry[0] += calls
-                        entry[1] += seconds
+                    add_box_calls(box_calls, message.box_calls)
                     current = message.index + 1
                 elif isinstance(message, isolation.Failed):
                     failed = message.traceback

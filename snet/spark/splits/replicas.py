@@ -92,8 +92,15 @@ class TaskInput:
 @dataclass(slots=True)
 class TaskOutput:
     results: list[GroupResult]
-    box_calls: dict[str, list] = field(default_factory=dict)  # name -> [calls, seconds]
+    box_calls: dict[str, list] = field(default_factory=dict)  # name -> [calls, seconds, histogram counts]
     seconds: float = 0.0
+
+
+def add_box_calls(total: dict[str, list], more: dict[str, list]) -> None:
+    """Add the reference engine's per-box entries ``more`` (``[calls, seconds, histogram counts]``) to ``total``."""
+    for name, (calls, seconds, histogram) in more.items():
+        entry = total.setdefault(name, [0, 0.0, [0] * len(histogram)])
+        entry[0], entry[1], entry[2] = entry[0] + calls, entry[1] + seconds, list(map(sum, zip(entry[2], histogram)))
 
 
 class _StatePickler(pickle.Pickler):

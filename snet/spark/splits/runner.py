@@ -19,7 +19,7 @@ from snet.core.compiled import SplitKeys
 from snet.errors import SNetRuntimeError, SNetUsageError
 from snet.spark.failures import crash_summary, job_summary, looks_like_crash
 from snet.spark.splits import crash
-from snet.spark.splits.replicas import Group, TaskInput, TaskOutput, run_payload
+from snet.spark.splits.replicas import Group, TaskInput, TaskOutput, add_box_calls, run_payload
 from snet.spark.tasks import arrow_payloads, dumps, keeps_state, loads, rdd_payloads
 from snet.splitexec import SplitFailure, SplitOutputs, SplitRunner
 from snet.spg.nodes import PropertyGraph, SplitNode
@@ -97,10 +97,7 @@ class SparkSplitRunner(SplitRunner):
         for data in raw:
             out: TaskOutput = loads(data)
             self._stats["executor_seconds"] += out.seconds
-            for name, (calls, seconds) in out.box_calls.items():
-                entry = self.box_calls.setdefault(name, [0, 0.0])
-                entry[0] += calls
-                entry[1] += seconds
+            add_box_calls(self.box_calls, out.box_calls)
             for result in out.results:
                 keyed.extend(result.outputs)
                 self.failures.extend(result.failures)
@@ -234,7 +231,7 @@ class SparkSplitRunner(SplitRunner):
         s["partitions"] = self.partitions
         s["replicas"] = len(self.states) if not self._closed else self._replicas_at_close
         s["seconds_per_batch"] = s["seconds"] / s["batches"] if s["batches"] else 0.0
-        s["boxes"] = {name: {"calls": c, "seconds": t} for name, (c, t) in sorted(self.box_calls.items())}
+        s["boxes"] = {name: dict(zip(("calls", "seconds", "histogram"), e)) for name, e in self.box_calls.items()}
         return s
 
     def close(self) -> None:
