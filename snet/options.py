@@ -31,7 +31,6 @@ import attrs
 from snet.core.guard import DEFAULT_BACKOFF
 from snet.core.limits import DEFAULT_MAX_HELD, parse_size
 from snet.errors import SNetOptionError, SNetUsageError
-from snet.metrics import parse_address  # imports no prometheus_client: that is asked for when serving
 
 SEED_RANGE = (-2**31, 2**31 - 1)  # the scheduler takes the seed as a C int
 
@@ -74,6 +73,8 @@ def _throttle(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
 def _metrics_address(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None:
         return
+    from snet.metrics import parse_address  # here: its HTTP server modules load only when the option is given
+
     try:
         parse_address(value)
     except ValueError as e:

@@ -149,8 +149,13 @@ def _package_files(package: str, suffix: str | None) -> list[tuple[str, str]]:
 
     module = importlib.import_module(package)
     # a package's folder; snet's is its extracted folder where it came from a shipped zip
-    root = os.path.abspath(list(getattr(module, "__path__", []))[0] if hasattr(module, "__path__")
-                           else os.path.dirname(module.__file__))
+    folders = list(getattr(module, "__path__", []))
+    if folders:
+        root = os.path.abspath(folders[0])
+    elif module.__file__ is not None:
+        root = os.path.dirname(os.path.abspath(module.__file__))
+    else:
+        raise RuntimeError(f"cannot ship {package} to the executors: it has no folder or file")
     found = []
     for directory, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")

@@ -118,7 +118,7 @@ class ProcessSplits(SplitExecutor):
         assert self.pool is not None
         return ProcessSplitRunner(self.graph, node_id, self.pool, skip_errors=self.error_policy is not None)
 
-    def stats(self) -> SplitProcessStats:  # type: ignore[override]
+    def stats(self) -> SplitProcessStats:
         # (asked from any thread, while a batch may run: copies of what the batch changes)
         runners = [r for r in list(self.runners.values()) if isinstance(r, ProcessSplitRunner)]
         calls: dict[str, list] = {}

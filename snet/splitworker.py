@@ -259,7 +259,7 @@ def _dumps(message: tuple) -> bytes:
     try:
         return pickle.dumps(message, PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError):
-        import cloudpickle  # type: ignore[import-untyped]
+        import cloudpickle
 
         return cloudpickle.dumps(message, protocol=PROTOCOL)
 

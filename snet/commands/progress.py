@@ -137,7 +137,7 @@ class LiveProgress(_Reporter):
         else:  # a count of the records in
             self.bar = tqdm(total=None, unit=" rec", desc="snet: in", **shape)
         # The command's log lines (warnings, -v, Spark batches) go above the display, not through it.
-        self.redirected = [(h, h.setStream(_AboveTheBar(self.bar))) for h in _command_handlers()]
+        self.redirected = [(h, h.setStream(_AboveTheBar(self.bar))) for h in command_handlers()]
         super().__init__(execution, LIVE_SECONDS)
 
     def report(self, final: bool = False) -> None:
@@ -231,7 +231,7 @@ def record_destination(output: str | None, progress: float | None) -> Any:
     The latter when a live display is to be drawn on standard error and
     standard output is the same terminal.
     """
-    if progress is None or output not in (None, "-") or not _live():
+    if progress is None or output not in (None, "-") or not live_terminal():
         return output
     try:
         same = os.isatty(1) and os.path.samestat(os.fstat(1), os.fstat(2))
@@ -244,12 +244,12 @@ def record_destination(output: str | None, progress: float | None) -> Any:
     return SharedTerminal(buffer)
 
 
-def _live() -> bool:
+def live_terminal() -> bool:
     """Whether ``--progress`` draws a live display: standard error is a terminal that can redraw."""
     return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
 
 
-def _command_handlers() -> list:
+def command_handlers() -> list:
     """The handlers ``snet run`` put on the ``snet`` and ``snet.spark`` loggers."""
     import logging
 
@@ -259,6 +259,6 @@ def _command_handlers() -> list:
 
 def start_progress(execution: Any, interval: float, input_file: IO | None) -> _Reporter:
     """The progress display that suits standard error: live on a terminal, lines elsewhere."""
-    if _live():
+    if live_terminal():
         return LiveProgress(execution, InputPosition(input_file))
     return LineProgress(execution, interval)

@@ -76,6 +76,8 @@ def _zip_packages(target: str, packages: tuple[str, ...]) -> str:
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
         for package in packages:
             module = importlib.import_module(package)
+            if module.__file__ is None:
+                raise SNetUsageError(f"cannot ship {package} to spark-submit: it is not imported from a file")
             root = os.path.dirname(os.path.abspath(module.__file__))
             for directory, dirs, files in os.walk(root):
                 dirs[:] = [d for d in dirs if d != "__pycache__"]

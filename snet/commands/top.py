@@ -23,7 +23,7 @@ import sys
 import threading
 from typing import IO, Any, Iterable
 
-from snet.commands.progress import SharedTerminal, _command_handlers, _live
+from snet.commands.progress import SharedTerminal, command_handlers, live_terminal
 from snet.errors import SNetUsageError
 
 REFRESH_SECONDS = 0.5  # redraw interval
@@ -35,7 +35,7 @@ def refuse_unless_drawable(args: Any) -> None:
         return
     if getattr(args, "progress", None) is not None:
         raise SNetUsageError("--top and --progress both draw on standard error: give one of them")
-    if not _live():
+    if not live_terminal():
         raise SNetUsageError("--top draws a live view on standard error, which is not a terminal here; "
                              "use --progress for a line every few seconds, --stats for a summary at the end, "
                              "or --metrics-port to serve the figures")
@@ -86,7 +86,7 @@ class TopView:
         self.live = Live(self._renderable(), console=self.console, auto_refresh=False, transient=False,
                          redirect_stdout=True, redirect_stderr=True)
         self.live.start(refresh=True)
-        self.redirected = [(h, h.setStream(_AboveTheTableLines(self.console))) for h in _command_handlers()]
+        self.redirected = [(h, h.setStream(_AboveTheTableLines(self.console))) for h in command_handlers()]
         self.thread = threading.Thread(target=self._loop, name="snet-top", daemon=True)
         self.thread.start()
         return self

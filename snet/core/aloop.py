@@ -21,12 +21,14 @@ to a list that one callback per turn of the loop delivers to the workers.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections import deque
-from typing import Any, Coroutine
+from typing import TYPE_CHECKING, Any, Coroutine
 
 from snet.core.batching import Settled, deliver
+
+if TYPE_CHECKING:  # asyncio is imported on first use: a run without async boxes does without it
+    import asyncio
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -35,6 +37,8 @@ _loop: asyncio.AbstractEventLoop | None = None
 def box_loop() -> asyncio.AbstractEventLoop:
     """The process's box event loop, started on first use."""
     global _loop
+    import asyncio
+
     with _lock:
         if _loop is None or _loop.is_closed():
             loop = asyncio.new_event_loop()
@@ -53,6 +57,8 @@ def box_loop() -> asyncio.AbstractEventLoop:
 
 def run_coroutine(coroutine: Coroutine) -> Any:
     """Await ``coroutine`` on the box loop and return its result (raise its exception) in this thread."""
+    import asyncio
+
     return asyncio.run_coroutine_threadsafe(coroutine, box_loop()).result()
 
 
@@ -81,6 +87,8 @@ def submit(coroutine: Coroutine, entity: Any, seq: int, item: Any) -> None:
 def _start_submitted() -> None:
     """On the loop: a task for every queued call (the flag drops first, so a call queued meanwhile wakes it again)."""
     global _draining
+    import asyncio
+
     with _lock:
         _draining = False
     loop = asyncio.get_running_loop()
@@ -96,6 +104,8 @@ def _start_submitted() -> None:
 async def _settle(coroutine: Coroutine, entity: Any, seq: int, item: Any) -> None:
     """Await one call and queue its outcome for delivery (whatever the box raised is its record's failure)."""
     global _flushing
+    import asyncio
+
     try:
         outcome = await coroutine
         if type(outcome) is Settled:

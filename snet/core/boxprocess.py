@@ -2,7 +2,7 @@
 
 The parent's side (the pools, the dispatchers of batched calls, what
 travels and how) is :mod:`snet.core.processes`; this module is what a box
-process runs (:func:`_serve`), and the exception that stands for one that
+process runs (:func:`serve`), and the exception that stands for one that
 cannot travel back.  The fork server preloads both.
 """
 
@@ -88,7 +88,7 @@ def load_functions(shipped: abc.Mapping[str, tuple]) -> dict[str, Callable]:
     return functions
 
 
-def _serve(connection: Any, path: list[str], shipped: dict[str, tuple], max_memory: int | None = None) -> None:
+def serve(connection: Any, path: list[str], shipped: dict[str, tuple], max_memory: int | None = None) -> None:
     """A box process: answer each message from the pipe, until the pipe ends.
 
     A message is one call ``(args, kwargs)``, answered with ``_answer``'s
@@ -142,7 +142,7 @@ def _outcomes(name: str, calls: list, max_memory: int | None) -> list:
     started = time.perf_counter()
     for args, kwargs in calls:
         outcomes.append(_outcome(name, args, kwargs))
-        if max_memory is not None and _resident_bytes(os.getpid()) > max_memory:
+        if max_memory is not None and resident_bytes(os.getpid()) > max_memory:
             break  # the parent replaces this process and sends the rest to another
     outcomes.append(time.perf_counter() - started)  # (taken off by _answer_batch)
     return outcomes
@@ -205,7 +205,7 @@ def _outcome(name: str, args: tuple, kwargs: dict) -> tuple:
     return (True, result)
 
 
-def _resident_bytes(pid: int | None) -> int:
+def resident_bytes(pid: int | None) -> int:
     """The resident memory of process ``pid`` (Linux ``/proc``; 0 where it cannot be read)."""
     try:
         with open(f"/proc/{pid}/statm", "rb") as f:
@@ -214,4 +214,4 @@ def _resident_bytes(pid: int | None) -> int:
         return 0
 
 
-__all__ = ["PROTOCOL", "RemoteBoxException"]
+__all__ = ["PROTOCOL", "RemoteBoxException", "resident_bytes", "serve"]

@@ -36,7 +36,6 @@ which ``stats()`` reports beside each box's calls.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import os
@@ -323,6 +322,7 @@ def _in_thread(name: str, function: Callable, timeout: float, args: tuple, kwarg
 
 def _guarded_async(name: str, function: Callable, guard: Guard, counters: GuardCounters) -> Callable:
     """The stand-in of an ``async def`` box: each attempt a task, cancelled when it passes the timeout."""
+    import asyncio  # here: a run without async boxes does without it
 
     async def stand_in(*args: Any, **kwargs: Any) -> Any:
         tries = 1

@@ -63,7 +63,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from snet.core.batching import MAX_BATCH, BatchSizer, Settled, deliver, gather
 from snet.core.boxes import Deferred, argument_binding
-from snet.core.boxprocess import PROTOCOL, RemoteBoxException, _resident_bytes, _serve, load_functions
+from snet.core.boxprocess import PROTOCOL, RemoteBoxException, load_functions, resident_bytes, serve
 from snet.core.guard import BoxTimeout
 from snet.errors import SNetBindingError
 
@@ -268,7 +268,7 @@ class _Pool:
     def _start(self) -> _Worker:
         """A new process serving this box on one end of a pipe (started with the main module hidden)."""
         here, there = self._context.Pipe()
-        process = self._context.Process(target=_serve, args=(there, *self._args), daemon=True,
+        process = self._context.Process(target=serve, args=(there, *self._args), daemon=True,
                                         name=f"snet-box-{self.name}")
         process.start()
         there.close()
@@ -371,7 +371,7 @@ class _Pool:
         """Has this process reached its call limit or its memory limit?"""
         if self.max_calls is not None and entry.calls >= self.max_calls:
             return True
-        return self.max_memory is not None and _resident_bytes(entry.process.pid) > self.max_memory
+        return self.max_memory is not None and resident_bytes(entry.process.pid) > self.max_memory
 
     def _replace(self, entry: "_Worker") -> None:
         process, connection = entry.process, entry.connection

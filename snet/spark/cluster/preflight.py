@@ -75,11 +75,11 @@ def java_command() -> str:
             raise SNetUsageError(f"Java not found: JAVA_HOME is {home}, which has no bin/java; Spark needs "
                                  f"Java {JAVA_MIN} or later (set JAVA_HOME to its folder, or unset it)")
         return java
-    java = shutil.which("java")
-    if java is None:
+    found = shutil.which("java")
+    if found is None:
         raise SNetUsageError(f"Java not found: Spark needs Java {JAVA_MIN} or later, and there is no java on "
                              "PATH and no JAVA_HOME (install a JDK, e.g. openjdk-17-jre-headless)")
-    return java
+    return found
 
 
 def java_major(java: str) -> int | None:
@@ -266,7 +266,8 @@ def check_master(master: str, timeout: float = TIMEOUT) -> None:
 
 def _java_causes(error: BaseException) -> list[str]:
     """The class names of a py4j error's Java exception and its causes (empty for other errors)."""
-    names, cause = [], getattr(error, "java_exception", None)
+    names: list[str] = []
+    cause = getattr(error, "java_exception", None)
     while cause is not None and len(names) < 20:
         names.append(str(cause.getClass().getName()))
         cause = cause.getCause()

@@ -112,6 +112,7 @@ def folder_zip(path: str, target_folder: str) -> str:
 def load_shipped_module(entry: BoxFile) -> ModuleType:
     """The box module of ``entry`` on an executor, from the shipped zip of its folder, under the driver's name
     for it (so that pickled references to it resolve)."""
+    import importlib.machinery
     import importlib.util
 
     from snet.core.boxes import load_module_from_path
@@ -132,7 +133,7 @@ def load_shipped_module(entry: BoxFile) -> ModuleType:
     with zipfile.ZipFile(archive) as z:
         source = z.read(entry.member)
     origin = f"{archive}/{entry.member}"
-    spec = importlib.util.spec_from_loader(name, loader=None, origin=origin)
+    spec = importlib.machinery.ModuleSpec(name, None, origin=origin)  # no loader: the source is run below
     module = importlib.util.module_from_spec(spec)
     module.__file__ = origin
     sys.modules[name] = module
@@ -151,9 +152,9 @@ def _installed_roots() -> tuple[str, ...]:
     return tuple(os.path.abspath(r) + os.sep for r in roots if r)
 
 
-def _pickle_by_value(module: ModuleType | None) -> bool:
+def _pickle_by_value(module: ModuleType) -> bool:
     """True for user code that executors cannot be expected to import."""
-    if module is None or module.__name__ == "__main__":
+    if module.__name__ == "__main__":
         return False  # cloudpickle already pickles __main__ by value
     top = module.__name__.split(".")[0]
     if top in ("snet", "pyspark", "builtins"):
@@ -199,7 +200,7 @@ def dump_context(context: RunContext) -> bytes:
     modules = []
     for function in context.functions.values():
         module = sys.modules.get(getattr(function, "__module__", None) or "")
-        if _pickle_by_value(module) and module not in modules:
+        if module is not None and _pickle_by_value(module) and module not in modules:
             modules.append(module)
     registered = []
     try:

@@ -41,7 +41,7 @@ class SparkSplits(SplitExecutor):
         return SparkStats(
             master=self.master,
             batch_size=self.batch_size,
-            selected=tuple(sorted(self.graph.nodes[i].span.location if self.graph.nodes[i].span else str(i)
+            selected=tuple(sorted(span.location if (span := self.graph.nodes[i].span) is not None else str(i)
                                   for i in self.selected)),
             flushes=self.flushes,
             seconds=self.flush_seconds,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from snet import isolation
 from snet.errorpolicy import error_record
@@ -65,7 +65,9 @@ def run_isolated(host: ReplicaHost, task: TaskInput, job_error: str = "") -> Tas
     index = 0
     while index < len(groups):
         child = isolation.Child(functools.partial(_run_groups, host, groups, index), dumps=dumps)
-        current, key, box, outputs, failures = index, None, None, [], []
+        current, key, box = index, None, None
+        outputs: list[tuple[Any, list]] = []  # (key, outputs) per item of the current group
+        failures: list[tuple] = []  # (seq, error record, ErrorReport) of the records it skipped
         failed = None
         try:
             for message in child.messages():
@@ -98,11 +100,12 @@ def run_isolated(host: ReplicaHost, task: TaskInput, job_error: str = "") -> Tas
         group = groups[current]
         record = next((r for k, r, _fire in group.items if k == key), None)
         report = _report(host, key, record, box, isolation.how(status), job_error)
-        if host.skip_errors and record is not None:
+        if host.skip_errors and key is not None and record is not None:
             # skipped: the group runs again without the record, in a new child
             earlier_outputs, earlier_failures = kept.get(current, ([], []))
             skipped = (key[0], error_record(report.rebuild(), record, box.name if box else None), report)
-            none = [(key, [])]  # the skipped input has no outputs (engines wait for every input's entry)
+            # the skipped input has no outputs (engines wait for every input's entry)
+            none: list[tuple[Any, list]] = [(key, [])]
             if host.stateful:  # the replica's state after the records before it died with the child: run them again
                 kept[current] = (earlier_outputs + none, earlier_failures + [skipped])
                 groups[current] = without(group, key, 0)

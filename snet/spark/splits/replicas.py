@@ -24,7 +24,7 @@ from snet import isolation
 from snet.plan import PlanNode, operators
 from snet.spg.lower import lower
 from snet.spark.tasks import PROTOCOL, RUNS, cloudpickle_module, dumps, keeps_state, loads
-from snet.spg.nodes import PropertyGraph
+from snet.spg.nodes import PropertyGraph, SplitNode
 
 Record = dict
 Item = tuple  # (key, record, fire)
@@ -92,7 +92,7 @@ class TaskInput:
 @dataclass(slots=True)
 class TaskOutput:
     results: list[GroupResult]
-    box_calls: dict[str, list] = field(default_factory=dict)  # name -> [calls, seconds, histogram]
+    box_calls: dict[str, list] = field(default_factory=dict)  # name -> [calls, seconds, histogram counts]
     seconds: float = 0.0
 
 
@@ -206,7 +206,9 @@ class ReplicaHost:
         self.skip_errors, self.graph, self.split_id = skip_errors, graph, split_node_id
         self.plan = lower(graph, boxes, on_error=_Collecting(self.failures) if skip_errors else None)
         self.operand = self.plan.nodes[split_node_id].children[0]
-        self.stateful = keeps_state(graph.nodes[split_node_id].operand)
+        split = graph.nodes[split_node_id]
+        assert isinstance(split, SplitNode), f"node {split_node_id} is a {split.kind}, not a split (the runner checks)"
+        self.stateful = keeps_state(split.operand)
         self.engine = ReferenceEngine(self.plan)
         # the static objects a replica refers to, pickled as (node id, field name)
         self.op_ids = {id(value): (node.id, name) for node in self.plan.nodes

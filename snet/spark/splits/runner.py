@@ -13,7 +13,7 @@ import functools
 import logging
 import time
 import uuid
-from typing import Callable
+from typing import Any, Callable
 
 from snet.core.compiled import SplitKeys
 from snet.errors import SNetRuntimeError, SNetUsageError
@@ -105,11 +105,14 @@ class SparkSplitRunner(SplitRunner):
                 if result.error is not None:
                     errors.append(result.error)
                 elif self.stateful:
-                    self.states[(result.instance, result.value)] = result.state
+                    # a stateful operand's groups are one replica each (a tag value), handed back with its state
+                    assert result.value is not None and result.state is not None, "a replica group without state"
+                    replica = (result.instance, result.value)
+                    self.states[replica] = result.state
                     if result.warnings:
-                        self.pending_warnings[(result.instance, result.value)] = result.warnings
+                        self.pending_warnings[replica] = result.warnings
                     else:
-                        self.pending_warnings.pop((result.instance, result.value), None)
+                        self.pending_warnings.pop(replica, None)
             self._stats["bytes_in"] += len(data)
         keyed.sort(key=lambda item: item[0])
         seconds = time.perf_counter() - started
@@ -222,15 +225,14 @@ class SparkSplitRunner(SplitRunner):
         """Termination warnings: synchro-cells in replicas that hold records but never fired."""
         return [w for key in sorted(self.pending_warnings) for w in self.pending_warnings[key]]
 
-    def stats(self) -> dict:
-        s = dict(self._stats)
+    def stats(self) -> dict[str, Any]:
+        s: dict[str, Any] = dict(self._stats)
         s["split"] = self.where
         s["path"] = self.path
         s["partitions"] = self.partitions
         s["replicas"] = len(self.states) if not self._closed else self._replicas_at_close
         s["seconds_per_batch"] = s["seconds"] / s["batches"] if s["batches"] else 0.0
-        s["boxes"] = {name: {"calls": c, "seconds": t, "histogram": h}
-                      for name, (c, t, h) in sorted(self.box_calls.items())}
+        s["boxes"] = {name: dict(zip(("calls", "seconds", "histogram"), e)) for name, e in self.box_calls.items()}
         return s
 
     def close(self) -> None:

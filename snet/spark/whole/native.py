@@ -139,6 +139,9 @@ class NativeRun:
 
         self.network, self.request = network, request
         where = f"({request.source} in, {request.sink} out)"
+        if not request.options.spark_master:
+            raise SNetUsageError(f"a Spark-native run {where} needs a Spark master: give --spark MASTER")
+        self.master: str = request.options.spark_master
         self.conf = dict(request.options.spark_conf)
         self.mode = self.conf.pop("snet.mode", "errorifexists")
         if self.mode not in MODES:
@@ -158,7 +161,8 @@ class NativeRun:
                 raise SNetNotDistributable(e.message.replace("run it on the driver instead", "give "
                                            "--spark-driver-fallback to run it on the driver"), e.span) from None
             self.fallback = True
-        self.df, self.order, self.schema, self.written = None, None, None, 0
+        self.df, self.order, self.schema = None, None, None
+        self.written: int | None = 0  # records written (None: not counted, as on Spark Connect)
 
     def run(self) -> NativeOutcome:
         """Run it: a run-time failure is the outcome's error; a usage error and Ctrl-C are raised."""
@@ -168,7 +172,7 @@ class NativeRun:
         request = self.request
         if request.watched and "spark.ui.enabled" not in self.conf:  # the Spark UI, for a person watching
             self.conf["spark.ui.enabled"] = "true"
-        self.session = start_session(request.options.spark_master, self.conf)
+        self.session = start_session(self.master, self.conf)
         address = ui_address(self.session) if request.watched else None
         if address and request.show_ui is not None:
             request.show_ui(address)
