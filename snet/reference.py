@@ -162,13 +162,14 @@ class _Star(_Instance):
     be the same as a fresh one.
     """
 
-    __slots__ = ("matcher", "replicas", "loops")
+    __slots__ = ("matcher", "replicas", "loops", "path")
 
-    def __init__(self, node: PlanNode, out: Target):
+    def __init__(self, node: PlanNode, out: Target, path: tuple = ()):
         super().__init__(node, out)
         self.matcher = node.exits
         self.replicas: list[Target] = []
         self.loops = node.loops
+        self.path = path  # the instance it is in (snet.checkpoint.state)
 
     def receive(self, engine, port, record):
         if self.matcher.first(record) >= 0:
@@ -184,7 +185,7 @@ class _Star(_Instance):
 
     def create(self, engine, port, record):
         engine.unfolded(self.node, record)
-        target = engine.build(self.node.children[0], (self, port + 1))
+        target = engine.build(self.node.children[0], (self, port + 1), self.path + ((self.node.id, port),))
         self.replicas.append(target)
         engine.emit(target, record)
         engine.fire_pending()
@@ -284,12 +285,13 @@ class _SyncStar(_Instance):
 
 
 class _Split(_Instance):
-    __slots__ = ("keys", "replicas")
+    __slots__ = ("keys", "replicas", "path")
 
-    def __init__(self, node: PlanNode, out: Target):
+    def __init__(self, node: PlanNode, out: Target, path: tuple = ()):
         super().__init__(node, out)
         self.keys = node.keys
         self.replicas: dict[int, Target] = {}
+        self.path = path
 
     def receive(self, engine, port, record):
         values = self.keys.values(record)
@@ -301,7 +303,7 @@ class _Split(_Instance):
     def _enter(self, engine, value, record):
         target = self.replicas.get(value)
         if target is None:
-            target = engine.build(self.node.children[0], self.out)
+            target = engine.build(self.node.children[0], self.out, self.path + ((self.node.id, value),))
             self.replicas[value] = target
             engine.emit(target, record)
             engine.fire_pending()
@@ -418,58 +420,66 @@ class ReferenceEngine:
         self.parked: list[tuple[PlanNode, Record]] = []  # records that stay in a sync-star for ever
         self.stopped = False
         self.stars: list[_Star] = []  # every star instance, so that `dismantle` can cut their cycles
+        self.checkpoints = None  # a snet.checkpoint.reference.ReferenceCheckpoints when the run takes them
 
     # -- building ---------------------------------------------------------
 
-    def build(self, node_id: int, out: Target) -> Target:
+    def build(self, node_id: int, out: Target, path: tuple = ()) -> Target:
         """Instantiate node ``node_id`` writing to ``out``; returns the target that feeds it.
 
         Initialisers found on the way are queued in ``pending_fire``;
         callers fire them with :meth:`fire_pending` after pushing the record
-        that caused the creation (so they run first).
+        that caused the creation (so they run first).  ``path``: the
+        replica the instance is part of (:mod:`snet.checkpoint.state`).
         """
         node = self.plan.nodes[node_id]
         kind = node.kind
         if kind == Kind.NET:
-            return self.build(node.children[0], out)
+            return self.build(node.children[0], out, path)
         if kind == Kind.IDENTITY:
             return out
         if kind == Kind.SERIAL:
             target = out
             for stage in reversed(node.children):
-                target = self.build(stage, target)
+                target = self.build(stage, target, path)
             return target
         self.instances += 1
         if kind == Kind.BOX:
             return (_Box(node, out), 0)
         if kind == Kind.INIT_BOX:
-            self.pending_fire.append(_Box(node, out))
+            if self.checkpoints is None or self.checkpoints.fires(path):
+                self.pending_fire.append(_Box(node, out))
             return (_InitialiserPassage(node, out), 0)
         if kind == Kind.FILTER:
             return (_Filter(node, out), 0)
         if kind == Kind.SYNC:
             cell = node.shape.new_cell()
             self.cells.append((cell, node))
+            if self.checkpoints is not None:
+                self.checkpoints.cell(path, node, cell)
             return (_Sync(node, out, cell), 0)
         if kind == Kind.PARALLEL:
             par = _Parallel(node, out)
-            par.branches = [self.build(b, out) for b in node.children]
+            par.branches = [self.build(b, out, path) for b in node.children]
             return self._gated(node, (par, 0))
         if kind == Kind.STAR:
-            star = _Star(node, out)
+            star = _Star(node, out, path)
             self.stars.append(star)
             return self._gated(node, (star, 0))
         if kind == Kind.SYNC_STAR:
-            return self._gated(node, (_SyncStar(node, out, self.plan.nodes[node.cell]), 0))
+            zipper = _SyncStar(node, out, self.plan.nodes[node.cell])
+            if self.checkpoints is not None:
+                self.checkpoints.sync_star(path, node, zipper)
+            return self._gated(node, (zipper, 0))
         if kind == Kind.SPLIT:
-            return self._gated(node, (_Split(node, out), 0))
+            return self._gated(node, (_Split(node, out, path), 0))
         if kind == Kind.EXECUTOR_SPLIT:
             split = _ExecutorSplit(node, out, self.executor.new_instance(node.id))
             self.executor_splits.append(split)
             return (split, 0)
         if kind == Kind.FEEDBACK:
             fb = _Feedback(node, out)
-            fb.operand = self.build(node.children[0], (fb, 1))
+            fb.operand = self.build(node.children[0], (fb, 1), path)
             return (fb, 0)
         raise TypeError(f"the reference engine has no instance for {kind!r}")  # pragma: no cover
 
@@ -589,6 +599,8 @@ class ReferenceEngine:
                 yield outbox.popleft()
 
     def run(self, records: Iterable[Record]) -> Iterator[Record]:
+        if self.checkpoints is not None:
+            self.checkpoints.restore_parked()
         root = self.build(0, (self.sink, 0))
         self.fire_pending()
         yield from self.drain()
@@ -711,7 +723,13 @@ def start(plan: Plan, records: Iterable[Record], options: object = None) -> Refe
     limits = Limits()
     if options is not None:
         limits = Limits(max_held=options.max_held, memory_limit=options.memory_limit)
-    return ReferenceExecution(plan, records, limits)
+    execution = ReferenceExecution(plan, records, limits)
+    checkpointing = getattr(records, "snet_checkpoint", None)  # an input gate (snet.checkpoint.gate)
+    if checkpointing is not None:
+        from snet.checkpoint.reference import ReferenceCheckpoints
+
+        ReferenceCheckpoints(execution.engine, checkpointing)
+    return execution
 
 
 __all__ = ["ReferenceEngine", "ReferenceExecution", "start"]

@@ -500,6 +500,8 @@ cdef Entity make_sync(Network net, int n, Ctx ctx):
     if s.slot_labels is None:
         s.all_slots = shape.matcher.raw_all
     s.later = shape.later
+    if net.ckpt_entities is not None:
+        ckpt_adopt(net, s)
     return s
 
 
@@ -518,6 +520,8 @@ cdef Entity make_sync_star(Network net, int n, Ctx ctx):
     z.shape = node.shape
     z.sync_node = node.cell
     z.cells = {}
+    if net.ckpt_entities is not None:
+        ckpt_adopt(net, z)
     return z
 
 

@@ -95,6 +95,11 @@ class FrontExecution(Execution):
                                max_held=options.max_held, memory_limit=options.memory_limit)
         self._closed = False
         self._ended = False
+        checkpointing = getattr(records, "snet_checkpoint", None)  # an input gate (snet.checkpoint.gate)
+        if checkpointing is not None:
+            from snet.checkpoint.front import FrontCheckpoints
+
+            FrontCheckpoints(self.runtime, checkpointing)
         self.runtime.start()
 
     def __next__(self) -> Record:
