@@ -159,7 +159,8 @@ class Network:
 
     def run(self, records: Iterable[Mapping], *, workers: int | None = None, engine: str | None = None,
             throttle: tuple[float, float] | None = None, box_concurrency: int | Mapping[str, int] | None = None,
-            **options: Any) -> Execution:
+            checkpoint: str | os.PathLike | None = None, checkpoint_interval: float | None = None,
+            checkpoint_reset: bool = False, **options: Any) -> Execution:
         """Run the network over ``records``; iterate the result for the outputs.
 
         Outputs stream back as they are produced: the first may arrive long
@@ -177,6 +178,11 @@ class Network:
                 ``inputs < offset + factor * outputs``.
             box_concurrency: concurrent calls per box instance: one number,
                 or a mapping from box name to number.
+            checkpoint: a directory for snapshots of the run; the same call
+                again resumes from the last one (:mod:`snet.checkpoint.api`:
+                ``records`` must be a list, a tuple or a record file's path).
+            checkpoint_interval: seconds between two snapshots (default 10).
+            checkpoint_reset: forget the snapshots in ``checkpoint`` first.
             options: further :class:`~snet.options.RunOptions` fields.
 
         Raises:
@@ -185,6 +191,13 @@ class Network:
         """
         run_options = RunOptions.from_keywords(workers=workers, engine=engine, throttle=throttle,
                                                box_concurrency=box_concurrency, **options)
+        if checkpoint is not None:
+            from snet.checkpoint.api import run_checkpointed
+
+            return run_checkpointed(self, records, run_options, os.fspath(checkpoint), checkpoint_interval,
+                                    checkpoint_reset)
+        if checkpoint_interval is not None or checkpoint_reset:
+            raise SNetUsageError("checkpoint_interval and checkpoint_reset apply to runs with checkpoint=DIR")
         return self.execute(checked_inputs(records), run_options)
 
     def execute(self, records: Iterable[Mapping], options: RunOptions) -> Execution:
