@@ -11,6 +11,7 @@
 # record to work on, so nothing here takes an entity's lock.
 
 from snet.checkpoint.state import empty_slots, new_state
+from snet.gcpause import gc_paused
 
 
 cdef tuple ctx_path(Ctx c):
@@ -56,6 +57,13 @@ cdef int ckpt_adopt(Network rt, Entity e) except -1:
     replicas, cells = saved
     z.replicas = replicas
     z.waiting = [deque() for _ in range(z.shape.count)]
+    with gc_paused():  # many cells at once: collections would walk them again and again
+        restore_cells(rt, z, cells)
+    return 0
+
+
+cdef int restore_cells(Network rt, SyncStarEntity z, list cells) except -1:
+    cdef CellState cell
     for k, slots in cells:
         cell = new_cell_state(z.shape)
         cell.slots = list(slots)

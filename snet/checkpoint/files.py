@@ -1,10 +1,9 @@
 """The input and output files of a run that takes checkpoints: positions, digests, resuming.
 
-Input (:class:`JsonlInput`, :class:`XmlInput`): a JSON Lines file is read
-line by line through :class:`_CountedLines`, which keeps the byte offset
-and a running SHA-256 of the bytes read so far; the position of a snapshot
-is the number of records handed to the engine, the offset just after the
-last of them and the digest of the file up to there.  Resuming checks that
+Input (:class:`JsonlInput`, :class:`XmlInput`): the position of a snapshot
+of a JSON Lines file is the number of records handed to the engine, the
+byte offset just after the last of them and the SHA-256 of the file up to
+there.  Resuming checks that
 digest (a changed prefix is refused) and reads on from the offset, so
 records appended to the file after a run are read by the next one.  An
 XML file has no such boundary to resume at: the digest covers the whole
@@ -31,29 +30,19 @@ from snet.checkpoint.store import file_digest
 TAIL = 4096  # bytes before the committed output position whose digest the manifest keeps
 
 
-class _CountedLines:
-    """The lines of a binary file, counting their bytes and hashing them as they are read."""
-
-    def __init__(self, f: Any, offset: int, hasher: Any):
-        self.f = f
-        self.offset = offset
-        self.hasher = hasher
-        self.lines = 0
-
-    def __iter__(self) -> Iterator[bytes]:
-        for line in self.f:
-            self.offset += len(line)
-            self.lines += 1
-            self.hasher.update(line)
-            yield line
-
-
 def _refuse(what: str) -> SNetUsageError:
     return SNetUsageError(f"{what} since the last checkpoint; run with --checkpoint-reset to start afresh")
 
 
 class JsonlInput:
-    """A JSON Lines input file read from the committed position (see the module's docstring)."""
+    """A JSON Lines input file read from the committed position (see the module's docstring).
+
+    The reader takes lines from the file itself (no wrapper costs anything
+    per record); a snapshot asks the file where it is (the end of the last
+    record's line: the reader reads a line only when asked for the next
+    record) and hashes the bytes read since the previous snapshot, counting
+    their lines for the messages of a resumed run.
+    """
 
     def __init__(self, path: str, committed: dict | None, allow_pickle: bool):
         from snet.recordio.jsonl import read_jsonl
@@ -61,23 +50,26 @@ class JsonlInput:
         self.path = path
         self.taken = committed["records"] if committed else 0
         self.f = open(path, "rb")
-        hasher = hashlib.sha256()
-        offset = 0
-        first_line = 1
+        self.hasher = hashlib.sha256()
+        self.offset = 0  # the bytes hashed so far
+        self.line = 0  # the lines among them
         if committed:
-            offset, first_line = committed["offset"], committed["line"] + 1
-            prefix = self.f.read(offset)
-            hasher.update(prefix)
-            if len(prefix) < offset or hasher.hexdigest() != committed["sha256"]:
+            prefix = self.f.read(committed["offset"])
+            self.hasher.update(prefix)
+            if len(prefix) < committed["offset"] or self.hasher.hexdigest() != committed["sha256"]:
                 self.f.close()
                 raise _refuse(f"the input file {path} changed before the position the run had read")
-        self.lines = _CountedLines(self.f, offset, hasher)
-        self.first_line = first_line
-        self.records = read_jsonl(self.lines, path, allow_pickle=allow_pickle, first_line=first_line)
+            self.offset, self.line = committed["offset"], committed["line"]
+        self.records = read_jsonl(self.f, path, allow_pickle=allow_pickle, first_line=self.line + 1)
 
     def position(self) -> dict:
-        return {"format": "jsonl", "records": self.taken, "offset": self.lines.offset,
-                "line": self.first_line - 1 + self.lines.lines, "sha256": self.lines.hasher.hexdigest()}
+        offset = self.f.tell()
+        read = os.pread(self.f.fileno(), offset - self.offset, self.offset)
+        self.hasher.update(read)
+        self.line += read.count(b"\n")
+        self.offset = offset
+        return {"format": "jsonl", "records": self.taken, "offset": offset, "line": self.line,
+                "sha256": self.hasher.hexdigest()}
 
     def close(self) -> None:
         self.f.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from snet.checkpoint.state import Restore, empty_slots, new_state
+from snet.gcpause import gc_paused
 
 
 class ReferenceCheckpoints:
@@ -56,15 +57,16 @@ class ReferenceCheckpoints:
             return
         replicas, cells = saved
         zipper.replicas = replicas
-        for k, slots in cells:
-            cell = zipper.shape.new_cell()
-            cell.slots, cell.empty = list(slots), empty_slots(slots)
-            entry = (k, cell)
-            zipper.cells[k] = entry
-            for i in cell.empty:
-                zipper.waiting[i].append(entry)
-            self.engine.held += 1
-            self.engine.cells.append((cell, zipper.cell_node))
+        with gc_paused():  # many cells at once: collections would walk them again and again
+            for k, slots in cells:
+                cell = zipper.shape.new_cell()
+                cell.slots, cell.empty = list(slots), empty_slots(slots)
+                entry = (k, cell)
+                zipper.cells[k] = entry
+                for i in cell.empty:
+                    zipper.waiting[i].append(entry)
+                self.engine.held += 1
+                self.engine.cells.append((cell, zipper.cell_node))
 
     def restore_parked(self) -> None:
         if self.restore is not None:

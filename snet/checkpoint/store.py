@@ -31,7 +31,8 @@ import pickle
 import signal
 from typing import Any
 
-from snet.errors import SNetUsageError
+from snet.errors import SNetRuntimeError, SNetUsageError
+from snet.gcpause import gc_paused
 
 MANIFEST = "manifest.json"
 FORMAT = "snet-checkpoint"
@@ -117,13 +118,19 @@ class CheckpointStore:
         if hashlib.sha256(data).hexdigest() != self.manifest["state_sha256"]:
             raise SNetUsageError(f"the checkpoint state {where} does not match its manifest "
                                  f"(--checkpoint-reset starts afresh)")
-        return pickle.loads(data)
+        with gc_paused():  # a state of many records: collections would walk them again and again
+            return pickle.loads(data)
 
     def commit(self, state: Any, manifest: dict) -> int:
         """Write a snapshot (see the module's docstring); returns the state file's size in bytes."""
+        try:
+            with gc_paused():
+                data = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, TypeError, AttributeError) as e:
+            raise SNetRuntimeError(f"cannot take a checkpoint: a record held in the network has a value that "
+                                   f"pickle cannot store ({e})") from None
         self.seq += 1
         name = f"state-{self.seq:06d}.pickle"
-        data = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
         final = os.path.join(self.path, name)
         _write_durably(final + ".tmp", data)
         self._test_kill("state")
