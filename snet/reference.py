@@ -669,6 +669,8 @@ class ReferenceEngine:
     def termination_warnings(self) -> list[str]:
         warnings = [unfinished_warning(node.span, cell.filled(), cell.shape.count)
                     for cell, node in self.cells if not cell.fired and cell.filled() > 0]
+        if self.checkpoints is not None:  # saved cells of a resumed run that no record reached
+            warnings.extend(self.checkpoints.unfinished_warnings())
         if self.executor is not None:
             warnings.extend(self.executor.warnings())
         return warnings

@@ -95,11 +95,12 @@ class FrontExecution(Execution):
                                max_held=options.max_held, memory_limit=options.memory_limit)
         self._closed = False
         self._ended = False
+        self.checkpoints = None  # a snet.checkpoint.front.FrontCheckpoints when the run takes them
         checkpointing = getattr(records, "snet_checkpoint", None)  # an input gate (snet.checkpoint.gate)
         if checkpointing is not None:
             from snet.checkpoint.front import FrontCheckpoints
 
-            FrontCheckpoints(self.runtime, checkpointing)
+            self.checkpoints = FrontCheckpoints(self.runtime, checkpointing)
         self.runtime.start()
 
     def __next__(self) -> Record:
@@ -123,7 +124,8 @@ class FrontExecution(Execution):
             return
         self._ended = True
         self.close()
-        for node_id, filled, total in self.runtime.termination_warnings():
+        saved = self.checkpoints.unfinished(self.plan) if self.checkpoints is not None else []
+        for node_id, filled, total in self.runtime.termination_warnings() + saved:
             self.warnings.append(unfinished_warning(self.plan.span_of(node_id), filled, total))
         if self.executor is not None:
             self.warnings.extend(self.executor.warnings())

@@ -26,8 +26,13 @@ class FrontCheckpoints:
         self._module = module
         self.runtime = runtime
         restore = Restore(checkpointing.restore) if checkpointing.restore is not None else None
+        self.restore = restore
         module.checkpoint_enable(runtime, restore)
         checkpointing.bind(self)
+
+    def unfinished(self, plan: Any) -> list[tuple[int, int, int]]:
+        """``(node, filled, patterns)`` of the saved cells holding records that no record reached."""
+        return self.restore.unfinished(plan) if self.restore is not None else []
 
     def quiescent(self) -> bool:
         return bool(self._module.checkpoint_quiescent(self.runtime))

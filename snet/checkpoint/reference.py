@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from snet.checkpoint.state import Restore, empty_slots, new_state
+from snet.core.semantics import unfinished_warning
 from snet.gcpause import gc_paused
 
 
@@ -72,6 +73,13 @@ class ReferenceCheckpoints:
         if self.restore is not None:
             nodes = self.engine.plan.nodes
             self.engine.parked.extend((nodes[n], record) for n, record in self.restore.parked)
+
+    def unfinished_warnings(self) -> list[str]:
+        if self.restore is None:
+            return []
+        plan = self.engine.plan
+        return [unfinished_warning(plan.nodes[n].span, filled, total)
+                for n, filled, total in self.restore.unfinished(plan)]
 
     # -- what the gate asks ------------------------------------------------------------
 

@@ -55,6 +55,18 @@ class Restore:
         """``(replicas, [(k, slots)])`` of the synchro-cell star ``node`` in ``path``, or None."""
         return self.stars.pop((path, node), None)
 
+    def unfinished(self, plan: Any) -> list[tuple[int, int, int]]:
+        """``(cell node, filled, patterns)`` of the saved cells holding records that no record reached: the
+        termination warnings an uninterrupted run would give for them."""
+        found = []
+        for (_, node), slots in self.cells.items():
+            if slots is not None and len(slots) > len(empty_slots(slots)):
+                found.append((node, len(slots) - len(empty_slots(slots)), len(slots)))
+        for (_, node), (_, cells) in self.stars.items():
+            for _, slots in cells:
+                found.append((plan.nodes[node].cell, len(slots) - len(empty_slots(slots)), len(slots)))
+        return found
+
     def leftover(self) -> tuple[list, list]:
         """What no record reached in this run: exported again unchanged."""
         return ([(p, n, s) for (p, n), s in self.cells.items()],

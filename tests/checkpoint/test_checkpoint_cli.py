@@ -176,3 +176,17 @@ def test_checkpoint_options_need_a_directory(tmp_path):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=child_env())
     assert done.returncode == 2
     assert "apply to runs with --checkpoint DIR" in done.stderr
+
+
+@pytest.mark.parametrize("engine", ["reference", "front-w4"])
+def test_a_resumed_run_warns_of_the_cells_left_as_the_first_did(engine, tmp_path):
+    """The saved cells no record reaches again still end the run with their termination warnings."""
+    net = next(n for n in NETWORKS if n.name == "stateful_star")
+    net.write_input(tmp_path)
+    first = run_once(command(net, tmp_path, ENGINES[engine]))
+    assert first.returncode == 0, first.stderr
+    warned = [line for line in first.stderr.splitlines() if "warning: synchro-cell discarded" in line]
+    assert warned
+    again = run_once(command(net, tmp_path, ENGINES[engine]))
+    assert again.returncode == 0, again.stderr
+    assert [line for line in again.stderr.splitlines() if "warning: synchro-cell discarded" in line] == warned
