@@ -240,6 +240,9 @@ def run_command(args: argparse.Namespace) -> int:
 
     formats = native_formats(args)  # a Spark source and sink: the whole run inside Spark (docs/spark.md)
     if formats is not None:
+        if args.checkpoint is not None:
+            raise SNetUsageError("--checkpoint does not apply to a run with a Spark source and sink: the whole "
+                                 "network runs inside Spark tasks, which keep Spark's own task retry")
         if options.metrics_port is not None:
             raise SNetUsageError("--metrics-port serves the figures of a run on this machine; a Spark source and "
                                  "sink run the whole network inside Spark (see its UI)")
