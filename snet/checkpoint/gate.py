@@ -46,7 +46,9 @@ class Checkpointing:
         store: the :class:`~snet.checkpoint.store.CheckpointStore`.
         interval: seconds between two snapshots.
         restore: the engine state to resume from (None: a fresh run); the
-            engine reads it (``import_state``) before it admits any input.
+            engine takes it over as it builds its instances
+            (:class:`snet.checkpoint.state.Restore`), set up before it
+            admits any input.
         output: what the outputs are committed to (``lock``, ``written``,
             ``commit()``), see :mod:`snet.checkpoint.files`.
         source: the input (``records``, ``position()``).
