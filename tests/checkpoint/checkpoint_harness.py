@@ -124,11 +124,17 @@ def snapshot_number(folder: Path) -> int:
         return 0
 
 
-def run_killed(cmd: list, output: Path, threshold: int | None) -> int | None:
+def run_killed(cmd: list, output: Path, threshold: int | None, log: Path | None = None) -> int | None:
     """Run ``cmd`` and SIGKILL it once ``output`` holds ``threshold`` bytes, or (None) once it has committed a
-    snapshot of its own after some output; its exit status if it ended first."""
+    snapshot of its own after some output; its exit status if it ended first.  ``log``: where its standard
+    error goes."""
     first = snapshot_number(output.parent)
-    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env())
+    errors = open(log, "w") if log is not None else subprocess.DEVNULL
+    try:
+        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errors, env=child_env())
+    finally:
+        if log is not None:
+            errors.close()
     deadline = time.monotonic() + RUN_LIMIT_S
     try:
         while child.poll() is None:
@@ -155,15 +161,23 @@ def kill_and_resume(net: Net, folder: Path, engines: list, kills: int, seed: int
     """Kill runs ``kills`` times at seeded moments (cycling through ``engines``), then run to the end."""
     rnd = random.Random(seed)
     output = folder / "out.jsonl"
+    log = folder / "stderr.txt"
     killed = 0
     attempts = 0
+    resumes = []  # the records read already at the start of each resumed run
     while killed < kills:
         engine = engines[attempts % len(engines)]
         attempts += 1
         # Every other kill once the run has committed snapshots of its own (so that the next run resumes from
-        # the middle of the run), the others when the output has grown past a random size.
-        threshold = rnd.randint(0, max(1, expected_size)) if attempts % 2 == 0 else None
-        if run_killed(command(net, folder, engine), output, threshold) is None:
+        # the middle of the run), the others when the output has grown past a random size between what it
+        # holds and what it will hold.
+        size = output.stat().st_size if output.exists() else 0
+        threshold = rnd.randint(size, max(size, expected_size)) if attempts % 2 == 0 else None
+        status = run_killed(command(net, folder, engine, "-v"), output, threshold, log)
+        at = resumed_at(log.read_text())
+        if at is not None:
+            resumes.append(at)
+        if status is None:
             killed += 1
         elif attempts > 4 * kills + 8:
             break  # the network runs faster than the watcher can catch it: enough tries
@@ -173,7 +187,10 @@ def kill_and_resume(net: Net, folder: Path, engines: list, kills: int, seed: int
                 leftover.unlink()
     done = run_once(command(net, folder, engines[0], "-v"))
     assert done.returncode == 0, done.stderr
-    return {"killed": killed, "attempts": attempts, "resumed_at": resumed_at(done.stderr)}
+    at = resumed_at(done.stderr)
+    if at is not None:
+        resumes.append(at)
+    return {"killed": killed, "attempts": attempts, "resumed_at": max(resumes, default=None)}
 
 
 def same_output(net: Net, got: str, want: str) -> None:

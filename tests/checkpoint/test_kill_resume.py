@@ -41,7 +41,7 @@ def _check(net, config, tmp_path, uninterrupted, kills, seed):
     counts = kill_and_resume(net, tmp_path, CONFIGS[config], kills, seed, len(want.encode()))
     same_output(net, (tmp_path / "out.jsonl").read_text(), want)
     assert counts["killed"] >= 1, counts
-    assert counts["resumed_at"] is not None, counts  # the last run went on from a snapshot
+    assert counts["resumed_at"], counts  # some run went on from a snapshot taken midway
     return counts
 
 
