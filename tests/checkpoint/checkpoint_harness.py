@@ -116,19 +116,19 @@ def resumed_at(stderr: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def snapshot_number(folder: Path) -> int:
-    """The sequence number of the committed snapshot in ``folder/ck`` (0: none)."""
+def records_committed(folder: Path) -> int:
+    """The input records read at the committed snapshot in ``folder/ck`` (-1: none)."""
     try:
-        return int(json.loads((folder / "ck" / "manifest.json").read_text())["seq"])
+        return int(json.loads((folder / "ck" / "manifest.json").read_text())["input"]["records"])
     except (FileNotFoundError, ValueError):  # (a manifest is replaced by a rename: never read half-written)
-        return 0
+        return -1
 
 
 def run_killed(cmd: list, output: Path, threshold: int | None, log: Path | None = None) -> int | None:
     """Run ``cmd`` and SIGKILL it once ``output`` holds ``threshold`` bytes, or (None) once it has committed a
-    snapshot of its own after some output; its exit status if it ended first.  ``log``: where its standard
+    snapshot of its own after reading some input; its exit status if it ended first.  ``log``: where its standard
     error goes."""
-    first = snapshot_number(output.parent)
+    first = records_committed(output.parent)
     errors = open(log, "w") if log is not None else subprocess.DEVNULL
     try:
         child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errors, env=child_env())
@@ -142,7 +142,7 @@ def run_killed(cmd: list, output: Path, threshold: int | None, log: Path | None 
                 size = output.stat().st_size
             except FileNotFoundError:
                 size = 0
-            if (size >= threshold) if threshold is not None else snapshot_number(output.parent) >= first + 2:
+            if (size >= threshold) if threshold is not None else records_committed(output.parent) > max(0, first):
                 child.send_signal(signal.SIGKILL)
                 child.wait()
                 return None
