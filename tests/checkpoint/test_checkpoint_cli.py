@@ -192,3 +192,17 @@ def test_a_resumed_run_warns_of_the_cells_left_as_the_first_did(engine, tmp_path
     again = run_once(command(net, tmp_path, ENGINES[engine]))
     assert again.returncode == 0, again.stderr
     assert [line for line in again.stderr.splitlines() if "warning: synchro-cell discarded" in line] == warned
+
+
+@pytest.mark.parametrize("engine", ["reference", "front-w1"])
+def test_a_bad_record_after_the_resumed_position_is_named_by_its_line(engine, tmp_path):
+    net, boxes = _own_copy(tmp_path)
+    lines = (tmp_path / "in.jsonl").read_text().splitlines(keepends=True)[:300]
+    (tmp_path / "in.jsonl").write_text("\n" + "".join(lines))  # a blank first line counts too
+    first = _run(tmp_path, net, boxes, *ENGINES[engine])
+    assert first.returncode == 0, first.stderr
+    with open(tmp_path / "in.jsonl", "a") as f:
+        f.write('{"x": 1, "<k>": 1}\nnot a record\n')
+    again = _run(tmp_path, net, boxes, *ENGINES[engine])
+    assert again.returncode == 1
+    assert f"{tmp_path / 'in.jsonl'}:303: error:" in again.stderr
