@@ -262,9 +262,21 @@ class Network:
 
         return spark_apply(self, df, schema, partitions=partitions, order=order)
 
-    def session(self, *, max_pending: int | None = None, **run_options: Any) -> "Session":
-        """Start a long-running session (see :class:`Session`); takes the options of :meth:`run`."""
-        return Session(self, RunOptions.from_keywords(**run_options), max_pending)
+    def session(self, *, max_pending: int | None = None, checkpoint: str | os.PathLike | None = None,
+                checkpoint_reset: bool = False, **run_options: Any) -> "Session":
+        """Start a long-running session (see :class:`Session`); takes the options of :meth:`run`.
+
+        ``checkpoint``: a directory for the snapshots ``Session.checkpoint()``
+        takes; a session started with a directory that holds one resumes
+        from it (``checkpoint_reset=True``: afresh).
+        """
+        options = RunOptions.from_keywords(**run_options)
+        checkpointing = None
+        if checkpoint is not None:
+            from snet.checkpoint.api import session_checkpointing
+
+            checkpointing = session_checkpointing(self, options, os.fspath(checkpoint), checkpoint_reset)
+        return Session(self, options, max_pending, checkpointing=checkpointing)
 
     def asession(self, *, max_pending: int | None = None, **run_options: Any) -> "AsyncSession":
         """A session for asyncio code: ``async with net.asession() as s: outs = await s.submit(r)``.

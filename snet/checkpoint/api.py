@@ -124,16 +124,50 @@ def _identity(network: Any, engine: str) -> dict:
     return {"network": {"sha256": hashlib.sha256(drawing.encode()).hexdigest()}, "boxes": boxes, "engine": engine}
 
 
-def run_checkpointed(network: Any, records: Any, options: Any, directory: str, interval: float | None,
-                     reset: bool) -> Execution:
-    """Start ``network`` over replayable ``records`` with snapshots in ``directory`` (see the module's docstring)."""
-    from snet.recordio import detect_format
-    from snet.recordio.inputs import checked_inputs
+class SessionInput:
+    """A session's input: its records come from the callers, so a snapshot counts them and no more."""
 
+    def __init__(self, committed: dict | None):
+        self.taken = committed["records"] if committed else 0
+
+    def position(self) -> dict:
+        return {"format": "session", "records": self.taken}
+
+    def close(self) -> None:
+        pass
+
+
+class SessionOutputs:
+    """A session's outputs go to their requests as they leave the network: none waits to be committed."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.checkpointing: Any = None
+        self.total = 0
+
+    @property
+    def written(self) -> int:
+        return self.checkpointing.engine.records_out()  # type: ignore[no-any-return]
+
+    def commit(self) -> dict:
+        return {"records": self.total}
+
+
+def session_checkpointing(network: Any, options: Any, directory: str, reset: bool) -> Checkpointing:
+    """The snapshots of a session in ``directory``, restored from its last one (``session.checkpoint()``)."""
+    store, now, restore = _open_store(network, options, directory, reset)
+    outputs = SessionOutputs()
+    manifest = store.manifest
+    checkpointing = Checkpointing(store, None, restore, outputs, SessionInput(manifest["input"] if manifest else None),
+                                  now)
+    outputs.checkpointing = checkpointing
+    return checkpointing
+
+
+def _open_store(network: Any, options: Any, directory: str, reset: bool) -> tuple:
+    """The store, the run's identity and the state to restore (None: a fresh run); a changed run is refused."""
     if options.spark_master:
         raise SNetUsageError("checkpoint= does not apply to runs with Spark yet")
-    if interval is not None and not interval > 0:
-        raise SNetUsageError(f"checkpoint_interval takes a positive number of seconds, not {interval}")
     engine = options.engine or DEFAULT_ENGINE
     store = CheckpointStore(os.fspath(directory), reset=reset)
     now = _identity(network, engine)
@@ -146,6 +180,19 @@ def run_checkpointed(network: Any, records: Any, options: Any, directory: str, i
                 raise SNetUsageError(f"the box file {path} changed since the checkpoint in {directory}; {RESET_HINT}")
         if manifest["engine"] != engine:
             raise SNetUsageError(f"the checkpoint in {directory} was taken by the {manifest['engine']} engine")
+    return store, now, store.load_state() if manifest is not None else None
+
+
+def run_checkpointed(network: Any, records: Any, options: Any, directory: str, interval: float | None,
+                     reset: bool) -> Execution:
+    """Start ``network`` over replayable ``records`` with snapshots in ``directory`` (see the module's docstring)."""
+    from snet.recordio import detect_format
+    from snet.recordio.inputs import checked_inputs
+
+    if interval is not None and not interval > 0:
+        raise SNetUsageError(f"checkpoint_interval takes a positive number of seconds, not {interval}")
+    store, now, restore = _open_store(network, options, directory, reset)
+    manifest = store.manifest
     committed = manifest["input"] if manifest else None
     source: Any
     if isinstance(records, (str, os.PathLike)):
@@ -159,7 +206,6 @@ def run_checkpointed(network: Any, records: Any, options: Any, directory: str, i
         raise SNetUsageError(f"checkpoint= needs records that can be read again from a position: a list, a tuple "
                              f"or a record file's path, not {type(records).__name__} (a generator or iterator "
                              f"cannot be replayed)")
-    restore = store.load_state() if manifest is not None else None
     output = TakenOutputs(manifest["output"]["records"] if manifest else 0)
     checkpointing = Checkpointing(store, interval if interval is not None else DEFAULT_INTERVAL, restore, output,
                                   source, now)

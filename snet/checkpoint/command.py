@@ -122,7 +122,8 @@ def open_checkpointed(args: Any, network: Any, options: Any, in_format: str, out
     except BaseException:
         source.close()
         raise
-    writer: Any = open_writer(f, out_format, allow_pickle=args.allow_pickle, hint=hint, xml_mode=getattr(args, "xml_mode", "textual"))
+    writer: Any = open_writer(f, out_format, allow_pickle=args.allow_pickle, hint=hint,
+                              xml_mode=getattr(args, "xml_mode", "textual"))
     if manifest is not None and manifest["output"]["bytes"] > 0:
         writer.continue_file()
     output = CommittedOutput(f, writer)

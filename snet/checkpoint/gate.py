@@ -44,7 +44,7 @@ class Checkpointing:
 
     Args:
         store: the :class:`~snet.checkpoint.store.CheckpointStore`.
-        interval: seconds between two snapshots.
+        interval: seconds between two snapshots (None: only when asked for, a session's).
         restore: the engine state to resume from (None: a fresh run); the
             engine takes it over as it builds its instances
             (:class:`snet.checkpoint.state.Restore`), set up before it
@@ -55,7 +55,7 @@ class Checkpointing:
         identity: what the manifest records to recognise the run (digests).
     """
 
-    def __init__(self, store: Any, interval: float, restore: Any, output: Any, source: Any, identity: dict):
+    def __init__(self, store: Any, interval: float | None, restore: Any, output: Any, source: Any, identity: dict):
         self.store = store
         self.interval = interval
         self.restore = restore
@@ -68,6 +68,7 @@ class Checkpointing:
         self.wake = threading.Event()  # a snapshot was taken, or the run ended: the timer looks again
         self.stopped = False
         self.lock = threading.Lock()  # one snapshot at a time (FRONT workers take turns at the input anyway)
+        self.taken = threading.Event()  # set by each snapshot (`request` waits for it)
         self.snapshots = 0
         self.snapshot_seconds = 0.0
         self.last_bytes = 0
@@ -80,6 +81,8 @@ class Checkpointing:
         record, not the clock.
         """
         self.engine = engine
+        if self.interval is None:  # a session's snapshots: taken when asked for (`request`)
+            return
         self.next_due = time.monotonic() + self.interval
         threading.Thread(target=self._timer, name="snet-checkpoint-timer", daemon=True).start()
 
@@ -92,6 +95,12 @@ class Checkpointing:
                 self.due = True
                 self.wake.wait()  # until the snapshot is taken (or the run ends)
             self.wake.clear()
+
+    def request(self) -> threading.Event:
+        """Ask for a snapshot at the engine's next quiescent point; the event is set once it is committed."""
+        self.taken.clear()
+        self.due = True
+        return self.taken
 
     def stop(self) -> None:
         """End the timer thread (the run is over or closed)."""
@@ -115,9 +124,11 @@ class Checkpointing:
             self.last_bytes = self.store.commit(state, manifest)
             self.snapshots += 1
             self.snapshot_seconds += time.perf_counter() - started
-            self.next_due = time.monotonic() + self.interval
+            if self.interval is not None:
+                self.next_due = time.monotonic() + self.interval
             self.due = False
             self.wake.set()
+            self.taken.set()
             return True
 
     def finish(self) -> None:
@@ -153,5 +164,6 @@ class InputGate:
                 raise SNetRuntimeError("internal error: the engine asked for input while records were in flight")
             return NO_INPUT_YET
         record = next(self.records)
-        self.source.taken += 1
+        if record is not NO_INPUT_YET:  # (a session's input says it has nothing yet)
+            self.source.taken += 1
         return record
