@@ -159,7 +159,9 @@ class Network:
 
     def run(self, records: Iterable[Mapping], *, workers: int | None = None, engine: str | None = None,
             throttle: tuple[float, float] | None = None,
-            box_concurrency: int | str | Mapping[str, int | str] | None = None, **options: Any) -> Execution:
+            box_concurrency: int | str | Mapping[str, int | str] | None = None,
+            checkpoint: str | os.PathLike | None = None, checkpoint_interval: float | None = None,
+            checkpoint_reset: bool = False, **options: Any) -> Execution:
         """Run the network over ``records``; iterate the result for the outputs.
 
         Outputs stream back as they are produced: the first may arrive long
@@ -178,6 +180,11 @@ class Network:
             box_concurrency: concurrent calls per box instance: one number,
                 or a mapping from box name to number; ``"auto"`` (for all
                 or for one box) lets the runtime choose (docs/runtime.md).
+            checkpoint: a directory for snapshots of the run; the same call
+                again resumes from the last one (:mod:`snet.checkpoint.api`:
+                ``records`` must be a list, a tuple or a record file's path).
+            checkpoint_interval: seconds between two snapshots (default 10).
+            checkpoint_reset: forget the snapshots in ``checkpoint`` first.
             options: further :class:`~snet.options.RunOptions` fields.
 
         Raises:
@@ -186,6 +193,13 @@ class Network:
         """
         run_options = RunOptions.from_keywords(workers=workers, engine=engine, throttle=throttle,
                                                box_concurrency=box_concurrency, **options)
+        if checkpoint is not None:
+            from snet.checkpoint.api import run_checkpointed
+
+            return run_checkpointed(self, records, run_options, os.fspath(checkpoint), checkpoint_interval,
+                                    checkpoint_reset)
+        if checkpoint_interval is not None or checkpoint_reset:
+            raise SNetUsageError("checkpoint_interval and checkpoint_reset apply to runs with checkpoint=DIR")
         return self.execute(checked_inputs(records), run_options)
 
     def execute(self, records: Iterable[Mapping], options: RunOptions) -> Execution:
@@ -250,9 +264,21 @@ class Network:
 
         return spark_apply(self, df, schema, partitions=partitions, order=order)
 
-    def session(self, *, max_pending: int | None = None, **run_options: Any) -> "Session":
-        """Start a long-running session (see :class:`Session`); takes the options of :meth:`run`."""
-        return Session(self, RunOptions.from_keywords(**run_options), max_pending)
+    def session(self, *, max_pending: int | None = None, checkpoint: str | os.PathLike | None = None,
+                checkpoint_reset: bool = False, **run_options: Any) -> "Session":
+        """Start a long-running session (see :class:`Session`); takes the options of :meth:`run`.
+
+        ``checkpoint``: a directory for the snapshots ``Session.checkpoint()``
+        takes; a session started with a directory that holds one resumes
+        from it (``checkpoint_reset=True``: afresh).
+        """
+        options = RunOptions.from_keywords(**run_options)
+        checkpointing = None
+        if checkpoint is not None:
+            from snet.checkpoint.api import session_checkpointing
+
+            checkpointing = session_checkpointing(self, options, os.fspath(checkpoint), checkpoint_reset)
+        return Session(self, options, max_pending, checkpointing=checkpointing)
 
     def asession(self, *, max_pending: int | None = None, **run_options: Any) -> "AsyncSession":
         """A session for asyncio code: ``async with net.asession() as s: outs = await s.submit(r)``.

@@ -86,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--box-retries", action="append", default=[], metavar="N[,BACKOFF]|NAME=N[,BACKOFF]",
                      help="try a failing box call again up to N times, waiting BACKOFF seconds (default 0.1), "
                           "doubling each time: a default for every box, or NAME=... for one box (repeatable)")
+    run.add_argument("--checkpoint", metavar="DIR", default=None,
+                     help="take consistent snapshots of the run in DIR (made if needed); running the same command "
+                          "again resumes from the last one, with exactly-once output (needs -i FILE and -o FILE)")
+    run.add_argument("--checkpoint-interval", type=float, metavar="SECONDS", default=None,
+                     help="seconds between two snapshots (default 10)")
+    run.add_argument("--checkpoint-reset", action="store_true",
+                     help="forget the snapshots in the --checkpoint directory and start afresh")
     run.add_argument("--no-steal", action="store_true",
                      help="disable work stealing between workers (for measurements)")
     run.add_argument("--seed", type=int, metavar="S",

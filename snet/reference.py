@@ -178,13 +178,14 @@ class _Star(_Instance):
     be the same as a fresh one.
     """
 
-    __slots__ = ("matcher", "replicas", "loops")
+    __slots__ = ("matcher", "replicas", "loops", "path")
 
-    def __init__(self, node: StarPlan, out: Target):
+    def __init__(self, node: StarPlan, out: Target, path: tuple = ()):
         super().__init__(node, out)
         self.matcher = node.exits
         self.replicas: list[Target] = []
         self.loops = node.loops
+        self.path = path  # the instance it is in (snet.checkpoint.state)
 
     def receive(self, engine: ReferenceEngine, port: int, record: Record) -> None:
         if self.matcher.first(record) >= 0:
@@ -200,7 +201,7 @@ class _Star(_Instance):
 
     def create(self, engine: ReferenceEngine, port: int, record: Record) -> None:
         engine.unfolded(self.node, record)
-        target = engine.build(self.node.children[0], (self, port + 1))
+        target = engine.build(self.node.children[0], (self, port + 1), self.path + ((self.node.id, port),))
         self.replicas.append(target)
         engine.emit(target, record)
         engine.fire_pending()
@@ -262,12 +263,13 @@ class _SyncStar(_Instance):
 
 
 class _Split(_Instance):
-    __slots__ = ("keys", "replicas")
+    __slots__ = ("keys", "replicas", "path")
 
-    def __init__(self, node: SplitPlan, out: Target):
+    def __init__(self, node: SplitPlan, out: Target, path: tuple = ()):
         super().__init__(node, out)
         self.keys = node.keys
         self.replicas: dict[int, Target] = {}
+        self.path = path
 
     def receive(self, engine: ReferenceEngine, port: int, record: Record) -> None:
         values = self.keys.values(record)
@@ -279,7 +281,7 @@ class _Split(_Instance):
     def _enter(self, engine: ReferenceEngine, value: int, record: Record) -> None:
         target = self.replicas.get(value)
         if target is None:
-            target = engine.build(self.node.children[0], self.out)
+            target = engine.build(self.node.children[0], self.out, self.path + ((self.node.id, value),))
             self.replicas[value] = target
             engine.emit(target, record)
             engine.fire_pending()
@@ -398,50 +400,59 @@ class ReferenceEngine:
         self.parked: list[tuple[PlanNode, Record]] = []  # records that stay in a sync-star for ever
         self.stopped = False
         self.stars: list[_Star] = []  # every star instance, so that `dismantle` can cut their cycles
+        self.checkpoints = None  # a snet.checkpoint.reference.ReferenceCheckpoints when the run takes them
 
     # -- building ---------------------------------------------------------
 
-    def build(self, node_id: int, out: Target) -> Target:
+    def build(self, node_id: int, out: Target, path: tuple = ()) -> Target:
         """Instantiate node ``node_id`` writing to ``out``; returns the target that feeds it.
 
         Initialisers found on the way are queued in ``pending_fire``;
         callers fire them with :meth:`fire_pending` after pushing the record
-        that caused the creation (so they run first).
+        that caused the creation (so they run first).  ``path``: the
+        replica the instance is part of (:mod:`snet.checkpoint.state`).
         """
         node = self.plan.nodes[node_id]
         # Dispatch on the template's class (subclasses before their bases), so that each case reads
-        # only the fields its kind has.
+        # only the fields its kind has.  ``path`` names the replica being built (star replica numbers,
+        # split tag values): a checkpoint finds the cells it saved by it.
         match node:
             case NetPlan():
-                return self.build(node.children[0], out)
+                return self.build(node.children[0], out, path)
             case IdentityPlan():
                 return out
             case SerialPlan():
                 target = out
                 for stage in reversed(node.children):
-                    target = self.build(stage, target)
+                    target = self.build(stage, target, path)
                 return target
         self.instances += 1
         match node:
             case BoxPlan():
                 return (_Box(node, out), 0)
             case InitBoxPlan():
-                self.pending_fire.append(_Box(node, out))
+                if self.checkpoints is None or self.checkpoints.fires(path):
+                    self.pending_fire.append(_Box(node, out))
                 return (_InitialiserPassage(node, out), 0)
             case FilterPlan():
                 return (_Filter(node, out), 0)
             case SyncPlan():
                 cell = node.shape.new_cell()
                 self.cells.append((cell, node))
+                if self.checkpoints is not None:
+                    self.checkpoints.cell(path, node, cell)
                 return (_Sync(node, out, cell), 0)
             case ParallelPlan():
                 par = _Parallel(node, out)
-                par.branches = [self.build(b, out) for b in node.children]
+                par.branches = [self.build(b, out, path) for b in node.children]
                 return self._gated(node, (par, 0))
             case SyncStarPlan():
-                return self._gated(node, (_SyncStar(node, out, self.plan.nodes[node.cell]), 0))
+                zipper = _SyncStar(node, out, self.plan.nodes[node.cell])
+                if self.checkpoints is not None:
+                    self.checkpoints.sync_star(path, node, zipper)
+                return self._gated(node, (zipper, 0))
             case StarPlan():
-                star = _Star(node, out)
+                star = _Star(node, out, path)
                 self.stars.append(star)
                 return self._gated(node, (star, 0))
             case ExecutorSplitPlan():
@@ -449,10 +460,10 @@ class ReferenceEngine:
                 self.executor_splits.append(split)
                 return (split, 0)
             case SplitPlan():
-                return self._gated(node, (_Split(node, out), 0))
+                return self._gated(node, (_Split(node, out, path), 0))
             case FeedbackPlan():
                 fb = _Feedback(node, out)
-                fb.operand = self.build(node.children[0], (fb, 1))
+                fb.operand = self.build(node.children[0], (fb, 1), path)
                 return (fb, 0)
         raise TypeError(f"the reference engine has no instance for {node!r}")  # pragma: no cover
 
@@ -579,6 +590,8 @@ class ReferenceEngine:
                 yield outbox.popleft()
 
     def run(self, records: Iterable[Input]) -> Generator[Record, None, None]:
+        if self.checkpoints is not None:
+            self.checkpoints.restore_parked()
         root = self.build(0, (self.sink, 0))
         self.fire_pending()
         yield from self.drain()
@@ -673,6 +686,8 @@ class ReferenceEngine:
     def termination_warnings(self) -> list[str]:
         warnings = [unfinished_warning(node.span, cell.filled(), cell.shape.count)
                     for cell, node in self.cells if not cell.fired and cell.filled() > 0]
+        if self.checkpoints is not None:  # saved cells of a resumed run that no record reached
+            warnings.extend(self.checkpoints.unfinished_warnings())
         if self.executor is not None:
             warnings.extend(self.executor.warnings())
         return warnings
@@ -730,7 +745,13 @@ def start(plan: Plan, records: Iterable[Input], options: RunOptions | None = Non
     limits = Limits()
     if options is not None:
         limits = Limits(max_held=options.max_held, memory_limit=options.memory_limit)
-    return ReferenceExecution(plan, records, limits, error_policy=error_policy, guards=guards)
+    execution = ReferenceExecution(plan, records, limits, error_policy=error_policy, guards=guards)
+    checkpointing = getattr(records, "snet_checkpoint", None)  # an input gate (snet.checkpoint.gate)
+    if checkpointing is not None:
+        from snet.checkpoint.reference import ReferenceCheckpoints
+
+        ReferenceCheckpoints(execution.engine, checkpointing)
+    return execution
 
 
 #: the reference engine, as :mod:`snet.backends` finds it (``snet.options.ENGINES``)

@@ -182,7 +182,7 @@ class Session:
     """
 
     def __init__(self, network: Any, options: RunOptions, max_pending: int | None = None,
-                 listener: Any = None):
+                 listener: Any = None, checkpointing: Any = None):
         if max_pending is not None and (not isinstance(max_pending, int) or isinstance(max_pending, bool)
                                         or max_pending < 1):
             raise SNetUsageError(f"max_pending must be an int >= 1 or None, not {max_pending!r}")
@@ -192,11 +192,39 @@ class Session:
         self._run = run = _Run(listener, max_pending)
         self._outputs = run.outputs
         self._net_name = getattr(network, "name", "?")
-        run.execution = self._execution = network.execute(run.input_stream(), options)
+        self._checkpointing = checkpointing  # snet.checkpoint: net.session(checkpoint=DIR)
+        stream: Any = run.input_stream()
+        if checkpointing is not None:
+            from snet.checkpoint.gate import InputGate
+
+            stream = InputGate(stream, checkpointing)
+        run.execution = self._execution = network.execute(stream, options)
         # A session dropped open ends its input (the run detaches this when it ends: _Run.pump).
         run.finalizer = weakref.finalize(self, run.end_input)
         self._thread = threading.Thread(target=run.pump, name="snet-session", daemon=True)
         self._thread.start()
+
+    def checkpoint(self, timeout: float | None = None) -> None:
+        """Commit a snapshot of the session's state to its directory (``net.session(checkpoint=DIR)``).
+
+        Input is held until every record inside the network has left or is
+        stored in a synchro-cell; the state is then written, and the
+        session goes on.  A session started again with the same directory
+        resumes from it; what its callers submitted after it is theirs to
+        submit again.
+        """
+        checkpointing = self._checkpointing
+        if checkpointing is None:
+            raise SNetUsageError("this session takes no checkpoints: start it with net.session(checkpoint=DIR)")
+        self._check()
+        taken = checkpointing.request()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not taken.wait(0.05):
+            self._check()
+            if self._run.done.is_set():
+                raise SNetUsageError("session is closed: no checkpoint after its network has terminated")
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"no quiescent point within {timeout} s: records stayed in flight")
 
     @property
     def fed(self) -> int:

@@ -241,7 +241,7 @@ cdef class SplitEntity(Dispatcher):
                 cst = push(self.coll.new_group(), st)
                 item = make_item(rec, cst)
             inst = self.replicas.get(v)
-            if inst is None and self.spare:
+            if inst is None and self.spare and (rt.ckpt_restore is None or not ckpt_restores_key(self, v)):
                 # A fresh replica is what a new one would be, whichever key it served: no entity of it
                 # holds a record or any state (fresh_entities checked each under its lock).
                 inst = <Instance>self.spare.pop()
@@ -599,6 +599,8 @@ cdef int fire(Network rt, Writer w, int n, Ctx ctx, GStack st) except -1:
         fire(rt, w, rt.child0[n], fb.ctx_op, st)
         return 0
     if k == K_INITBOX:
+        if rt.ckpt_fired is not None and not ckpt_fires(rt, ctx):
+            return 0  # fired before the checkpoint this run resumed from
         t0 = snet_now()
         outs = rt.nodes[n].call.fire()
         time_call(w, n, snet_now() - t0, 1)

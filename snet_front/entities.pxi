@@ -400,6 +400,8 @@ cdef Entity make_sync(Network net, int n, Ctx ctx):
     s.slot_labels = shape.matcher.labels
     if s.slot_labels is None:
         s.all_slots = shape.matcher.raw_all
+    if net.ckpt_entities is not None:
+        ckpt_adopt(net, s)
     return s
 
 
@@ -416,6 +418,8 @@ cdef Entity make_sync_star(Network net, int n, Ctx ctx):
         z.all_slots = node.shape.matcher.raw_all
     z.sync_node = node.cell
     z.index = SyncStarIndex(node.shape)
+    if net.ckpt_entities is not None:
+        ckpt_adopt(net, z)
     return z
 
 

@@ -254,6 +254,11 @@ cdef class Network:
     cdef int exec_flushing  # one batch at a time
     cdef double exec_linger  # seconds the input may wait in its iterator before a quiet network flushes
 
+    # Checkpoints (checkpoint.pxi; None unless the run takes them)
+    cdef list ckpt_entities  # every synchro-cell and synchro-cell star entity built
+    cdef object ckpt_restore  # a resumed run's snet.checkpoint.state.Restore
+    cdef set ckpt_fired  # the paths of the instances whose initialisers fired
+
     cdef Entity enter(self, int n, Ctx ctx)
     cdef Entity exit_target(self, int n, Ctx ctx)
     cdef Entity make(self, int n, Ctx ctx)

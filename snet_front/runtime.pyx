@@ -23,6 +23,7 @@ include "core.pxi"
 include "entities.pxi"
 include "combinators.pxi"
 include "workers.pxi"
+include "checkpoint.pxi"
 
 cdef extern from *:
     """

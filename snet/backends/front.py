@@ -138,6 +138,12 @@ class FrontExecution(Execution):
         self._closed = False
         self._ended = False
         self.tuner = Tuner(self.runtime, self.controller) if self.controller is not None else None
+        self.checkpoints = None  # a snet.checkpoint.front.FrontCheckpoints when the run takes them
+        checkpointing = getattr(records, "snet_checkpoint", None)  # an input gate (snet.checkpoint.gate)
+        if checkpointing is not None:
+            from snet.checkpoint.front import FrontCheckpoints
+
+            self.checkpoints = FrontCheckpoints(self.runtime, checkpointing)
         self.runtime.start()
         if self.tuner is not None:
             self.tuner.start()
@@ -163,7 +169,8 @@ class FrontExecution(Execution):
             return
         self._ended = True
         self.close()
-        for node_id, filled, total in self.runtime.termination_warnings():
+        saved = self.checkpoints.unfinished(self.plan) if self.checkpoints is not None else []
+        for node_id, filled, total in self.runtime.termination_warnings() + saved:
             self.warnings.append(unfinished_warning(self.plan.span_of(node_id), filled, total))
         if self.executor is not None:
             self.warnings.extend(self.executor.warnings())

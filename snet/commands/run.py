@@ -252,6 +252,9 @@ def run_command(args: argparse.Namespace) -> int:
 
     formats = native_formats(args)  # a Spark source and sink: the whole run inside Spark (docs/spark.md)
     if formats is not None:
+        if args.checkpoint is not None:
+            raise SNetUsageError("--checkpoint does not apply to a run with a Spark source and sink: the whole "
+                                 "network runs inside Spark tasks, which keep Spark's own task retry")
         if options.metrics_port is not None:
             raise SNetUsageError("--metrics-port serves the figures of a run on this machine; a Spark source and "
                                  "sink run the whole network inside Spark (see its UI)")
@@ -271,9 +274,17 @@ def run_command(args: argparse.Namespace) -> int:
 
         load_runtime()
     stats_json = _open_stats_json(args.stats_json)
-    input_file = _open_input(args.input)
+    checkpointed = None  # --checkpoint: the input and output are opened with the checkpoint (snet.checkpoint)
+    if args.checkpoint is not None:
+        from snet.checkpoint.command import refuse_unsupported
+
+        refuse_unsupported(args, options)
+    elif args.checkpoint_interval is not None or args.checkpoint_reset:
+        raise SNetUsageError("--checkpoint-interval and --checkpoint-reset apply to runs with --checkpoint DIR")
+    input_file = _open_input(args.input) if args.checkpoint is None else None
     records = read_records(args.input if input_file is None else input_file, in_format, name=args.input
-                           if input_file is not None else None, allow_pickle=args.allow_pickle)
+                           if input_file is not None else None, allow_pickle=args.allow_pickle) \
+        if args.checkpoint is None else None
     dead = DeadLetters(args.errors, args.allow_pickle) if args.errors is not None else None
     if dead is not None:
         options = attrs.evolve(options, on_error=dead.write)
@@ -293,9 +304,19 @@ def run_command(args: argparse.Namespace) -> int:
                 print(f"snet progress: Spark UI at {address}", file=sys.stderr)
     metrics = serve_metrics(options)  # bound before the output is opened: a port in use leaves it untouched
     top = _top_view(args, network)
-    destination = top.destination(args.output) if top is not None else record_destination(args.output, args.progress)
-    writer = open_writer(destination, out_format, allow_pickle=args.allow_pickle,
-                         hint=lambda label: _made_by(network, label), xml_mode=getattr(args, "xml_mode", "textual"))
+    if args.checkpoint is None:
+        destination = top.destination(args.output) if top is not None else record_destination(args.output, args.progress)
+        writer = open_writer(destination, out_format, allow_pickle=args.allow_pickle,
+                             hint=lambda label: _made_by(network, label), xml_mode=getattr(args, "xml_mode", "textual"))
+    else:
+        from snet.checkpoint.command import open_checkpointed
+
+        checkpointed = open_checkpointed(args, network, options, in_format, out_format,
+                                         hint=lambda label: _made_by(network, label))
+        records, writer, input_file = checkpointed.records, checkpointed.output, checkpointed.input_file
+        if checkpointed.resumed:
+            log.info("info: resuming from the checkpoint in %s (%d records read, %d written)", args.checkpoint,
+                     checkpointed.source.taken, checkpointed.output.total)
     where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
     if watched and options.spark_master:
         log_spark_batches()
@@ -307,11 +328,14 @@ def run_command(args: argparse.Namespace) -> int:
     # SIGTERM (what service managers send) stops the run as Ctrl-C does.
     try:
         with contextlib.redirect_stdout(sys.stderr), _terminate_as_interrupt():
-            return _run(network, records, options, writer, where, args, stats_json, input_file, metrics, top)
+            return _run(network, records, options, writer, where, args, stats_json, input_file, metrics, top,
+                        checkpointed.checkpointing if checkpointed is not None else None)
     finally:
         if metrics is not None:
             metrics.close()
-        if input_file is not None:
+        if checkpointed is not None:
+            checkpointed.close()
+        elif input_file is not None:
             input_file.close()
         if dead is not None:
             dead.close()
@@ -425,7 +449,7 @@ def _top_view(args: argparse.Namespace, network):
 
 
 def _run(network, records, options, writer, where: str, args: argparse.Namespace, stats_json, input_file,
-         metrics=None, top=None) -> int:
+         metrics=None, top=None, checkpointing=None) -> int:
     execution = network.execute_served(records, options, metrics)
     progress = top.start(execution) if top is not None else \
         start_progress(execution, args.progress, input_file) if args.progress is not None else None
@@ -441,6 +465,8 @@ def _run(network, records, options, writer, where: str, args: argparse.Namespace
             if not execution.ready() or now - last_flush >= FLUSH_SECONDS:
                 writer.flush()
                 last_flush = now
+        if checkpointing is not None:  # the final state, before the writer ends the output
+            checkpointing.finish()
     except KeyboardInterrupt as e:
         what = "terminated (SIGTERM)" if isinstance(e, _Terminated) else "interrupted"
         raise SNetInterrupted(f"{what}; the outputs produced so far were written") from None

@@ -24,6 +24,9 @@ cdef class SyncCell:
     cpdef object take(self, object record, object hits)
     cpdef Py_ssize_t filled(self)
     cpdef Py_ssize_t stored_records(self)
+    cpdef object saved(self)
+    @cython.locals(i=Py_ssize_t)
+    cpdef restore(self, object slots)
 
 
 @cython.locals(cell=SyncCell)
@@ -56,3 +59,6 @@ cdef class SyncStarIndex:
     cpdef object offer(self, SyncCell cell, object record, object hits)
     cdef int unlist(self, Py_ssize_t slot, SyncCell cell) except -1
     cpdef Py_ssize_t unfired(self)
+    cpdef tuple saved(self)
+    @cython.locals(cell=SyncCell, made=list)
+    cpdef list restore(self, Py_ssize_t replicas, list cells)

@@ -121,6 +121,21 @@ class SyncCell:
             return 0
         return len({id(r) for r in self.slots if r is not None})
 
+    def saved(self) -> list | None:
+        """The cell's state for a checkpoint (snet.checkpoint.state): its slots, None where empty; None once fired."""
+        return None if self.slots is None else list(self.slots)
+
+    def restore(self, slots: list | None) -> None:
+        """Put back a state :meth:`saved` gave: the cell of a resumed run."""
+        if slots is None:
+            self.fired = True
+            self.slots = None
+            self.empty = []
+        else:
+            self.slots = list(slots)
+            self.empty = [i for i in range(len(slots)) if slots[i] is None]
+            self.fired = False
+
 
 def new_cell(shape: Any, replica: int = -1) -> SyncCell:
     """A cell with every slot empty, of the patterns ``shape`` (``replica``: its sync-star replica, or -1)."""
@@ -251,3 +266,23 @@ class SyncStarIndex:
     def unfired(self) -> int:
         """How many of its cells have not fired."""
         return len(self.cells)
+
+    def saved(self) -> tuple:
+        """The index's state for a checkpoint: ``(replicas opened, [(replica, slots) of each unfired cell]``)."""
+        return self.replicas, [(k, cell.saved()) for k, cell in self.cells.items()]
+
+    def restore(self, replicas: int, cells: list) -> list:
+        """Put back a state :meth:`saved` gave (into an index that has opened no cell); returns the cells."""
+        self.replicas = replicas
+        made = []
+        for k, slots in cells:  # in replica order, as saved: the waiting lists stay in replica order
+            cell = new_cell(self.shape, k)
+            cell.restore(slots)
+            self.cells[k] = cell
+            for i in cell.empty:
+                queue = self.waiting[i]
+                queue.append(cell)
+                if type(queue) is list and len(queue) > LONG_WAIT:
+                    self.waiting[i] = deque(queue)
+            made.append(cell)
+        return made

@@ -76,8 +76,11 @@ def _json_text(value: Any, limit: int = 40) -> str:
 # --------------------------------------------------------------------------
 # Reading
 
-def read_jsonl(f: IO, name: str, *, allow_pickle: bool = False) -> Iterator[dict]:
+def read_jsonl(f: IO, name: str, *, allow_pickle: bool = False, first_line: int = 1) -> Iterator[dict]:
     """Records from the JSON Lines file object `f`, one per non-blank line.
+
+    ``first_line``: the line number of `f`'s first line, for the messages
+    (a file read on from a checkpoint's position).
 
     Raises:
         RecordFileError: at the first malformed line, after the records before it.
@@ -85,7 +88,7 @@ def read_jsonl(f: IO, name: str, *, allow_pickle: bool = False) -> Iterator[dict
     field_labels: set[str] = set()  # labels known valid, split by kind
     tag_labels: set[str] = set()
     binary = None
-    for lineno, line in enumerate(f, 1):
+    for lineno, line in enumerate(f, first_line):
         if binary is None:
             binary = isinstance(line, bytes)
         if binary:

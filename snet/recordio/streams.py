@@ -185,6 +185,11 @@ class BatchWriter:
         if len(pending) >= self.BATCH_RECORDS:
             self._drain()
 
+    def continue_file(self) -> None:
+        """The file already holds what this writer wrote before (a resumed run): no prologue again."""
+        if self.PROLOGUE and self._pending and self._pending[0] == self.PROLOGUE:
+            del self._pending[0]
+
     def _drain(self) -> None:
         if not self._pending:
             return

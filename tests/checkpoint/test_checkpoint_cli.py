@@ -1,0 +1,208 @@
+"""``snet run --checkpoint``: what a resume refuses, reset, appended input, XML files."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from checkpoint_harness import (ENGINES, NETS, NETWORKS, child_env, command, run_killed, run_once,  # noqa: E402
+                                same_output)
+
+SPLIT_SYNC = next(n for n in NETWORKS if n.name == "split_sync")
+
+
+def _own_copy(folder: Path) -> tuple[Path, Path]:
+    """The split_sync network and its boxes copied into ``folder`` (so that a test may change them)."""
+    net = folder / "net.snet"
+    boxes = folder / "boxes.py"
+    shutil.copy(NETS / SPLIT_SYNC.snet, net)
+    shutil.copy(NETS / "boxes.py", boxes)
+    SPLIT_SYNC.write_input(folder)
+    return net, boxes
+
+
+def _run(folder: Path, net: Path, boxes: Path, *extra: str, output: str = "out.jsonl", inp: str = "in.jsonl"):
+    cmd = [sys.executable, "-m", "snet", "run", str(net), "--boxes", str(boxes), "-i", str(folder / inp),
+           "-o", str(folder / output), "--checkpoint", str(folder / "ck"), "--checkpoint-interval", "0.02", *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=child_env())
+
+
+@pytest.fixture
+def finished(tmp_path):
+    """A split_sync run done with a checkpoint in ``tmp_path/ck``: (folder, net, boxes)."""
+    net, boxes = _own_copy(tmp_path)
+    done = _run(tmp_path, net, boxes)
+    assert done.returncode == 0, done.stderr
+    return tmp_path, net, boxes
+
+
+def test_a_changed_network_file_is_refused(finished):
+    folder, net, boxes = finished
+    net.write_text(net.read_text() + "\n// changed\n")
+    again = _run(folder, net, boxes)
+    assert again.returncode == 2
+    assert f"the network file {net} changed since the checkpoint" in again.stderr
+    assert "--checkpoint-reset" in again.stderr
+
+
+def test_a_changed_box_file_is_refused(finished):
+    folder, net, boxes = finished
+    boxes.write_text(boxes.read_text() + "\n# changed\n")
+    again = _run(folder, net, boxes)
+    assert again.returncode == 2
+    assert f"the box file {boxes} changed since the checkpoint" in again.stderr
+
+
+def test_a_changed_input_prefix_is_refused(finished):
+    folder, net, boxes = finished
+    text = (folder / "in.jsonl").read_text()
+    (folder / "in.jsonl").write_text(text.replace('"x": 5,', '"x": 6,', 1))
+    again = _run(folder, net, boxes)
+    assert again.returncode == 2
+    assert "the input file" in again.stderr and "changed before the position the run had read" in again.stderr
+
+
+def test_a_changed_output_is_refused(finished):
+    folder, net, boxes = finished
+    out = folder / "out.jsonl"
+    out.write_text(out.read_text()[:-40])
+    again = _run(folder, net, boxes)
+    assert again.returncode == 2
+    assert "changed before the committed position" in again.stderr
+
+
+def test_another_engine_is_refused(finished):
+    folder, net, boxes = finished
+    again = _run(folder, net, boxes, "--engine", "reference")
+    assert again.returncode == 2
+    assert "was taken by the front engine: resume with --engine front" in again.stderr
+
+
+def test_reset_starts_afresh(finished):
+    folder, net, boxes = finished
+    want = (folder / "out.jsonl").read_text()
+    net.write_text(net.read_text() + "\n// changed\n")
+    again = _run(folder, net, boxes, "--checkpoint-reset", "-v")
+    assert again.returncode == 0, again.stderr
+    assert "resuming" not in again.stderr
+    assert (folder / "out.jsonl").read_text() == want
+
+
+def test_running_a_finished_run_again_changes_nothing(finished):
+    folder, net, boxes = finished
+    want = (folder / "out.jsonl").read_text()
+    again = _run(folder, net, boxes, "-v")
+    assert again.returncode == 0, again.stderr
+    assert "resuming from the checkpoint" in again.stderr
+    assert (folder / "out.jsonl").read_text() == want
+
+
+@pytest.mark.parametrize("engine", ["reference", "front-w4"])
+@pytest.mark.parametrize("fmt", ["jsonl", "xml"])
+def test_appended_input_continues_the_run(engine, fmt, tmp_path):
+    """Half the input, then the rest appended: the output of one run over all of it (state kept per tag)."""
+    net, boxes = _own_copy(tmp_path)
+    lines = (tmp_path / "in.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "whole.jsonl").write_text("".join(lines))
+    plain = subprocess.run([sys.executable, "-m", "snet", "run", str(net), "--boxes", str(boxes), "-i",
+                            str(tmp_path / "whole.jsonl"), "-o", str(tmp_path / f"want.{fmt}"), *ENGINES[engine]],
+                           capture_output=True, text=True, timeout=300, env=child_env())
+    assert plain.returncode == 0, plain.stderr
+    (tmp_path / "in.jsonl").write_text("".join(lines[:len(lines) // 2]))
+    first = _run(tmp_path, net, boxes, *ENGINES[engine], output=f"out.{fmt}")
+    assert first.returncode == 0, first.stderr
+    with open(tmp_path / "in.jsonl", "a") as f:
+        f.write("".join(lines[len(lines) // 2:]))
+    second = _run(tmp_path, net, boxes, *ENGINES[engine], output=f"out.{fmt}")
+    assert second.returncode == 0, second.stderr
+    assert (tmp_path / f"out.{fmt}").read_text() == (tmp_path / f"want.{fmt}").read_text()
+
+
+@pytest.mark.parametrize("engine", ["reference", "front-w1"])
+def test_xml_output_and_input_resume_after_a_kill(engine, tmp_path):
+    from snet.recordio import open_writer
+
+    with open_writer(str(tmp_path / "in.xml"), "xml") as writer:
+        for i in range(700):
+            writer.write({"x": i})
+    plain_cmd = [sys.executable, "-m", "snet", "run", str(NETS / "pipeline.snet"), "--boxes", str(NETS / "boxes.py"),
+                 "-i", str(tmp_path / "in.xml"), *ENGINES[engine]]
+    plain = subprocess.run(plain_cmd + ["-o", str(tmp_path / "want.xml")], capture_output=True, text=True,
+                           timeout=300, env=child_env())
+    assert plain.returncode == 0, plain.stderr
+    cmd = plain_cmd + ["-o", str(tmp_path / "out.xml"), "--checkpoint", str(tmp_path / "ck"),
+                       "--checkpoint-interval", "0.02"]
+    assert run_killed(cmd, tmp_path / "out.xml", None) is None  # killed after two snapshots of its own
+    done = subprocess.run(cmd + ["-v"], capture_output=True, text=True, timeout=300, env=child_env())
+    assert done.returncode == 0, done.stderr
+    assert "resuming from the checkpoint" in done.stderr
+    assert (tmp_path / "out.xml").read_text() == (tmp_path / "want.xml").read_text()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-o", "-"], "--checkpoint needs an output file"),
+    (["--errors", "errors.jsonl"], "--checkpoint cannot be combined with --errors"),
+    (["--checkpoint-interval", "0"], "--checkpoint-interval takes a positive number of seconds"),
+    (["--spark", "local[1]"], "--checkpoint does not apply to runs with --spark"),
+    (["--spark", "local[1]", "-i", "in.parquet", "-o", "out.parquet"],
+     "--checkpoint does not apply to a run with a Spark source and sink"),
+])
+def test_runs_that_cannot_take_checkpoints_are_refused(args, message, tmp_path):
+    SPLIT_SYNC.write_input(tmp_path)
+    cmd = [sys.executable, "-m", "snet", "run", str(NETS / SPLIT_SYNC.snet), "--boxes", str(NETS / "boxes.py"),
+           "-i", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"), "--checkpoint", str(tmp_path / "ck")]
+    done = subprocess.run(cmd + args, capture_output=True, text=True, timeout=300, env=child_env(), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_standard_input_is_refused(tmp_path):
+    cmd = [sys.executable, "-m", "snet", "run", str(NETS / SPLIT_SYNC.snet), "--boxes", str(NETS / "boxes.py"),
+           "-o", str(tmp_path / "out.jsonl"), "--checkpoint", str(tmp_path / "ck")]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=child_env(), input="")
+    assert done.returncode == 2
+    assert "--checkpoint needs an input file" in done.stderr
+
+
+def test_checkpoint_options_need_a_directory(tmp_path):
+    SPLIT_SYNC.write_input(tmp_path)
+    cmd = [sys.executable, "-m", "snet", "run", str(NETS / SPLIT_SYNC.snet), "--boxes", str(NETS / "boxes.py"),
+           "-i", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"), "--checkpoint-reset"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=child_env())
+    assert done.returncode == 2
+    assert "apply to runs with --checkpoint DIR" in done.stderr
+
+
+@pytest.mark.parametrize("engine", ["reference", "front-w4"])
+def test_a_resumed_run_warns_of_the_cells_left_as_the_first_did(engine, tmp_path):
+    """The saved cells no record reaches again still end the run with their termination warnings."""
+    net = next(n for n in NETWORKS if n.name == "stateful_star")
+    net.write_input(tmp_path)
+    first = run_once(command(net, tmp_path, ENGINES[engine]))
+    assert first.returncode == 0, first.stderr
+    warned = [line for line in first.stderr.splitlines() if "warning: synchro-cell discarded" in line]
+    assert warned
+    again = run_once(command(net, tmp_path, ENGINES[engine]))
+    assert again.returncode == 0, again.stderr
+    assert [line for line in again.stderr.splitlines() if "warning: synchro-cell discarded" in line] == warned
+
+
+@pytest.mark.parametrize("engine", ["reference", "front-w1"])
+def test_a_bad_record_after_the_resumed_position_is_named_by_its_line(engine, tmp_path):
+    net, boxes = _own_copy(tmp_path)
+    lines = (tmp_path / "in.jsonl").read_text().splitlines(keepends=True)[:300]
+    (tmp_path / "in.jsonl").write_text("\n" + "".join(lines))  # a blank first line counts too
+    first = _run(tmp_path, net, boxes, *ENGINES[engine])
+    assert first.returncode == 0, first.stderr
+    with open(tmp_path / "in.jsonl", "a") as f:
+        f.write('{"x": 1, "<k>": 1}\nnot a record\n')
+    again = _run(tmp_path, net, boxes, *ENGINES[engine])
+    assert again.returncode == 1
+    assert f"{tmp_path / 'in.jsonl'}:303: error:" in again.stderr
