@@ -99,7 +99,7 @@ class CheckpointedExecution(Execution):
         output = self.output
         output.total += 1
         output.written += 1
-        return record  # type: ignore[no-any-return]
+        return record
 
     def ready(self) -> bool:
         return self.inner.ready()
@@ -147,7 +147,7 @@ class SessionOutputs:
 
     @property
     def written(self) -> int:
-        return self.checkpointing.engine.records_out()  # type: ignore[no-any-return]
+        return self.checkpointing.engine.records_out()
 
     def commit(self) -> dict:
         return {"records": self.total}

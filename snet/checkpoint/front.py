@@ -41,4 +41,4 @@ class FrontCheckpoints:
         return int(self._module.checkpoint_records_out(self.runtime))
 
     def export_state(self) -> dict:
-        return self._module.checkpoint_export(self.runtime)  # type: ignore[no-any-return]
+        return self._module.checkpoint_export(self.runtime)
