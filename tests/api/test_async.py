@@ -17,6 +17,7 @@ def double(x):
     return {"y": 2 * x}
 
 
+@pytest.mark.slow
 def test_100_concurrent_tasks_each_get_their_own_outputs(engine_options):
     net = snet.load(DOUBLE, boxes={"f": double})
 

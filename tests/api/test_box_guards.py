@@ -96,6 +96,7 @@ def test_a_generator_box_is_retried_and_timed_as_a_whole(engine_options):
     assert len(tries) == 3
 
 
+@pytest.mark.slow
 def test_an_async_box_is_cancelled_at_its_timeout(engine_options):
     cancelled = []
 
@@ -117,6 +118,7 @@ def test_an_async_box_is_cancelled_at_its_timeout(engine_options):
     assert cancelled == [2]
 
 
+@pytest.mark.slow
 def test_a_session_fails_the_future_of_a_call_that_timed_out():
     net = snet.load(NET, boxes={"f": hangs_at(3), "g": g})
     with net.session(box_timeout=2, on_error="skip") as session:

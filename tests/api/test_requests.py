@@ -94,6 +94,7 @@ def test_a_synchro_cell_consumes_what_it_stores_and_its_merge_belongs_to_the_com
         assert second.result(timeout=30) == [{"a": 1, "b": 2}]
 
 
+@pytest.mark.slow
 def test_max_pending_blocks_feed_and_submit_and_times_out(engine_options):
     gate = threading.Event()
     net = snet.load("box wait ((x) -> (x)); net n connect wait;", boxes={"wait": lambda x: gate.wait(30) and {"x": x}})
@@ -167,6 +168,7 @@ def test_a_failed_stop_session_fails_open_futures_and_every_later_call(engine_op
             call()
 
 
+@pytest.mark.slow
 def test_aborting_fails_the_open_futures_instead_of_leaving_them_hanging(engine_options):
     gate = threading.Event()
     net = snet.load("box f ((x) -> (y)); net n connect f;", boxes={"f": lambda x: gate.wait(5) and {"y": x}})

@@ -205,6 +205,7 @@ def test_a_body_over_the_limit_is_refused_with_413_before_it_is_read(start):
     assert "Traceback" not in service.err.text()
 
 
+@pytest.mark.slow
 def test_a_request_that_does_not_arrive_in_time_gets_408(start):
     service = start("--read-timeout", "1")
     half_sent = [b"POST /run HTTP/1.1\r\nContent-Le",  # in the head
@@ -237,6 +238,7 @@ def test_a_request_that_does_not_arrive_in_time_gets_408(start):
     assert "Traceback" not in service.err.text()
 
 
+@pytest.mark.slow
 def test_connections_beyond_the_cap_wait_in_the_queue_until_one_ends(start):
     service = start("--max-connections", "2", "--read-timeout", "600")
     held = [service.connect() for _ in range(2)]
@@ -273,6 +275,7 @@ def test_at_the_descriptor_limit_connections_wait_and_nothing_floods_the_log(sta
     assert service.err.text().count("\n") == 2  # the two lines above, nothing per connection
 
 
+@pytest.mark.slow
 def test_sigterm_finishes_the_answers_in_flight_and_refuses_new_requests(start):
     service = start("--max-body", str(32 << 20))
     words = 4_000_000  # an answer of about 20 MB: more than the socket buffers hold

@@ -103,6 +103,7 @@ def test_running_a_finished_run_again_changes_nothing(finished):
     assert (folder / "out.jsonl").read_text() == want
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["reference", "front-w4"])
 @pytest.mark.parametrize("fmt", ["jsonl", "xml"])
 def test_appended_input_continues_the_run(engine, fmt, tmp_path):
@@ -124,6 +125,7 @@ def test_appended_input_continues_the_run(engine, fmt, tmp_path):
     assert (tmp_path / f"out.{fmt}").read_text() == (tmp_path / f"want.{fmt}").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["reference", "front-w1"])
 def test_xml_output_and_input_resume_after_a_kill(engine, tmp_path):
     from snet.recordio import open_writer

@@ -45,6 +45,7 @@ def _check(net, config, tmp_path, uninterrupted, kills, seed):
     return counts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 @pytest.mark.parametrize("net", NETWORKS, ids=lambda n: n.name)
 def test_killed_runs_resume_to_the_uninterrupted_output(net, config, tmp_path, uninterrupted):

@@ -207,6 +207,7 @@ def stamp(a):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["front", "reference"])
 def test_numpy_and_tuples_are_json_and_a_date_is_an_error_naming_the_box_unless_pickles_are_allowed(workdir, engine):
     """interfaces.md §3: a value JSON cannot hold is a run-time error naming the box, the field and the type,
@@ -270,6 +271,7 @@ def run_on_a_terminal(command, cwd, columns=100):
     return proc.wait(timeout=60), b"".join(chunks).decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals")
 def test_progress_on_a_terminal_is_a_live_display_with_total_and_time_left(workdir):
     (workdir / "slow.snet").write_text("box slow ((a) -> (a)); net slownet connect slow;\n")

@@ -80,6 +80,7 @@ def slow_net(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_the_bar_is_of_the_bytes_read_and_counts_records_in_and_out_beside_it(slow_net):
     code, drawn, out = on_a_terminal(SNET + ["run", "slow.snet", "-i", "in.jsonl", "--progress", "-w", "1"],
                                      slow_net, stdout_too=False)
@@ -97,6 +98,7 @@ def test_the_bar_is_of_the_bytes_read_and_counts_records_in_and_out_beside_it(sl
     assert frames[-1].startswith("snet: read: 100%|")
 
 
+@pytest.mark.slow
 def test_records_printed_on_the_same_terminal_are_whole_lines_with_the_display_below(slow_net):
     code, drawn, _ = on_a_terminal(SNET + ["run", "slow.snet", "-i", "in.jsonl", "--progress", "-w", "1"],
                                    slow_net, stdout_too=True)

@@ -91,6 +91,7 @@ def row(frame: list[str], box: str) -> list[str]:
     raise AssertionError(f"no row for box {box} in {frame}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["front", "reference"])
 def test_top_draws_every_box_with_its_figures_and_leaves_the_output_unchanged(two_boxes, engine):
     plain = subprocess.run(SNET + ["run", "two.snet", "-i", "in.jsonl", "-w", "1", "--engine", engine],

@@ -14,6 +14,9 @@ import time
 
 import pytest
 
+# Each test waits for real timeouts (seconds): CI runs them, the quick loop leaves them out.
+pytestmark = pytest.mark.slow
+
 RECORDS = 1000
 HANG_AT = 500
 

@@ -80,6 +80,7 @@ CLASHES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, message, streams", CLASHES, ids=[" ".join(a) + str(s) for a, _, s in CLASHES])
 def test_no_written_file_is_one_the_run_reads_is_made_of_or_writes_twice(tmp_path, args, message, streams):
     (tmp_path / "n.snet").write_text("box f ((x) -> (y));\nnet ext ({x} -> {x});\nnet n connect ext .. f;\n")

@@ -69,6 +69,7 @@ def test_a_stateful_star_that_keeps_unfolding_stops_at_the_bound(engine_options)
     assert time.monotonic() - t0 < 60
 
 
+@pytest.mark.slow
 def test_the_memory_limit_stops_a_growing_run(engine_options):
     net = snet.load(RUNSUM)
     with pytest.raises(SNetRuntimeError, match=r"the run's memory grew by \d+ MB, past its limit of 20 MB "
@@ -179,6 +180,7 @@ def _start_run(tmp_path, program: str, records: list, *extra: str) -> subprocess
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to see the child busy")
 
 
+@pytest.mark.slow
 @needs_proc
 @pytest.mark.parametrize("engine", ["front", "reference"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -248,6 +250,7 @@ EMBEDDED = textwrap.dedent("""\
     """)
 
 
+@pytest.mark.slow
 def test_other_threads_of_an_embedding_process_keep_running(tmp_path):
     """A heartbeat thread counts on while FRONT unfolds the star, until the bound's error ends the run."""
     (tmp_path / "net.snet").write_text(RUNSUM)

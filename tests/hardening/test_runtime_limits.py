@@ -44,6 +44,7 @@ def test_a_slow_consumer_holds_back_the_input(engine):
     assert pulled[0] - taken <= OUTPUT_BOUND + 64, (pulled[0], taken)
 
 
+@pytest.mark.slow
 def test_idle_workers_sleep():
     """A network waiting for input costs (almost) no CPU, however many workers."""
     net = snet.load(PASS, boxes={"f": lambda x: {"y": x}})
@@ -100,6 +101,7 @@ def wait_inside(proc: subprocess.Popen, tmp_path) -> None:
     assert (tmp_path / "inside").exists(), "the second box call never began"
 
 
+@pytest.mark.slow
 def test_one_ctrl_c_stops_the_cli_while_a_box_sleeps(tmp_path):
     """The outputs so far are written, exit 1, without waiting for the box call (of 1,000 s): about a second
     at rest; the bound is generous, for a busy machine."""
@@ -132,6 +134,7 @@ def test_one_ctrl_c_stops_the_cli_while_a_box_sleeps(tmp_path):
     assert out.read_text().replace(" ", "").splitlines() == ['{"y":0}']
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["front", "reference"])
 def test_sigterm_stops_the_cli_like_ctrl_c(tmp_path, engine):
     """What a service manager sends: outputs so far written, exit 1, one clean line, statistics."""

@@ -46,6 +46,7 @@ def test_poll_returns_the_outputs_before_the_error_then_every_call_raises(engine
             call()
 
 
+@pytest.mark.slow
 def test_abort_does_not_wait_for_a_running_box_call(engine_options):
     started, release = threading.Event(), threading.Event()
 
@@ -68,6 +69,7 @@ def test_abort_does_not_wait_for_a_running_box_call(engine_options):
         release.set()
 
 
+@pytest.mark.slow
 def test_abort_fails_the_future_of_a_running_box_call_at_once(engine_options):
     started, release = threading.Event(), threading.Event()
 

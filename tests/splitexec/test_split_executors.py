@@ -126,6 +126,7 @@ SLOW_FOR_SOME = ("import time\n\ndef work(v, k):\n    time.sleep((k % 3) * 0.01)
                  "    return {'v': v * 10, '<k>': k}\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch", [1, 7, 1024])
 def test_a_deterministic_split_keeps_the_input_order(executor, tmp_path, batch):
     kind, options = executor
