@@ -363,6 +363,23 @@ def _match(graph: PropertyGraph, token: str) -> set[int]:
     return hits
 
 
+def fold_outputs(keyed: list[tuple[tuple[int, int, Any], list[Record]]]) -> list[SplitOutputs]:
+    """Outputs keyed ``(seq, instance, tag value)``, sorted, as :class:`SplitOutputs` per input.
+
+    A record that a ``!!`` or a multi-valued tag sent to several replicas
+    comes back once per copy: the copies' outputs are joined, in key order.
+    """
+    result: list[SplitOutputs] = []
+    last = None
+    for (seq, instance, _value), outputs in keyed:
+        if last == (seq, instance):
+            result[-1].outputs.extend(outputs)
+        else:
+            result.append(SplitOutputs(instance, seq, list(outputs)))
+            last = (seq, instance)
+    return result
+
+
 # -- the registry -------------------------------------------------------------------
 
 
@@ -418,4 +435,4 @@ def executor_for(graph: PropertyGraph, boxes: dict[str, Callable[..., Any]], opt
 
 __all__ = ["SplitExecutorProtocol", "ExecutorStats", "SplitExecutor", "SplitRunner", "SplitOutputs", "BatchResult",
            "SplitFailure", "select_splits", "split_positions", "ExecutorEntry", "EXECUTORS", "register_executor",
-           "executor_for", "asked_executors"]
+           "executor_for", "asked_executors", "fold_outputs"]

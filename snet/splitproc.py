@@ -66,7 +66,7 @@ from snet.core.compiled import SplitKeys
 from snet.core.processes import main_hidden, process_context, read_answer, shipped_function
 from snet.errorpolicy import error_record
 from snet.errors import SNetBindingError, SNetBoxError, SNetRuntimeError, SNetUsageError
-from snet.splitexec import SplitExecutor, SplitFailure, SplitOutputs, SplitRunner, select_splits
+from snet.splitexec import SplitExecutor, SplitFailure, SplitOutputs, SplitRunner, fold_outputs, select_splits
 from snet.stats import BoxStats, SplitProcessStats, add_box_calls
 from snet.splitworker import PROTOCOL, keeps_state
 from snet.spg.nodes import BoxNode, PropertyGraph, SplitNode
@@ -323,8 +323,8 @@ class ProcessSplitRunner(SplitRunner):
         keyed.sort(key=lambda item: item[0])
         if errors:
             key, error = min(errors, key=lambda e: e[0])
-            raise SplitFailure(error, key[0], _fold([item for item in keyed if item[0] < key]))
-        return _fold(keyed)
+            raise SplitFailure(error, key[0], fold_outputs([item for item in keyed if item[0] < key]))
+        return fold_outputs(keyed)
 
     def _share(self, items: list[tuple[int, int, Record]]) -> list[list[tuple]]:
         """Each process's ``(key, record, replica)`` items, in key order."""
@@ -530,18 +530,6 @@ def _shown(record: Record, limit: int = 300) -> str:
         text = repr(record)
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
-
-def _fold(keyed: list[tuple[tuple, list[Record]]]) -> list[SplitOutputs]:
-    """``[((seq, instance, value), outputs)]`` sorted -> outputs per input, the copies' outputs joined."""
-    result: list[SplitOutputs] = []
-    last = None
-    for (seq, instance, _value), outputs in keyed:
-        if last == (seq, instance):
-            result[-1].outputs.extend(outputs)
-        else:
-            result.append(SplitOutputs(instance, seq, list(outputs)))
-            last = (seq, instance)
-    return result
 
 
 __all__ = ["ProcessSplits", "ProcessSplitRunner", "owner"]

@@ -16,13 +16,12 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import sys
 import threading
 from typing import Any
 
 from snet.checkpoint.files import open_input
 from snet.checkpoint.gate import DEFAULT_INTERVAL, Checkpointing, InputGate
-from snet.checkpoint.store import CheckpointStore, file_digest
+from snet.checkpoint.store import CheckpointStore, box_file_digests, file_digest
 from snet.errors import SNetUsageError
 from snet.execution import Execution
 from snet.options import DEFAULT_ENGINE
@@ -114,12 +113,7 @@ class CheckpointedExecution(Execution):
 
 
 def _identity(network: Any, engine: str) -> dict:
-    boxes = {}
-    for function in network.boxes.values():
-        module = sys.modules.get(getattr(function, "__module__", None) or "")
-        origin = getattr(module, "__file__", None)
-        if origin and os.path.isfile(origin):
-            boxes[os.path.abspath(origin)] = file_digest(origin)
+    boxes = box_file_digests(network)
     drawing = network.to_dot() + network.signature
     return {"network": {"sha256": hashlib.sha256(drawing.encode()).hexdigest()}, "boxes": boxes, "engine": engine}
 

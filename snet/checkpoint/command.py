@@ -13,14 +13,13 @@ returns the gate (the records the engine reads) and the committed output
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 import attrs
 
 from snet.checkpoint.files import CommittedOutput, open_input, open_output
 from snet.checkpoint.gate import DEFAULT_INTERVAL, Checkpointing, InputGate
-from snet.checkpoint.store import CheckpointStore, file_digest
+from snet.checkpoint.store import CheckpointStore, box_file_digests, file_digest
 from snet.errors import SNetUsageError
 from snet.options import DEFAULT_ENGINE
 
@@ -68,12 +67,7 @@ def refuse_unsupported(args: Any, options: Any) -> None:
 
 def identity(args: Any, network: Any, engine: str) -> dict:
     """What a resume must find unchanged, besides the input and output files' contents."""
-    boxes = {}
-    for function in network.boxes.values():
-        module = sys.modules.get(getattr(function, "__module__", None) or "")
-        origin = getattr(module, "__file__", None)
-        if origin and os.path.isfile(origin):
-            boxes[os.path.abspath(origin)] = file_digest(origin)
+    boxes = box_file_digests(network)
     return {"network": {"file": os.path.abspath(args.net_file), "sha256": file_digest(args.net_file),
                         "net": args.net},
             "boxes": boxes, "engine": engine,

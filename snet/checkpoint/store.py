@@ -29,6 +29,7 @@ import json
 import os
 import pickle
 import signal
+import sys
 from typing import Any
 
 from snet.errors import SNetRuntimeError, SNetUsageError
@@ -169,3 +170,14 @@ def file_digest(path: str, limit: int | None = None) -> str:
             if left is not None:
                 left -= len(chunk)
     return h.hexdigest()
+
+
+def box_file_digests(network: Any) -> dict[str, str]:
+    """The digest of every file a box function of ``network`` was loaded from (``NET.py``, box modules)."""
+    boxes = {}
+    for function in network.boxes.values():
+        module = sys.modules.get(getattr(function, "__module__", None) or "")
+        origin = getattr(module, "__file__", None)
+        if origin and os.path.isfile(origin):
+            boxes[os.path.abspath(origin)] = file_digest(origin)
+    return boxes

@@ -233,15 +233,25 @@ def record_destination(output: str | None, progress: float | None) -> Any:
     """
     if progress is None or output not in (None, "-") or not live_terminal():
         return output
+    buffer = stdout_on_the_display()
+    return output if buffer is None else SharedTerminal(buffer)
+
+
+def stdout_on_the_display() -> Any:
+    """Standard output's byte stream, flushed, when it is the terminal standard error draws on; else None.
+
+    Records written there must then go above a live display
+    (:class:`SharedTerminal`, or ``--top``'s table), not through it.
+    """
     try:
         same = os.isatty(1) and os.path.samestat(os.fstat(1), os.fstat(2))
     except OSError:
         same = False
     buffer = getattr(sys.stdout, "buffer", None)
     if not same or buffer is None:
-        return output
+        return None
     sys.stdout.flush()
-    return SharedTerminal(buffer)
+    return buffer
 
 
 def live_terminal() -> bool:

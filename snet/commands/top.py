@@ -23,7 +23,7 @@ import sys
 import threading
 from typing import IO, Any, Iterable
 
-from snet.commands.progress import SharedTerminal, command_handlers, live_terminal
+from snet.commands.progress import SharedTerminal, command_handlers, live_terminal, stdout_on_the_display
 from snet.errors import SNetUsageError
 
 REFRESH_SECONDS = 0.5  # redraw interval
@@ -66,15 +66,8 @@ class TopView:
         """Where the records go: `output`, or :class:`AboveTheTable` when standard output is this terminal."""
         if output not in (None, "-"):
             return output
-        try:
-            same = os.isatty(1) and os.path.samestat(os.fstat(1), os.fstat(2))
-        except OSError:
-            same = False
-        buffer = getattr(sys.stdout, "buffer", None)
-        if not same or buffer is None:
-            return output
-        sys.stdout.flush()
-        return AboveTheTable(buffer, self.console)
+        buffer = stdout_on_the_display()
+        return output if buffer is None else AboveTheTable(buffer, self.console)
 
     def start(self, execution: Any) -> "TopView":
         """Draw the view of ``execution`` and keep redrawing it until :meth:`stop`."""

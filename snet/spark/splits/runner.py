@@ -21,7 +21,7 @@ from snet.spark.failures import crash_summary, job_summary, looks_like_crash
 from snet.spark.splits import crash
 from snet.spark.splits.replicas import Group, TaskInput, TaskOutput, run_payload
 from snet.spark.tasks import arrow_payloads, dumps, keeps_state, loads, rdd_payloads
-from snet.splitexec import SplitFailure, SplitOutputs, SplitRunner
+from snet.splitexec import SplitFailure, SplitOutputs, SplitRunner, fold_outputs
 from snet.stats import add_box_calls
 from snet.spg.nodes import PropertyGraph, SplitNode
 
@@ -125,8 +125,9 @@ class SparkSplitRunner(SplitRunner):
                  len(batch), len(payloads), seconds)
         if errors:
             first = min(errors, key=lambda e: e.key)
-            raise SplitFailure(first.rebuild(), first.key[0], _fold([item for item in keyed if item[0] < first.key]))
-        return _fold(keyed)
+            raise SplitFailure(first.rebuild(), first.key[0],
+                               fold_outputs([item for item in keyed if item[0] < first.key]))
+        return fold_outputs(keyed)
 
     def take_failures(self) -> list[tuple]:
         failures, self.failures = self.failures, []
@@ -248,15 +249,3 @@ class SparkSplitRunner(SplitRunner):
                 pass
         self.states.clear()
 
-
-def _fold(keyed: list[tuple[tuple, list[Record]]]) -> list[SplitOutputs]:
-    """``[((seq, instance, value), outputs)]`` sorted -> outputs per input, the copies' outputs joined."""
-    result: list[SplitOutputs] = []
-    last = None
-    for (seq, instance, _value), outputs in keyed:
-        if last == (seq, instance):
-            result[-1].outputs.extend(outputs)
-        else:
-            result.append(SplitOutputs(instance, seq, list(outputs)))
-            last = (seq, instance)
-    return result
