@@ -331,6 +331,14 @@ def _loggers_kept(*names: str):
 interrupted = False  # the last command ended by Ctrl-C or SIGTERM (`python -m snet` then ends at once)
 
 
+def _stop_spark() -> None:
+    """Before an interrupted command's message: stop Spark if this run started it (its JVM writes last otherwise)."""
+    if "pyspark" in sys.modules:
+        from snet.commands.sparknative import stop_spark_after_interrupt
+
+        stop_spark_after_interrupt()
+
+
 def main(argv: list[str] | None = None) -> int:
     with _loggers_kept("snet", "snet.spark"):
         return _main(argv)
@@ -354,10 +362,13 @@ def _main(argv: list[str] | None) -> int:
     try:
         return command()
     except SNetError as error:
-        report(error)
         interrupted = isinstance(error, SNetInterrupted)
+        if interrupted:
+            _stop_spark()
+        report(error)
         return error.exit_status
     except KeyboardInterrupt:
+        _stop_spark()
         print("error: interrupted", file=sys.stderr)
         interrupted = True
         return 1

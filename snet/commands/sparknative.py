@@ -197,3 +197,30 @@ def start_for(graph, options: RunOptions):
         log.warning("warning: %s: the run does not use Spark, and %s is not contacted", why, options.spark_master)
         return None
     return start_session(options.spark_master, options.spark_conf)
+
+
+def stop_spark_after_interrupt() -> None:
+    """Stop this process's Spark context, and silence its JVM, before an interrupted command's last line.
+
+    The JVM is a child that writes to the same standard error: stopped by
+    the exit handlers after snet's ``error: interrupted``, it went on with
+    its own shutdown errors (a scheduler rejecting the cancelled tasks'
+    updates), so the message was no longer the last line.  Only when
+    PySpark is loaded and a context is active.
+    """
+    if "pyspark" not in sys.modules:
+        return
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None:
+        return
+    jvm: Any = context._jvm
+    try:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setRootLevel(jvm.org.apache.logging.log4j.Level.OFF)
+    except Exception:  # another logging back end, or the gateway is gone: stop it all the same
+        log.debug("could not silence Spark's logs before stopping", exc_info=True)
+    try:
+        context.stop()
+    except Exception:
+        log.debug("stopping Spark after an interrupt failed", exc_info=True)
