@@ -333,10 +333,9 @@ interrupted = False  # the last command ended by Ctrl-C or SIGTERM (`python -m s
 
 def _stop_spark() -> None:
     """Before an interrupted command's message: stop Spark if this run started it (its JVM writes last otherwise)."""
-    if "pyspark" in sys.modules:
-        from snet.commands.sparknative import stop_spark_after_interrupt
+    from snet.commands.sparknative import stop_spark_after_interrupt  # imports no pyspark
 
-        stop_spark_after_interrupt()
+    stop_spark_after_interrupt()
 
 
 def main(argv: list[str] | None = None) -> int:
