@@ -265,14 +265,29 @@ class Network:
         return spark_apply(self, df, schema, partitions=partitions, order=order)
 
     def session(self, *, max_pending: int | None = None, checkpoint: str | os.PathLike | None = None,
-                checkpoint_reset: bool = False, **run_options: Any) -> "Session":
+                checkpoint_reset: bool = False, resume: str | os.PathLike | None = None,
+                **run_options: Any) -> "Session":
         """Start a long-running session (see :class:`Session`); takes the options of :meth:`run`.
 
         ``checkpoint``: a directory for the snapshots ``Session.checkpoint()``
         takes; a session started with a directory that holds one resumes
-        from it (``checkpoint_reset=True``: afresh).
+        from it (``checkpoint_reset=True``: afresh).  ``resume``: the same,
+        for a directory that must hold a snapshot: a service restarted
+        after a crash is refused (:class:`SNetUsageError`) rather than
+        started empty when the path is wrong or the snapshot is gone.
         """
         options = RunOptions.from_keywords(**run_options)
+        if resume is not None:
+            from snet.checkpoint.api import require_snapshot
+
+            if checkpoint is not None and os.path.abspath(checkpoint) != os.path.abspath(resume):
+                raise SNetUsageError(f"resume={os.fspath(resume)!r} and checkpoint={os.fspath(checkpoint)!r} name "
+                                     f"two directories: a session takes its snapshots where it resumes from")
+            if checkpoint_reset:
+                raise SNetUsageError("resume= and checkpoint_reset=True contradict each other: checkpoint=DIR with "
+                                     "checkpoint_reset=True starts afresh")
+            require_snapshot(os.fspath(resume))
+            checkpoint = resume
         checkpointing = None
         if checkpoint is not None:
             from snet.checkpoint.api import session_checkpointing

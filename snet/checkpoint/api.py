@@ -21,7 +21,7 @@ from typing import Any
 
 from snet.checkpoint.files import open_input
 from snet.checkpoint.gate import DEFAULT_INTERVAL, Checkpointing, InputGate
-from snet.checkpoint.store import CheckpointStore, box_file_digests, file_digest
+from snet.checkpoint.store import MANIFEST, CheckpointStore, box_file_digests, file_digest
 from snet.errors import SNetUsageError
 from snet.execution import Execution
 from snet.options import DEFAULT_ENGINE
@@ -145,6 +145,16 @@ class SessionOutputs:
 
     def commit(self) -> dict:
         return {"records": self.total}
+
+
+def require_snapshot(directory: str) -> None:
+    """Refuse ``net.session(resume=DIR)`` when ``DIR`` holds no snapshot to resume from."""
+    if not os.path.isdir(directory):
+        raise SNetUsageError(f"resume={directory!r}: there is no such directory, so no snapshot to resume from "
+                             f"(checkpoint=DIR starts afresh when DIR holds none)")
+    if not os.path.isfile(os.path.join(directory, MANIFEST)):
+        raise SNetUsageError(f"resume={directory!r}: the directory holds no snapshot (none was taken there, or "
+                             f"it was reset); checkpoint=DIR starts afresh when DIR holds none")
 
 
 def session_checkpointing(network: Any, options: Any, directory: str, reset: bool) -> Checkpointing:

@@ -30,3 +30,41 @@ def test_a_session_without_a_directory_refuses_checkpoint(tmp_path):
     with snet.load(PAIRS).session(engine="reference") as session:
         with pytest.raises(SNetUsageError, match="start it with net.session"):
             session.checkpoint()
+
+
+@pytest.mark.parametrize("engine", ["reference", "front"])
+def test_resume_continues_from_the_snapshot_and_goes_on_taking_them(engine, tmp_path):
+    net = snet.load(PAIRS)
+    first = net.session(engine=engine, checkpoint=tmp_path / "ck")
+    assert first.submit({"a": 1}).result(timeout=60) == []
+    first.checkpoint(timeout=60)
+    first.abort()
+    second = net.session(engine=engine, resume=tmp_path / "ck")
+    assert second.submit({"a": 2}).result(timeout=60) == []
+    second.checkpoint(timeout=60)  # into the same directory
+    second.abort()
+    third = net.session(engine=engine, resume=str(tmp_path / "ck"))
+    outs = [third.submit({"b": -i}).result(timeout=60) for i in (1, 2)]
+    third.close()
+    assert sorted(o["a"] for out in outs for o in out) == [1, 2]
+
+
+def test_resume_refuses_a_directory_without_a_snapshot(tmp_path):
+    net = snet.load(PAIRS)
+    with pytest.raises(SNetUsageError, match="no such directory"):
+        net.session(engine="reference", resume=tmp_path / "typo")
+    assert not (tmp_path / "typo").exists()  # not made: nothing was resumed, nothing started
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SNetUsageError, match="holds no snapshot"):
+        net.session(engine="reference", resume=tmp_path / "empty")
+
+
+def test_resume_with_another_directory_or_a_reset_is_refused(tmp_path):
+    net = snet.load(PAIRS)
+    with net.session(engine="reference", checkpoint=tmp_path / "ck") as s:
+        s.checkpoint(timeout=60)
+    with pytest.raises(SNetUsageError, match="two directories"):
+        net.session(engine="reference", resume=tmp_path / "ck", checkpoint=tmp_path / "other")
+    with pytest.raises(SNetUsageError, match="contradict"):
+        net.session(engine="reference", resume=tmp_path / "ck", checkpoint_reset=True)
+    net.session(engine="reference", resume=tmp_path / "ck", checkpoint=tmp_path / "ck").close()
