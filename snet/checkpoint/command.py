@@ -1,7 +1,7 @@
 """``snet run --checkpoint DIR``: the run's input, output and snapshots, set up before it starts.
 
 :func:`open_checkpointed` checks that the run can take checkpoints (an input
-file, an output file, no Spark, no error file), opens the directory, and on
+file, an output file, no Spark), opens the directory, and on
 a resume checks that nothing the run depends on changed: the network file,
 the files the boxes come from, the input file up to the position read, the
 output file up to the committed position, the engine.  Each refusal names
@@ -20,6 +20,7 @@ import attrs
 from snet.checkpoint.files import CommittedOutput, open_input, open_output
 from snet.checkpoint.gate import DEFAULT_INTERVAL, Checkpointing, InputGate
 from snet.checkpoint.store import CheckpointStore, box_file_digests, file_digest
+from snet.deadletters import DeadLetters
 from snet.errors import SNetUsageError
 from snet.options import DEFAULT_ENGINE
 
@@ -35,6 +36,7 @@ class CheckpointedRun:
     output: CommittedOutput
     source: Any
     resumed: bool
+    errors: Any = None  # the error file (`snet.deadletters.DeadLetters`) of --errors, or None
 
     @property
     def input_file(self) -> Any:
@@ -44,6 +46,8 @@ class CheckpointedRun:
     def close(self) -> None:
         self.checkpointing.stop()
         self.source.close()
+        if self.errors is not None:
+            self.errors.close()
 
 
 def refuse_unsupported(args: Any, options: Any) -> None:
@@ -57,9 +61,9 @@ def refuse_unsupported(args: Any, options: Any) -> None:
     if options.spark_master:
         raise SNetUsageError("--checkpoint does not apply to runs with --spark yet: a Spark run's split replicas "
                              "live in the executors (whole-network runs inside Spark keep Spark's task retry)")
-    if args.errors is not None:
-        raise SNetUsageError("--checkpoint cannot be combined with --errors FILE yet: the error file is not "
-                             "committed with the snapshots")
+    if args.errors == "-":
+        raise SNetUsageError("--checkpoint needs an error file (--errors FILE), not standard output: it is cut "
+                             "back to the committed position on a resume")
     if args.checkpoint_interval is not None and not args.checkpoint_interval > 0:
         raise SNetUsageError(f"--checkpoint-interval takes a positive number of seconds, "
                              f"not {args.checkpoint_interval}")
@@ -71,7 +75,8 @@ def identity(args: Any, network: Any, engine: str) -> dict:
     return {"network": {"file": os.path.abspath(args.net_file), "sha256": file_digest(args.net_file),
                         "net": args.net},
             "boxes": boxes, "engine": engine,
-            "input_file": os.path.abspath(args.input), "output_file": os.path.abspath(args.output)}
+            "input_file": os.path.abspath(args.input), "output_file": os.path.abspath(args.output),
+            "errors_file": os.path.abspath(args.errors) if args.errors is not None else None}
 
 
 def check_unchanged(manifest: dict, now: dict, directory: str) -> None:
@@ -93,6 +98,12 @@ def check_unchanged(manifest: dict, now: dict, directory: str) -> None:
         if was[key] != now[key]:
             raise SNetUsageError(f"the checkpoint in {directory} belongs to a run with {what} file {was[key]}, "
                                  f"not {now[key]}; {RESET_HINT}")
+    errors_was, errors_now = was.get("errors_file"), now["errors_file"]
+    if errors_was != errors_now:
+        was_text = f"error file {errors_was}" if errors_was else "no error file"
+        now_text = f"--errors {errors_now}" if errors_now else "no --errors"
+        raise SNetUsageError(f"the checkpoint in {directory} belongs to a run with {was_text}, not one with "
+                             f"{now_text}: its failures are part of the committed state; {RESET_HINT}")
 
 
 def open_checkpointed(args: Any, network: Any, options: Any, in_format: str, out_format: str,
@@ -110,11 +121,16 @@ def open_checkpointed(args: Any, network: Any, options: Any, in_format: str, out
             raise SNetUsageError(f"the checkpoint in {args.checkpoint} wrote {manifest['output_format']} output, "
                                  f"not {out_format}; {RESET_HINT}")
     source = open_input(args.input, in_format, manifest["input"] if manifest else None, args.allow_pickle)
+    errors = None
     try:
         restore = store.load_state() if manifest is not None else None
+        if args.errors is not None:
+            errors = DeadLetters(args.errors, args.allow_pickle, manifest.get("errors") if manifest else None)
         f = open_output(args.output, manifest["output"] if manifest else None)
     except BaseException:
         source.close()
+        if errors is not None:
+            errors.close()
         raise
     writer: Any = open_writer(f, out_format, allow_pickle=args.allow_pickle, hint=hint,
                               xml_mode=getattr(args, "xml_mode", "textual"))
@@ -124,6 +140,7 @@ def open_checkpointed(args: Any, network: Any, options: Any, in_format: str, out
     if manifest is not None:
         output.total = manifest["output"]["records"]
     interval = args.checkpoint_interval if args.checkpoint_interval is not None else DEFAULT_INTERVAL
-    checkpointing = Checkpointing(store, interval, restore, output, source, {**now, "output_format": out_format})
+    checkpointing = Checkpointing(store, interval, restore, output, source, {**now, "output_format": out_format},
+                                  errors=errors)
     return CheckpointedRun(checkpointing, InputGate(source.records, checkpointing), output, source,
-                           manifest is not None)
+                           manifest is not None, errors)

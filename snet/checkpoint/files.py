@@ -14,7 +14,8 @@ Output (:class:`CommittedOutput`): the writer of ``snet run`` behind a lock,
 counting what it wrote; ``commit`` flushes and ``fsync``-s the file and
 returns its length, with a digest of its last bytes.  Resuming cuts the
 file back to the committed length and writes on (an XML file keeps the
-prologue it has).
+prologue it has).  The error file of ``--errors`` is committed and cut
+back the same way (:mod:`snet.deadletters`).
 """
 
 from __future__ import annotations
@@ -141,10 +142,16 @@ class CommittedOutput:
     def commit(self) -> dict:
         """Flush and fsync; the committed position (the caller holds ``lock``)."""
         self.writer.flush()
-        fd = self.f.fileno()
-        os.fsync(fd)
-        size = os.fstat(fd).st_size
-        return {"bytes": size, "records": self.total, "tail_sha256": _tail_digest(fd, size)}
+        return commit_file(self.f, self.total)
+
+
+def commit_file(f: Any, records: int) -> dict:
+    """Flush and ``fsync`` the text file ``f`` holding ``records`` records: its committed position."""
+    f.flush()
+    fd = f.fileno()
+    os.fsync(fd)
+    size = os.fstat(fd).st_size
+    return {"bytes": size, "records": records, "tail_sha256": _tail_digest(fd, size)}
 
 
 def _tail_digest(fd: int, size: int) -> str:
@@ -154,18 +161,26 @@ def _tail_digest(fd: int, size: int) -> str:
 
 def open_output(path: str, committed: dict | None) -> Any:
     """The output file, new or cut back to the committed position (checked against its digest)."""
-    try:
-        if committed is None:
+    if committed is None:
+        try:
             return open(path, "w+", encoding="utf-8", newline="\n")
+        except OSError as e:
+            raise SNetUsageError(f"cannot open output file {path}: {e.strerror or e}") from None
+    return open_committed(path, committed, "output file")
+
+
+def open_committed(path: str, committed: dict, what: str) -> Any:
+    """The text file ``path`` cut back to its committed position (checked against its digest), for appending."""
+    try:
         f = open(path, "r+", encoding="utf-8", newline="\n")
     except FileNotFoundError:
-        raise _refuse(f"the output file {path} is gone") from None
+        raise _refuse(f"the {what} {path} is gone") from None
     except OSError as e:
-        raise SNetUsageError(f"cannot open output file {path}: {e.strerror or e}") from None
+        raise SNetUsageError(f"cannot open {what} {path}: {e.strerror or e}") from None
     size = os.fstat(f.fileno()).st_size
     if size < committed["bytes"] or _tail_digest(f.fileno(), committed["bytes"]) != committed["tail_sha256"]:
         f.close()
-        raise _refuse(f"the output file {path} changed before the committed position")
+        raise _refuse(f"the {what} {path} changed before the committed position")
     f.truncate(committed["bytes"])
     f.seek(0, os.SEEK_END)
     return f

@@ -53,10 +53,13 @@ class Checkpointing:
             ``commit()``), see :mod:`snet.checkpoint.files`.
         source: the input (``records``, ``position()``).
         identity: what the manifest records to recognise the run (digests).
+        errors: the error file of ``--errors`` (``commit()``), or None.
     """
 
-    def __init__(self, store: Any, interval: float | None, restore: Any, output: Any, source: Any, identity: dict):
+    def __init__(self, store: Any, interval: float | None, restore: Any, output: Any, source: Any, identity: dict,
+                 errors: Any = None):
         self.store = store
+        self.errors = errors  # the error file (`snet.deadletters.DeadLetters`), committed with the output; or None
         self.interval = interval
         self.restore = restore
         self.output = output
@@ -119,8 +122,10 @@ class Checkpointing:
                 with gc_paused():  # (it builds a list per record held)
                     state = engine.export_state()
                 committed = output.commit()
+                # Quiescent: every failure of the records read so far is in the error file already.
+                errors = self.errors.commit() if self.errors is not None else None
             manifest = {**self.identity, "engine": engine.engine_name, "input": self.source.position(),
-                        "output": committed, "final": final}
+                        "output": committed, "errors": errors, "final": final}
             self.last_bytes = self.store.commit(state, manifest)
             self.snapshots += 1
             self.snapshot_seconds += time.perf_counter() - started

@@ -38,6 +38,7 @@ from typing import Any
 
 import attrs
 
+from snet.deadletters import DeadLetters
 from snet.errors import SNetRuntimeError, SNetInterrupted, SNetOptionError, SNetUsageError
 from snet.commands.progress import record_destination, start_progress
 from snet.options import DEFAULT_ENGINE, RunOptions
@@ -285,7 +286,8 @@ def run_command(args: argparse.Namespace) -> int:
     records = read_records(args.input if input_file is None else input_file, in_format, name=args.input
                            if input_file is not None else None, allow_pickle=args.allow_pickle) \
         if args.checkpoint is None else None
-    dead = DeadLetters(args.errors, args.allow_pickle) if args.errors is not None else None
+    # --errors FILE: opened here, or with the checkpoint (cut back to its committed position on a resume)
+    dead = DeadLetters(args.errors, args.allow_pickle) if args.errors is not None and args.checkpoint is None else None
     if dead is not None:
         options = attrs.evolve(options, on_error=dead.write)
     watched = args.progress is not None or args.verbose
@@ -314,6 +316,8 @@ def run_command(args: argparse.Namespace) -> int:
         checkpointed = open_checkpointed(args, network, options, in_format, out_format,
                                          hint=lambda label: _made_by(network, label))
         records, writer, input_file = checkpointed.records, checkpointed.output, checkpointed.input_file
+        if checkpointed.errors is not None:
+            options = attrs.evolve(options, on_error=checkpointed.errors.write)
         if checkpointed.resumed:
             log.info("info: resuming from the checkpoint in %s (%d records read, %d written)", args.checkpoint,
                      checkpointed.source.taken, checkpointed.output.total)
@@ -360,63 +364,6 @@ def _open_input(path: str | None):
         return open(path, "rb")
     except OSError as e:
         raise SNetUsageError(f"cannot open input file {path}: {e.strerror or e}") from None
-
-
-class DeadLetters:
-    """``--errors FILE``: one JSON Lines error record per failing record, flushed as it comes.
-
-    The file is opened when the run starts (a bad path is an error before
-    any record is read) and written line by line, so a run that dies later
-    leaves every failure it had reported.
-    """
-
-    def __init__(self, path: str, allow_pickle: bool = False):
-        self._allow_pickle = allow_pickle  # values JSON cannot hold as {"$pickle": ...}, as in the output
-        try:
-            self._f = open(path, "w", encoding="utf-8")
-        except OSError as e:
-            raise SNetUsageError(f"cannot open the error file {path}: {e.strerror or e}") from None
-        self.path = path
-        self.count = 0
-
-    def write(self, error_record: dict) -> None:
-        from snet.recordio.jsonl import format_record_jsonl
-
-        try:  # the record as an input file would hold it, so that it can be fed again
-            error_record = {**error_record, "record": json.loads(
-                format_record_jsonl(error_record["record"], self._allow_pickle))}
-        except Exception:
-            pass  # a value the record files cannot hold: shown by its repr below
-        try:
-            line = json.dumps(error_record, ensure_ascii=False, default=_json_fallback)
-        except (ValueError, RecursionError):  # an int too long for decimal (a tag a filter computed), or too deep
-            record = {label: value if _dumps_or_none(value) is not None else _json_fallback(value)
-                      for label, value in error_record["record"].items()}
-            line = json.dumps({**error_record, "record": record}, ensure_ascii=False, default=_json_fallback)
-        self._f.write(line + "\n")
-        self._f.flush()
-        self.count += 1
-
-    def close(self) -> None:
-        self._f.close()
-
-
-def _json_fallback(value: Any) -> Any:
-    """A value of a failing record that JSON cannot hold: its ``repr`` (the record is for a person to read)."""
-    try:
-        return {"$repr": repr(value)}
-    except ValueError:  # an int of more digits than Python writes in decimal, or a value holding one
-        digits = f"an int of more than {sys.get_int_max_str_digits()} digits"
-        return {"$repr": digits if type(value) is int else f"a {type(value).__name__} holding {digits}"}
-    except RecursionError:
-        return {"$repr": f"a {type(value).__name__} nested too deeply to show"}
-
-
-def _dumps_or_none(value: Any) -> str | None:
-    try:
-        return json.dumps(value, default=_json_fallback)
-    except (ValueError, RecursionError):
-        return None
 
 
 class _Terminated(KeyboardInterrupt):

@@ -27,6 +27,7 @@ NETS = Path(__file__).parent / "nets"
 ROOT = Path(__file__).resolve().parents[2]
 INTERVAL = "0.02"
 RUN_LIMIT_S = 300  # an upper bound on one child run, never a pace
+ERRORS = "errors.jsonl"  # the error file of a network run with errors=True
 
 
 def _lines(records) -> str:
@@ -65,6 +66,7 @@ class Net:
     snet: str
     records: list
     ordered: bool
+    errors: bool = False  # run with --on-error skip --errors errors.jsonl: the error file is compared too
 
     def write_input(self, folder: Path) -> Path:
         path = folder / "in.jsonl"
@@ -83,6 +85,7 @@ NETWORKS = [
     Net("sync_star", "sync_star.snet", _sync_star(), False),
     Net("filter_par", "filter_par.snet", [{"x": i, "<n>": i} for i in range(700)], True),
     Net("init_split", "init_split.snet", [{"<go>": i, "<k>": i % 17} for i in range(6000)], True),
+    Net("failing", "failing.snet", [{"x": i} for i in range(900)], True, errors=True),
 ]
 
 ENGINES = {"reference": ["--engine", "reference"], "front-w1": ["--engine", "front", "-w", "1"],
@@ -93,6 +96,8 @@ def command(net: Net, folder: Path, engine: list, *extra: str, output: str = "ou
             checkpoint: bool = True) -> list:
     cmd = [sys.executable, "-m", "snet", "run", str(NETS / net.snet), "--boxes", str(NETS / "boxes.py"),
            "-i", str(folder / "in.jsonl"), "-o", str(folder / output), *engine, *extra]
+    if net.errors:
+        cmd += ["--on-error", "skip", "--errors", str(folder / ERRORS)]
     if checkpoint:
         cmd += ["--checkpoint", str(folder / "ck"), "--checkpoint-interval", INTERVAL]
     return cmd
@@ -183,6 +188,7 @@ def kill_and_resume(net: Net, folder: Path, engines: list, kills: int, seed: int
             break  # the network runs faster than the watcher can catch it: enough tries
         else:
             output.unlink()  # it finished: start over, so that the next run is killed midway
+            (folder / ERRORS).unlink(missing_ok=True)
             for leftover in (folder / "ck").iterdir():
                 leftover.unlink()
     done = run_once(command(net, folder, engines[0], "-v"))
@@ -198,3 +204,13 @@ def same_output(net: Net, got: str, want: str) -> None:
         assert got == want
     else:
         assert sorted(got.splitlines()) == sorted(want.splitlines())
+
+
+def same_errors(net: Net, folder: Path, want: str | None) -> None:
+    """The error file in ``folder`` holds the uninterrupted run's error records, each once (in any order:
+    workers meet failures in any order)."""
+    if not net.errors:
+        return
+    got = (folder / ERRORS).read_text().splitlines()
+    assert want is not None and want.count("\n") > 0
+    assert sorted(got) == sorted(want.splitlines())

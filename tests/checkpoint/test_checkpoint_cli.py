@@ -149,7 +149,7 @@ def test_xml_output_and_input_resume_after_a_kill(engine, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["-o", "-"], "--checkpoint needs an output file"),
-    (["--errors", "errors.jsonl"], "--checkpoint cannot be combined with --errors"),
+    (["--on-error", "skip", "--errors", "-"], "--checkpoint needs an error file (--errors FILE)"),
     (["--checkpoint-interval", "0"], "--checkpoint-interval takes a positive number of seconds"),
     (["--spark", "local[1]"], "--checkpoint does not apply to runs with --spark"),
     (["--spark", "local[1]", "-i", "in.parquet", "-o", "out.parquet"],
@@ -208,3 +208,40 @@ def test_a_bad_record_after_the_resumed_position_is_named_by_its_line(engine, tm
     again = _run(tmp_path, net, boxes, *ENGINES[engine])
     assert again.returncode == 1
     assert f"{tmp_path / 'in.jsonl'}:303: error:" in again.stderr
+
+
+FAILING = next(n for n in NETWORKS if n.name == "failing")
+
+
+def test_the_error_file_is_committed_and_cut_back_with_the_output(tmp_path):
+    """Failures after the last snapshot are written again by the resumed run, so the file is cut back first."""
+    FAILING.write_input(tmp_path)
+    cmd = command(FAILING, tmp_path, ENGINES["front-w4"])
+    plain = run_once(command(FAILING, tmp_path, ENGINES["reference"], output="want.jsonl", checkpoint=False))
+    assert plain.returncode == 0, plain.stderr
+    want_errors = (tmp_path / "errors.jsonl").read_text()
+    assert run_killed(cmd, tmp_path / "out.jsonl", None) is None  # killed after a snapshot of its own
+    with open(tmp_path / "errors.jsonl", "a") as f:
+        f.write('{"error": "written after the last snapshot"}\n')  # as a killed run leaves it
+    done = run_once(cmd + ["-v"])
+    assert done.returncode == 0, done.stderr
+    assert "resuming from the checkpoint" in done.stderr
+    assert (tmp_path / "out.jsonl").read_text() == (tmp_path / "want.jsonl").read_text()
+    assert sorted((tmp_path / "errors.jsonl").read_text().splitlines()) == sorted(want_errors.splitlines())
+
+
+def test_adding_dropping_or_changing_the_error_file_is_refused(tmp_path):
+    FAILING.write_input(tmp_path)
+    cmd = command(FAILING, tmp_path, ENGINES["reference"])
+    assert run_once(cmd).returncode == 0
+    without = [a for a in cmd if a not in ("--errors", str(tmp_path / "errors.jsonl"))]
+    for args, message in ((without, "belongs to a run with error file"),
+                          ([*without, "--errors", str(tmp_path / "other.jsonl")], "not one with --errors")):
+        again = run_once(args)
+        assert again.returncode == 2, again.stderr
+        assert message in again.stderr and "--checkpoint-reset" in again.stderr
+    lines = (tmp_path / "errors.jsonl").read_text().splitlines()
+    (tmp_path / "errors.jsonl").write_text("\n".join(["{}"] + lines[1:]) + "\n")
+    again = run_once(cmd)
+    assert again.returncode == 2
+    assert "the error file" in again.stderr and "changed before the committed position" in again.stderr

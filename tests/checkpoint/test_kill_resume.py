@@ -1,8 +1,10 @@
 """Kill-and-resume: SIGKILL at seeded moments, resume with the same command, compare with an uninterrupted run.
 
-Nine networks (a stateless pipeline, ``!!`` with a per-tag synchro-cell,
+Ten networks (a stateless pipeline, ``!!`` with a per-tag synchro-cell,
 a stateful star, a stateful feedback loop, the sieve, Fibonacci, a
-sync-star pairing, a filter with ``||``, initialisers in split replicas)
+sync-star pairing, a filter with ``||``, initialisers in split replicas,
+a pipeline whose failing records go to ``--errors``, which must hold each
+failure once)
 on the reference engine and on FRONT with 1 and 4 workers (a FRONT run
 may be resumed with another number of workers: both are used in turn).
 """
@@ -16,7 +18,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from checkpoint_harness import ENGINES, NETWORKS, child_env, command, kill_and_resume, run_once, same_output
+from checkpoint_harness import (ENGINES, ERRORS, NETWORKS, child_env, command, kill_and_resume, run_once,
+                                same_errors, same_output)
 
 CONFIGS = {"reference": [ENGINES["reference"]], "front-w1": [ENGINES["front-w1"], ENGINES["front-w4"]],
            "front-w4": [ENGINES["front-w4"], ENGINES["front-w1"]]}
@@ -32,6 +35,8 @@ def uninterrupted(tmp_path_factory):
         done = run_once(command(net, folder, ENGINES["reference"], checkpoint=False))
         assert done.returncode == 0, done.stderr
         outputs[net.name] = (folder / "out.jsonl").read_text()
+        if net.errors:
+            outputs[net.name, ERRORS] = (folder / ERRORS).read_text()
     return outputs
 
 
@@ -40,6 +45,7 @@ def _check(net, config, tmp_path, uninterrupted, kills, seed):
     want = uninterrupted[net.name]
     counts = kill_and_resume(net, tmp_path, CONFIGS[config], kills, seed, len(want.encode()))
     same_output(net, (tmp_path / "out.jsonl").read_text(), want)
+    same_errors(net, tmp_path, uninterrupted.get((net.name, ERRORS)))
     assert counts["killed"] >= 1, counts
     assert counts["resumed_at"], counts  # some run went on from a snapshot taken midway
     return counts

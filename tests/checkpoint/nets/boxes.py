@@ -32,3 +32,11 @@ def right(x):
 
 def init():
     return [{"x": -1}, {"note": "started"}]
+
+
+def picky(x):
+    """Fails on one record in 13: with --on-error skip, an error record each in the --errors file."""
+    time.sleep(PAUSE)
+    if x % 13 == 5:
+        raise ValueError(f"{x} is not welcome")
+    return {"x": x + 3}
