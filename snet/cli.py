@@ -147,6 +147,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--spark-driver-fallback", action="store_true",
                      help="Spark source and sink, but a network whose state cannot be partitioned: run it on the "
                           "driver instead of stopping")
+    run.add_argument("--stream", action="store_true",
+                     help="with --spark and a Spark source folder and sink folder: run the network as a Structured "
+                          "Streaming query over the files that keep arriving in the source, --checkpoint DIR its "
+                          "checkpoint location; until Ctrl-C or SIGTERM (exit 0 once the micro-batch in progress "
+                          "is committed)")
+    run.add_argument("--available-now", action="store_true",
+                     help="with --stream: process the files there now, then stop")
     run.add_argument("--spark-schema", metavar="DDL",
                      help="types of output columns of a Spark-native run, e.g. 'x double, `<t>` long'; the others "
                           "are inferred (default: all inferred)")

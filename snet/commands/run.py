@@ -252,10 +252,28 @@ def run_command(args: argparse.Namespace) -> int:
     from snet.commands.sparknative import native_formats, run_spark_native  # imports no pyspark
 
     formats = native_formats(args)  # a Spark source and sink: the whole run inside Spark (docs/spark.md)
+    if getattr(args, "available_now", False) and not getattr(args, "stream", False):
+        raise SNetUsageError("--available-now applies to runs with --stream")
+    if getattr(args, "stream", False):
+        from snet.commands.sparknative import run_stream
+
+        if formats is None:
+            raise SNetUsageError("--stream runs the network over a Spark source folder into a Spark sink folder: give "
+                                 "both a Spark format (--input-format/--output-format parquet, json, csv or orc; "
+                                 "an empty source folder has no files to tell it by)")
+        for given, flag in ((options.metrics_port is not None, "--metrics-port"), (getattr(args, "top", False), "--top"),
+                            (args.checkpoint_interval is not None, "--checkpoint-interval"),
+                            (args.checkpoint_reset, "--checkpoint-reset"),
+                            (getattr(args, "spark_driver_fallback", False), "--spark-driver-fallback")):
+            if given:
+                raise SNetUsageError(f"{flag} does not apply to a run with --stream (Spark runs the query; its "
+                                     "checkpoint location is --checkpoint DIR)")
+        return run_stream(network, args, options, formats, _open_stats_json(args.stats_json))
     if formats is not None:
         if args.checkpoint is not None:
-            raise SNetUsageError("--checkpoint does not apply to a run with a Spark source and sink: the whole "
-                                 "network runs inside Spark tasks, which keep Spark's own task retry")
+            raise SNetUsageError("--checkpoint does not apply to a batch run with a Spark source and sink: the "
+                                 "whole network runs inside Spark tasks, which keep Spark's own task retry (with "
+                                 "--stream, DIR is the query's checkpoint location)")
         if options.metrics_port is not None:
             raise SNetUsageError("--metrics-port serves the figures of a run on this machine; a Spark source and "
                                  "sink run the whole network inside Spark (see its UI)")

@@ -175,6 +175,45 @@ def run_spark_native(network, args: argparse.Namespace, options: RunOptions, for
     return 0
 
 
+def run_stream(network, args: argparse.Namespace, options: RunOptions, formats: tuple[str, str],
+               stats_json: IO[str] | None) -> int:
+    """``--stream``: the network as a Structured Streaming query (:mod:`snet.spark.stream`); its exit status."""
+    from snet.spark.stream import StreamRequest, StreamRun
+
+    source, sink = formats
+    request_from_args(args, options, source, sink)  # the refusals of a Spark-native run (--errors, --on-error)
+    if args.checkpoint is None:
+        raise SNetUsageError("--stream needs --checkpoint DIR, the query's checkpoint location: it records which "
+                             "input files were processed and which output files were committed, so that "
+                             "running the same command again goes on exactly once")
+    from snet.spark.whole.native import local_path
+
+    sink_path, source_path = local_path(args.output), local_path(args.input)
+    if source_path is not None and sink_path is not None:
+        _check_overlap(args.input, source_path, args.output, sink_path)
+    if source_path is not None and not any(ch in source_path for ch in "*?[") and not os.path.isdir(source_path):
+        raise SNetUsageError(f"--stream reads a folder that files keep arriving in; {args.input} is no folder")
+    request = StreamRequest(source=source, sink=sink, input=args.input, output=args.output,
+                            checkpoint=args.checkpoint, options=options, available_now=args.available_now,
+                            schema=getattr(args, "spark_schema", None), task_warnings=not args.quiet,
+                            show_ui=_show_ui if args.progress is not None or args.verbose else None)
+    outcome = StreamRun(network, request).run()
+    how = "stopped" if outcome.stopped else "done"
+    if args.stats or not args.quiet:
+        out = f" and {outcome.rows_out} output" if outcome.rows_out is not None else ""
+        print(f"snet: stream {how}: {outcome.batches} micro-batch{'es' if outcome.batches != 1 else ''} with "
+              f"records, {outcome.rows_in} input{out} records, {outcome.seconds:.2f} s", file=sys.stderr)
+    if stats_json is not None:
+        with stats_json:
+            json.dump({"run": "spark-stream", "source": {"format": source, "path": args.input},
+                       "sink": {"format": sink, "path": args.output}, "checkpoint": args.checkpoint,
+                       "batches": outcome.batches, "records_in": outcome.rows_in, "records_out": outcome.rows_out,
+                       "seconds": outcome.seconds, "stopped": outcome.stopped}, stats_json, indent=2,
+                      sort_keys=True)
+            stats_json.write("\n")
+    return 0
+
+
 def start_for(graph, options: RunOptions):
     """Start Spark now if a run of ``graph`` with ``options`` will use it (None otherwise).
 
