@@ -147,6 +147,43 @@ class SessionOutputs:
         return {"records": self.total}
 
 
+class MemoryStore:
+    """Keeps the last snapshot's state in memory: the store of :func:`run_with_state`."""
+
+    path = "memory"
+
+    def __init__(self) -> None:
+        self.state: Any = None
+
+    def commit(self, state: Any, manifest: dict) -> int:
+        self.state = state
+        return 0
+
+
+def run_with_state(start: Any, records: list, state: Any) -> tuple[list, Any]:
+    """Run records from a state to their end: (the outputs, the state then), for a caller that keeps the state.
+
+    ``start(records)`` starts an engine over ``records`` (an engine takes a
+    checkpoint's gate as its input, :mod:`snet.checkpoint.gate`); ``state``
+    is what an earlier call returned, or None for a fresh network.  A Spark
+    stream keeps each tag's state so between micro-batches
+    (:mod:`snet.spark.stream`).
+    """
+    from snet.recordio.inputs import checked_inputs
+
+    source = ListInput(records, None)
+    store = MemoryStore()
+    checkpointing = Checkpointing(store, None, state, TakenOutputs(0), source, {})
+    records_read: Any = checked_inputs(source.records)
+    gate = InputGate(records_read, checkpointing)
+    execution = CheckpointedExecution(start(gate), checkpointing, source)
+    try:
+        outputs = list(execution)
+    finally:
+        execution.close()
+    return outputs, store.state
+
+
 def require_snapshot(directory: str) -> None:
     """Refuse ``net.session(resume=DIR)`` when ``DIR`` holds no snapshot to resume from."""
     if not os.path.isdir(directory):
@@ -218,4 +255,4 @@ def run_checkpointed(network: Any, records: Any, options: Any, directory: str, i
     return CheckpointedExecution(network.execute(gate, options), checkpointing, source)
 
 
-__all__ = ["run_checkpointed"]
+__all__ = ["run_checkpointed", "run_with_state"]

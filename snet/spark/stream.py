@@ -18,10 +18,18 @@ sink exactly once (as Spark and every reader that honours
 which wait for the micro-batch in progress to be committed, then stop the
 query (exit status 0).
 
-Only networks whose records are independent run as a stream: a network that
-keeps state across records (a split whose replicas hold a synchro-cell, a
-stateful star or feedback loop) is refused with the construct's position,
-since a micro-batch's tasks start with fresh state (docs/spark.md).
+A network whose records are independent runs each micro-batch as a batch
+run's ``mapInArrow`` tasks.  A network whose state is kept per tag value (a
+split ``X ! <t>`` or ``X !! <t>`` whose replicas hold a synchro-cell, a
+stateful star or feedback loop: what a batch run partitions by the tag
+column) keeps each tag value's state in Spark's state store
+(``applyInPandasWithState``, :func:`keyed`): each micro-batch groups its
+records by the tag, and a group's records run, in the order they arrived,
+from the state the tag's earlier records left (restored and exported as a
+checkpoint's, :func:`snet.checkpoint.api.run_with_state`), so a synchro-cell
+pairs records that came in different micro-batches, and the state survives
+restarts (it is in DIR) and lost executors.  A network whose state no tag
+partitions is refused with the construct's position.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from __future__ import annotations
 import logging
 import signal
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import attrs
 
@@ -71,20 +79,16 @@ class StreamOutcome:
     stopped: bool  # by Ctrl-C or SIGTERM (else: --available-now found nothing more)
 
 
-def check_streamable(network) -> None:
-    """Refuse a network whose records are not independent: its state would not outlive a micro-batch."""
+def stream_key(network) -> str | None:
+    """The tag column a keyed network's state follows (None: its records are independent); a network whose
+    state no key partitions is refused with the construct's position."""
     from snet.spark.whole.distribute import distribution
 
     try:
-        how = distribution(network.graph)
+        return distribution(network.graph).key
     except SNetNotDistributable as e:
-        raise SNetUsageError(f"--stream: {e.message.split(';')[0]}; a stream's micro-batches start with fresh "
-                             f"state, so only networks whose records are independent run as a stream",
-                             e.span) from None
-    if how.key is not None:
-        raise SNetUsageError(f"--stream: the split at {how.where} keeps state per {how.key} across records; a "
-                             f"stream's micro-batches start with fresh state, so per-tag state in a stream is "
-                             f"not supported yet (run the folder as a batch, without --stream)")
+        raise SNetNotDistributable(f"{e.message.split(';')[0]}; a stream (--stream) keeps state per tag value "
+                                   f"only (a split's replicas)", e.span) from None
 
 
 class StreamRun:
@@ -100,7 +104,7 @@ class StreamRun:
         if ignored:
             raise SNetUsageError(f"--spark-conf {', '.join(ignored)} does not apply to --stream: the snet key it "
                                  "reads is snet.boxes (the sink is appended to; the checkpoint says what is in it)")
-        check_streamable(network)
+        self.key = stream_key(network)
         self.query: Any = None  # the StreamingQuery, once started
         self.counter: Any = None  # an accumulator of the output records (None on Spark Connect)
 
@@ -163,8 +167,12 @@ class StreamRun:
                             sample=driver_sample(network, files), override=request.schema)
         stream = _reader(session.readStream, request.source).schema(schema).load(request.input)
         self.counter = None if is_connect_session(session) else session.sparkContext.accumulator(0)
-        outputs = spark_apply(network, stream, out, shipped_only=shipped_only(self.conf.get("snet.boxes")),
-                              task_warnings=request.task_warnings, counter=self.counter, project=False)
+        shipped = shipped_only(self.conf.get("snet.boxes"))
+        if self.key is None:
+            outputs = spark_apply(network, stream, out, shipped_only=shipped, task_warnings=request.task_warnings,
+                                  counter=self.counter, project=False)
+        else:
+            outputs = keyed(network, stream, out, self.key, shipped, self.counter)
         writer = outputs.writeStream.format(request.sink).outputMode("append") \
             .option("checkpointLocation", request.checkpoint).option("path", request.output)
         if request.sink == "csv":
@@ -223,3 +231,77 @@ def _stream_error(error) -> SNetRuntimeError:
     found = task_error(failed)
     found.__cause__ = None
     return found
+
+
+# The order of a keyed stream's records within a micro-batch: the file, the block in it, the row (docs/spark.md).
+ORDER = ("__snet_file", "__snet_block", "__snet_row")
+
+
+def keyed(network, stream, out, key: str, shipped: bool, counter=None):
+    """The outputs of a keyed network over ``stream``: each tag value's state in Spark's state store."""
+    import functools
+    import uuid
+
+    from pyspark.sql import functions as F
+
+    from snet.spark.cluster.session import is_connect_session
+    from snet.spark.cluster.shipping import dump_context, make_context, ship
+
+    session = stream.sparkSession
+    context = make_context(network.graph, 0, network.boxes, shipped_only=shipped)
+    ship(session, context, is_connect_session(session))
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    located = stream.select("*", F.col("_metadata.file_path").alias(ORDER[0]),
+                            F.col("_metadata.file_block_start").alias(ORDER[1]))
+    numbered = StructType(located.schema.fields + [StructField(ORDER[2], LongType(), False)])
+    ordered = located.mapInArrow(number_rows, numbered)  # (monotonically_increasing_id is no streaming expression)
+    group = functools.partial(run_group, uuid.uuid4().hex, dump_context(context), stream.schema.json(), out.json(),
+                              counter)
+    return ordered.groupBy(F.col(f"`{key}`")).applyInPandasWithState(group, out, "state binary", "append",
+                                                                       "NoTimeout")
+
+
+def number_rows(batches) -> Iterator:
+    """A task's rows numbered in the order it reads them: with the file and the block, their order in the
+    source."""
+    import pyarrow as pa
+
+    n = 0
+    for batch in batches:
+        yield pa.RecordBatch.from_arrays([*batch.columns, pa.array(range(n, n + batch.num_rows), pa.int64())],
+                                         names=[*batch.schema.names, ORDER[2]])
+        n += batch.num_rows
+
+
+def run_group(run_id: str, context: bytes, in_json: str, out_json: str, counter, key, frames, state) -> Iterator:
+    """One tag value's records of one micro-batch, run from its saved state; the state saved again."""
+    import json
+    import math
+    import pickle
+
+    import pandas as pd
+
+    from snet.checkpoint.api import run_with_state
+    from snet.spark.tasks import plan_for, run_plan
+    from snet.spark.whole.dataframe import Writer
+
+    integral = {f["name"] for f in json.loads(in_json)["fields"]
+                if f["type"] in ("byte", "short", "integer", "long")}
+    frame = pd.concat(list(frames), ignore_index=True).sort_values(list(ORDER), kind="stable")
+    records = []
+    for row in frame.drop(columns=list(ORDER)).to_dict("records"):
+        record = {}
+        for label, value in row.items():
+            if value is None or (isinstance(value, float) and math.isnan(value)):
+                continue  # an absent label
+            record[label] = int(value) if label in integral and isinstance(value, float) else value
+        records.append(record)
+    plan = plan_for(run_id, context)
+    saved = pickle.loads(state.get[0]) if state.exists else None
+    outputs, after = run_with_state(lambda gate: run_plan(plan, gate), records, saved)
+    state.update((pickle.dumps(after, protocol=pickle.HIGHEST_PROTOCOL),))
+    if outputs:
+        yield Writer(out_json, False).batch(outputs).to_pandas()
+    if counter is not None:
+        counter.add(len(outputs))

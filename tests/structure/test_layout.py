@@ -125,7 +125,7 @@ def test_cycle_detection_sees_a_cycle(tmp_path):
 # -- the Spark package's size, and no module using another's private names ---------------------------------
 
 SPARK = ROOT / "snet" / "spark"
-SPARK_MAX_LINES = 3000 + 250  # the batch machinery, and the streaming query (snet/spark/stream.py)
+SPARK_MAX_LINES = 3000 + 300  # the batch machinery, and the streaming query (snet/spark/stream.py)
 
 
 def test_the_spark_package_stays_within_its_size():

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import io
 import pickle
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from snet.core.semantics import SyncCell, unfinished_warning
+from snet.recursion import deep_recursion
 from snet.errorpolicy import ErrorPolicy, error_record
 from snet.errors import SNetRuntimeError
 from snet import isolation
@@ -137,9 +137,7 @@ def dump_replica(host: "ReplicaHost", target: tuple) -> tuple[bytes, list[SyncCe
     """The replica's dynamic state as bytes, and the synchro-cells found in it."""
     buffer = io.BytesIO()
     pickler = _StatePickler(buffer, host)
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 20000))  # long serial chains nest deeply
-    try:
+    with deep_recursion():  # long serial chains nest deeply
         try:
             pickler.dump(target)
         except (pickle.PicklingError, TypeError, AttributeError):
@@ -147,8 +145,6 @@ def dump_replica(host: "ReplicaHost", target: tuple) -> tuple[bytes, list[SyncCe
             buffer = io.BytesIO()
             pickler = _cloud_state_pickler(buffer, host)
             pickler.dump(target)
-    finally:
-        sys.setrecursionlimit(limit)
     return buffer.getvalue(), pickler.cells
 
 
@@ -168,12 +164,9 @@ def _cloud_state_pickler(buffer, host):
 
 
 def load_replica(host: "ReplicaHost", data: bytes) -> tuple:
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 20000))
-    try:
+    with deep_recursion():
         return _StateUnpickler(io.BytesIO(data), host).load()
-    finally:
-        sys.setrecursionlimit(limit)
+
 
 
 def pending_warnings(cells: list[SyncCell]) -> list[str]:
