@@ -252,8 +252,11 @@ def keyed(network, stream, out, key: str, shipped: bool, counter=None):
     ship(session, context, is_connect_session(session))
     from pyspark.sql.types import LongType, StructField, StructType
 
-    located = stream.select("*", F.col("_metadata.file_path").alias(ORDER[0]),
-                            F.col("_metadata.file_block_start").alias(ORDER[1]))
+    try:  # a file source's rows: by file and block
+        located = stream.select("*", F.col("_metadata.file_path").alias(ORDER[0]),
+                                F.col("_metadata.file_block_start").alias(ORDER[1]))
+    except Exception:  # (AnalysisException) another source: in the order each task reads them
+        located = stream.select("*", F.lit("").alias(ORDER[0]), F.lit(0).cast("long").alias(ORDER[1]))
     numbered = StructType(located.schema.fields + [StructField(ORDER[2], LongType(), False)])
     ordered = located.mapInArrow(number_rows, numbered)  # (monotonically_increasing_id is no streaming expression)
     group = functools.partial(run_group, uuid.uuid4().hex, dump_context(context), stream.schema.json(), out.json(),

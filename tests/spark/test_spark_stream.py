@@ -250,3 +250,26 @@ def test_a_network_whose_state_no_tag_partitions_is_refused_with_its_position(tm
     assert done.returncode == 2, done.stderr
     assert "a stream (--stream) keeps state per tag value only" in done.stderr
     assert "net.snet:1:" in done.stderr  # where the cell is
+
+
+def test_spark_apply_on_a_streaming_dataframe_keeps_each_tag_s_state(spark, tmp_path):
+    """A keyed network dropped into a user's own streaming job: readStream, net.spark_apply, writeStream."""
+    import snet
+
+    (tmp_path / "src").mkdir()
+    net = snet.load(PAIRS)
+    outputs = Counter()
+    waves = [{"x": [1, 2, 3], "y": [None] * 3, "<k>": [1, 2, 3]},
+             {"x": [None] * 3, "y": [10, 20, 30], "<k>": [1, 2, 3]}]
+    for at, wave in enumerate(waves):
+        drop_columns(tmp_path, f"wave{at}", wave)
+        stream = spark.readStream.schema("x long, y long, `<k>` long").parquet(str(tmp_path / "src"))
+        query = net.spark_apply(stream).writeStream.format("parquet").option("path", str(tmp_path / "out")) \
+            .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start()
+        query.awaitTermination(WAIT)
+        assert query.exception() is None
+    import pyarrow.parquet as pq
+
+    for path in committed_files(tmp_path / "out"):
+        outputs.update(tuple(sorted(r.items())) for r in pq.read_table(path).to_pylist())
+    assert outputs == Counter(tuple(sorted({"x": k, "y": 10 * k, "<k>": k}.items())) for k in (1, 2, 3))
