@@ -262,6 +262,10 @@ class Network:
         """
         from snet.spark.whole.dataframe import spark_apply
 
+        if df.isStreaming and partitions is None and order is None:  # (snet.spark.stream: state in Spark's store)
+            from snet.spark.stream import spark_apply_stream
+
+            return spark_apply_stream(self, df, schema)
         return spark_apply(self, df, schema, partitions=partitions, order=order)
 
     def session(self, *, max_pending: int | None = None, checkpoint: str | os.PathLike | None = None,

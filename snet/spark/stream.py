@@ -237,6 +237,17 @@ def _stream_error(error) -> SNetRuntimeError:
 ORDER = ("__snet_file", "__snet_block", "__snet_row")
 
 
+def spark_apply_stream(network, df, schema=None):
+    """``Network.spark_apply`` of a streaming DataFrame: a keyed network's state in Spark's state store."""
+    from snet.spark.whole.dataframe import check_columns, output_schema, spark_apply
+
+    key = stream_key(network)
+    if key is None:
+        return spark_apply(network, df, schema)
+    check_columns(df.schema)
+    return keyed(network, df, output_schema(network.graph, df.schema, schema, boxes=network.boxes), key, False)
+
+
 def keyed(network, stream, out, key: str, shipped: bool, counter=None):
     """The outputs of a keyed network over ``stream``: each tag value's state in Spark's state store."""
     import functools

@@ -130,12 +130,6 @@ def map_network(network, df, task, schema=None, *, partitions: int | None = None
     from snet.spark.cluster.shipping import dump_context, make_context, ship
 
     check_columns(df.schema, (order,) if order is not None else ())
-    key = distribution(network.graph).key if df.isStreaming else None
-    if key is not None:  # a stream with state per tag: each tag's state in Spark's state store
-        from snet.spark.stream import keyed
-
-        out = output_schema(network.graph, df.schema, schema, boxes=network.boxes)
-        return keyed(network, df, out, key, shipped_only)
     mapped, how, drop = prepare(network, df, partitions, order)
     out = output_schema(network.graph, df.schema, schema, drop, boxes=network.boxes)
     session = df.sparkSession
