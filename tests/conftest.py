@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -166,6 +167,25 @@ def front_debug_balance():
         return
     left = front_debug_unbalanced(before)
     assert not left, f"the FRONT runtime's debug counters do not balance after the test: still alive {left}"
+
+
+RECURSION_LIMIT = sys.getrecursionlimit()  # the interpreter's, as the session found it
+
+
+@pytest.fixture(autouse=True)
+def recursion_limit_as_found():
+    """Every test starts with the recursion limit the session started with.
+
+    The limit is the process's, and an import can change it for good:
+    PySpark's error helpers import IPython where it is installed, whose jedi
+    sets 3,000 at import.  The compiler's depth checks and the record
+    writers' nesting checks rely on the limit, so a test run after a Spark
+    test would see another limit than one run alone.  (snet's own raises
+    put it back: tests/core/test_recursion_limit.py.)
+    """
+    sys.setrecursionlimit(RECURSION_LIMIT)
+    yield
+    sys.setrecursionlimit(RECURSION_LIMIT)
 
 
 @pytest.fixture

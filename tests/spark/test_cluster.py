@@ -478,3 +478,67 @@ def test_the_start_up_probe_accepts_a_master_whose_rpc_is_in_tls(tmp_path):
         preflight.check_master(master.url)
     finally:
         master.stop()
+
+
+def test_a_worker_killed_mid_stream_changes_nothing_in_the_output(cluster, tmp_path):
+    """``snet run --stream`` of a keyed network on the cluster, two waves of files: the worker running the
+    victim record of the second micro-batch is killed (with its executor); Spark runs the task again on the
+    other worker, from the state store's last committed state, and the sink holds the outputs an
+    uninterrupted run gives, each once."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from test_spark_stream import committed_files
+
+    mark = tmp_path / "mark"
+    boxes = KILL_BOXES.format(mark=str(mark), base=str(cluster.base)).replace("VICTIM = 21", "VICTIM = 61")
+    folder = helper_folder(tmp_path / "boxes", boxes, KILL_NET)
+    (folder / "src").mkdir()
+
+    def drop(name: str, values: range) -> None:
+        table = pa.table({"a": pa.array(list(values), pa.int64()), "<k>": pa.array([v % 3 for v in values], pa.int64())})
+        pq.write_table(table, folder / f".{name}")
+        os.rename(folder / f".{name}", folder / "src" / f"{name}.parquet")
+
+    words = [sys.executable, "-m", "snet", "run", "net.snet", "--stream", "--available-now", "-i", "src",
+             "--input-format", "parquet", "-o", "out", "--output-format", "parquet", "--checkpoint", "ck",
+             *spark_words(cluster.url)]
+    drop("first", range(0, 40))
+    done = subprocess.run(words, cwd=folder, capture_output=True, text=True, timeout=600, env=driver_env())
+    assert done.returncode == 0, done.stderr[-5000:] + cluster.log_tail()
+    drop("second", range(40, 80))
+    run = subprocess.Popen(words, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=driver_env())
+    try:
+        deadline = time.monotonic() + 300
+        while not mark.exists():
+            assert run.poll() is None, run.communicate()[1][-5000:]
+            assert time.monotonic() < deadline, "the box never reached its record"
+            time.sleep(0.1)
+        first = json.loads(mark.read_text())
+        victim = cluster.worker_of(first["cwd"])
+        assert victim is not None, first
+        cluster.kill_worker(victim)  # while the box sleeps inside the task
+        _, stderr = run.communicate(timeout=600)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 0, stderr[-5000:] + cluster.log_tail()
+    assert not (tmp_path / "mark.slept").exists()  # the first attempt died mid-record
+    written = Counter()
+    for path in committed_files(folder / "out"):
+        written.update(json.dumps({k: v for k, v in r.items() if v is not None}, sort_keys=True)
+                       for r in pq.read_table(path).to_pylist())
+    # Per tag value: its first even a pairs with its first odd c; every other record passes the fired cell.
+    want = Counter()
+    for k in range(3):
+        values = [v for v in range(80) if v % 3 == k]
+        first_a = next(v for v in values if v % 2 == 0)
+        first_c = next(v for v in values if v % 2 == 1)
+        want[json.dumps({"a": 2 * first_a, "c": 10 * first_c, "<k>": k}, sort_keys=True)] += 1
+        for v in values:
+            if v not in (first_a, first_c):
+                out = {"a": 2 * v, "<k>": k} if v % 2 == 0 else {"c": 10 * v, "<k>": k}
+                want[json.dumps(out, sort_keys=True)] += 1
+    assert written == want
