@@ -78,13 +78,22 @@ class AsyncSession:
     ``on_error``, what an input's outputs are).
     """
 
-    def __init__(self, network: Any, options: "RunOptions", max_pending: int | None = None):
+    def __init__(self, network: Any, options: "RunOptions", max_pending: int | None = None,
+                 checkpointing: Any = None):
         listener = _Listener(asyncio.get_running_loop())
         self._outputs = listener.outputs
         self._room = listener.room_made
         self._ended = listener.end_seen
         self._taken = listener.taken
-        self._session = Session(network, options, max_pending, listener=listener)
+        self._session = Session(network, options, max_pending, listener=listener, checkpointing=checkpointing)
+
+    async def checkpoint(self, timeout: float | None = None) -> None:
+        """Commit a snapshot of the session's state (``net.asession(checkpoint=DIR)``; see ``Session.checkpoint``).
+
+        The wait for the quiescent point runs in the loop's default executor,
+        so the loop goes on meanwhile (its callbacks, other requests' outputs).
+        """
+        await asyncio.get_running_loop().run_in_executor(None, self._session.checkpoint, timeout)
 
     # -- the API ---------------------------------------------------------------------
 

@@ -281,6 +281,27 @@ class Network:
         started empty when the path is wrong or the snapshot is gone.
         """
         options = RunOptions.from_keywords(**run_options)
+        checkpointing = self._session_checkpointing(options, checkpoint, checkpoint_reset, resume)
+        return Session(self, options, max_pending, checkpointing=checkpointing)
+
+    def asession(self, *, max_pending: int | None = None, checkpoint: str | os.PathLike | None = None,
+                 checkpoint_reset: bool = False, resume: str | os.PathLike | None = None,
+                 **run_options: Any) -> "AsyncSession":
+        """A session for asyncio code: ``async with net.asession() as s: outs = await s.submit(r)``.
+
+        See :class:`snet.aio.AsyncSession`; takes the options of :meth:`session`
+        (``checkpoint=``, ``resume=``: ``await s.checkpoint()`` takes a snapshot).
+        Must be created inside a running event loop.
+        """
+        from snet.aio import AsyncSession
+
+        options = RunOptions.from_keywords(**run_options)
+        checkpointing = self._session_checkpointing(options, checkpoint, checkpoint_reset, resume)
+        return AsyncSession(self, options, max_pending, checkpointing=checkpointing)
+
+    def _session_checkpointing(self, options: RunOptions, checkpoint: str | os.PathLike | None,
+                               checkpoint_reset: bool, resume: str | os.PathLike | None) -> Any:
+        """The snapshots of a session (``checkpoint=``, ``resume=``: see :meth:`session`), or None."""
         if resume is not None:
             from snet.checkpoint.api import require_snapshot
 
@@ -292,22 +313,11 @@ class Network:
                                      "checkpoint_reset=True starts afresh")
             require_snapshot(os.fspath(resume))
             checkpoint = resume
-        checkpointing = None
-        if checkpoint is not None:
-            from snet.checkpoint.api import session_checkpointing
+        if checkpoint is None:
+            return None
+        from snet.checkpoint.api import session_checkpointing
 
-            checkpointing = session_checkpointing(self, options, os.fspath(checkpoint), checkpoint_reset)
-        return Session(self, options, max_pending, checkpointing=checkpointing)
-
-    def asession(self, *, max_pending: int | None = None, **run_options: Any) -> "AsyncSession":
-        """A session for asyncio code: ``async with net.asession() as s: outs = await s.submit(r)``.
-
-        See :class:`snet.aio.AsyncSession`; takes the options of :meth:`session`.
-        Must be created inside a running event loop.
-        """
-        from snet.aio import AsyncSession
-
-        return AsyncSession(self, RunOptions.from_keywords(**run_options), max_pending)
+        return session_checkpointing(self, options, os.fspath(checkpoint), checkpoint_reset)
 
     def arun(self, records: Any, *, max_pending: int | None = 1024, **run_options: Any) -> AsyncIterator[Record]:
         """Run over ``records`` (an iterable or an async iterable) as an async iterator of the outputs.

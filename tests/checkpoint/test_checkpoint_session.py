@@ -68,3 +68,36 @@ def test_resume_with_another_directory_or_a_reset_is_refused(tmp_path):
     with pytest.raises(SNetUsageError, match="contradict"):
         net.session(engine="reference", resume=tmp_path / "ck", checkpoint_reset=True)
     net.session(engine="reference", resume=tmp_path / "ck", checkpoint=tmp_path / "ck").close()
+
+
+@pytest.mark.parametrize("engine", ["reference", "front"])
+def test_an_asyncio_session_takes_checkpoints_and_resumes(engine, tmp_path):
+    import asyncio
+
+    net = snet.load(PAIRS)
+
+    async def first():
+        s = net.asession(engine=engine, checkpoint=tmp_path / "ck")
+        for i in range(20):
+            assert await s.submit({"a": i}, timeout=60) == []
+        await s.checkpoint(timeout=60)
+        s.abort()
+
+    async def second():
+        async with net.asession(engine=engine, resume=tmp_path / "ck") as s:
+            return [await s.submit({"b": -i}, timeout=60) for i in range(20)]
+
+    asyncio.run(first())
+    outs = asyncio.run(second())
+    assert outs == [[{"a": i, "b": -i}] for i in range(20)]
+
+
+def test_an_asyncio_session_without_a_directory_refuses_checkpoint():
+    import asyncio
+
+    async def main():
+        async with snet.load(PAIRS).asession(engine="reference") as s:
+            with pytest.raises(SNetUsageError, match="start it with net.session"):
+                await s.checkpoint()
+
+    asyncio.run(main())
