@@ -377,8 +377,11 @@ _FIRE = object()  # marks a stack item that fires an initialiser
 class ReferenceEngine:
     """Builds the instance tree and runs records through it depth-first."""
 
-    def __init__(self, plan: Plan, limits: Limits = Limits()):
+    def __init__(self, plan: Plan, limits: Limits = Limits(), *, resident_replicas: bool = False):
         self.plan = plan
+        # replica()/feed() of replicas that stay in this engine (a split process's), not ones whose state
+        # travels (a Spark executor's): their cells stay in `cells`, for termination_warnings()
+        self.resident_replicas = resident_replicas
         # Bounds on a run that keeps growing (snet.core.limits): star replicas and sync-star cells
         # held (`held`) plus records on the stack, and the growth of the resident memory.
         self.limits = limits
@@ -661,7 +664,8 @@ class ReferenceEngine:
         """A new instance of node ``node_id`` writing to the engine's output (:attr:`sink`), for :meth:`feed`;
         its initialisers wait for the first feed with ``fire``."""
         target = self.build(node_id, (self.sink, 0))
-        self.cells.clear()  # a replica's cells travel in its state, not in this engine's warnings
+        if not self.resident_replicas:
+            self.cells.clear()  # a replica's cells travel in its state, not in this engine's warnings
         return target
 
     def feed(self, target: Target, record: Record, fire: bool = False) -> list[Record]:
@@ -681,7 +685,8 @@ class ReferenceEngine:
             self.sink.outbox.clear()
             raise
         finally:
-            self.cells.clear()  # star replicas built on the way: their cells travel in the replica's state
+            if not self.resident_replicas:
+                self.cells.clear()  # star replicas built on the way: their cells travel in the replica's state
 
     def termination_warnings(self) -> list[str]:
         warnings = [unfinished_warning(node.span, cell.filled(), cell.shape.count)

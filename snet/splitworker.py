@@ -112,26 +112,17 @@ class ReplicaTable:
         plan = lower(graph, boxes, on_error=self.policy)
         self.operand = plan.nodes[split_id].children[0]
         self.span = graph.nodes[split_id].span
-        self.engine = ReferenceEngine(plan)
-        self.replicas: dict[Any, tuple] = {}  # (instance, value), or None for all of a stateless operand
+        self.engine = ReferenceEngine(plan, resident_replicas=True)
+        self.replicas: dict[Any, tuple] = {}  # the replica of each tag value (None for all of a stateless operand)
 
     def feed(self, replica: Any, record: Record) -> list[Record]:
-        """The outputs of ``record`` in replica ``replica``, which is built (initialisers first) if new."""
-        engine = self.engine
+        """The outputs of ``record`` in replica ``replica``, which is built (initialisers first) if new; after
+        a run-time error the engine holds nothing of that record."""
         target = self.replicas.get(replica)
         if target is None:
-            target = self.replicas[replica] = engine.build(self.operand, (engine.sink, 0))
-            engine.emit(target, record)
-            engine.fire_pending()  # pushed after the record: they run first (language.md §6.4)
-        else:
-            engine.emit(target, record)
-        return list(engine.drain())
-
-    def reset(self) -> None:
-        """Forget the work of a record that failed (its run is ending)."""
-        self.engine.stack.clear()
-        self.engine.pending_fire.clear()
-        self.engine.sink.outbox.clear()
+            target = self.replicas[replica] = self.engine.replica(self.operand)
+            return self.engine.feed(target, record, fire=True)
+        return self.engine.feed(target, record)
 
     def failures(self) -> list[tuple[dict, ErrorReport]]:
         if self.policy is None:
@@ -240,7 +231,6 @@ def run_items(table: ReplicaTable, items: list[tuple], send: Callable[[bytes], A
         try:
             outputs = table.feed(replica, record)
         except SNetRuntimeError as e:
-            table.reset()
             send(_dumps(("error", key, ErrorReport.of(e))))
             break
         try:
