@@ -25,6 +25,7 @@ import shutil
 import pytest
 
 from conftest import paired
+from test_bench_spark_native import THREE
 
 pytestmark = pytest.mark.spark
 
@@ -32,13 +33,8 @@ MASTER = "local[2]"
 RECORDS = int(os.environ.get("SNET_BENCH_RECORDS", "100000"))
 FILES = 10
 
-THREE = """
-net three {
-  box inc ((a) -> (a));
-  box dbl ((a) -> (b));
-  box tag ((b) -> (b, <even>));
-} connect inc .. dbl .. tag;
-"""
+# The 3-box network of the Spark-native benchmarks; its boxes here with return annotations, which type the
+# stream's output columns before any record has run.
 THREE_PY = """
 def inc(a: int) -> {"a": int}:
     return {"a": a + 1}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
 
 import snet
+from waiting import WAIT, until
 from snet.stats import LATENCY_BOUNDS, LATENCY_BUCKETS, BoxStats, FrontStats, ReferenceStats, RunStats
 
 SOURCE = "net n { box double ((a) -> (a)); box keep ((a) -> (a) | (b)); } connect double .. keep;"
@@ -122,20 +122,6 @@ def test_front_box_time_of_short_calls_is_sampled_and_of_long_calls_exact():
     assert stats.boxes["quick"].seconds > 0
     # 100 calls of 2 ms: at most the 15 calls before the first sampled slow one go uncounted
     assert stats.boxes["turns_slow"].seconds >= 85 * 0.002
-
-
-WAIT = 60  # seconds: an upper bound for each step, never a pace
-
-
-def until(condition, what: str):
-    """``condition()``'s value once it is true, failing (not hanging) after WAIT seconds."""
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.005)
-    raise AssertionError(f"{what} did not happen within {WAIT} s")
 
 
 def test_a_session_gives_each_box_s_figures_while_it_runs():

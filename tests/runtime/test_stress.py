@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 import snet
+from waiting import WAIT, until
 
 HERE = Path(__file__).resolve().parent
 NETS = HERE / "nets"
@@ -152,20 +152,6 @@ def test_stateful_star_dissolves_finished_replicas():
         count = sum(1 for _ in execution)
     assert count == n
     assert execution.stats().front.entities.alive < 100
-
-
-WAIT = 60  # seconds: an upper bound for each step, never a pace
-
-
-def until(condition, what: str):
-    """``condition()``'s value once it is true, failing (not hanging) after WAIT seconds."""
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.005)
-    raise AssertionError(f"{what} did not happen within {WAIT} s")
 
 
 def stream_in_batches(workers: int, batches: int, size: int, **options):

@@ -400,6 +400,32 @@ def f(a):
 KILL_NET = "net survivor {\n  box f((a) -> (a) | (c));\n} connect (f .. [| {a}, {c} |]) !! <k>;\n"
 
 
+def run_killing_the_victim_s_worker(cluster, folder: Path, mark: Path, words: list[str]) -> int:
+    """Run ``python -m snet WORDS`` in ``folder``; once the box of KILL_BOXES has marked its victim record (in
+    ``mark``), SIGKILL the worker running it, while the box sleeps inside the task.  The run must then end
+    with status 0, the first attempt dead mid-record; the killed worker's index."""
+    run = subprocess.Popen([sys.executable, "-m", "snet", *words], cwd=folder, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=driver_env())
+    try:
+        deadline = time.monotonic() + 300
+        while not mark.exists():
+            assert run.poll() is None, run.communicate()[1][-5000:]
+            assert time.monotonic() < deadline, "the box never reached its record"
+            time.sleep(0.1)  # polling the mark file: the event is the box's write
+        first = json.loads(mark.read_text())
+        victim = cluster.worker_of(first["cwd"])
+        assert victim is not None, first
+        cluster.kill_worker(victim)
+        _, stderr = run.communicate(timeout=600)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 0, stderr[-5000:] + cluster.log_tail()
+    assert not mark.with_name(mark.name + ".slept").exists()  # the first attempt died mid-record
+    return victim
+
+
 def test_a_worker_killed_mid_run_loses_nothing_and_duplicates_nothing(cluster, tmp_path):
     """SIGKILL the worker (and its executor) running a task mid-record: Spark runs the task again on the
     other worker, from the replicas' state of the last batch, and the output is the reference engine's."""
@@ -409,27 +435,9 @@ def test_a_worker_killed_mid_run_loses_nothing_and_duplicates_nothing(cluster, t
     folder = helper_folder(tmp_path / "boxes", KILL_BOXES.format(mark=str(mark), base=str(cluster.base)), KILL_NET)
     records = [{"a": i, "<k>": i % 3} for i in range(40)]
     (folder / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    run = subprocess.Popen([sys.executable, "-m", "snet", "run", "net.snet", "-i", "in.jsonl", "-o", "out.jsonl",
-                            *spark_words(cluster.url), "--spark-splits", "all", "--spark-batch", "8"],
-                           cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           env=driver_env())
-    try:
-        deadline = time.monotonic() + 300
-        while not mark.exists():
-            assert run.poll() is None, run.communicate()[1][-5000:]
-            assert time.monotonic() < deadline, "the box never reached its record"
-            time.sleep(0.1)
-        first = json.loads(mark.read_text())
-        victim = cluster.worker_of(first["cwd"])
-        assert victim is not None, first
-        cluster.kill_worker(victim)  # while the box sleeps inside the task
-        stdout, stderr = run.communicate(timeout=600)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
-    assert run.returncode == 0, stderr[-5000:] + cluster.log_tail()
-    assert not (tmp_path / "mark.slept").exists()  # the first attempt died mid-record
+    victim = run_killing_the_victim_s_worker(
+        cluster, folder, mark, ["run", "net.snet", "-i", "in.jsonl", "-o", "out.jsonl", *spark_words(cluster.url),
+                                "--spark-splits", "all", "--spark-batch", "8"])
     again = [json.loads(line) for line in (tmp_path / "mark.again").read_text().splitlines()]
     assert len(again) == 1 and cluster.worker_of(again[0]["cwd"]) == 1 - victim, (victim, again)
     written = [json.loads(line) for line in (folder / "out.jsonl").read_text().splitlines()]
@@ -507,25 +515,7 @@ def test_a_worker_killed_mid_stream_changes_nothing_in_the_output(cluster, tmp_p
     done = subprocess.run(words, cwd=folder, capture_output=True, text=True, timeout=600, env=driver_env())
     assert done.returncode == 0, done.stderr[-5000:] + cluster.log_tail()
     drop("second", range(40, 80))
-    run = subprocess.Popen(words, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           env=driver_env())
-    try:
-        deadline = time.monotonic() + 300
-        while not mark.exists():
-            assert run.poll() is None, run.communicate()[1][-5000:]
-            assert time.monotonic() < deadline, "the box never reached its record"
-            time.sleep(0.1)
-        first = json.loads(mark.read_text())
-        victim = cluster.worker_of(first["cwd"])
-        assert victim is not None, first
-        cluster.kill_worker(victim)  # while the box sleeps inside the task
-        _, stderr = run.communicate(timeout=600)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
-    assert run.returncode == 0, stderr[-5000:] + cluster.log_tail()
-    assert not (tmp_path / "mark.slept").exists()  # the first attempt died mid-record
+    run_killing_the_victim_s_worker(cluster, folder, mark, words[3:])
     written = Counter()
     for path in committed_files(folder / "out"):
         written.update(json.dumps({k: v for k, v in r.items() if v is not None}, sort_keys=True)
