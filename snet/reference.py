@@ -380,7 +380,7 @@ class ReferenceEngine:
     def __init__(self, plan: Plan, limits: Limits = Limits(), *, resident_replicas: bool = False):
         self.plan = plan
         # replica()/feed() of replicas that stay in this engine (a split process's), not ones whose state
-        # travels (a Spark executor's): their cells stay in `cells`, for termination_warnings()
+        # travels with each batch (a remote executor's): their cells stay in `cells`, for termination_warnings()
         self.resident_replicas = resident_replicas
         # Bounds on a run that keeps growing (snet.core.limits): star replicas and sync-star cells
         # held (`held`) plus records on the stack, and the growth of the resident memory.

@@ -153,7 +153,7 @@ def test_xml_output_and_input_resume_after_a_kill(engine, tmp_path):
     (["--checkpoint-interval", "0"], "--checkpoint-interval takes a positive number of seconds"),
     (["--spark", "local[1]"], "--checkpoint does not apply to runs with --spark"),
     (["--spark", "local[1]", "-i", "in.parquet", "-o", "out.parquet"],
-     "--checkpoint does not apply to a run with a Spark source and sink"),
+     "--checkpoint does not apply to a batch run with a Spark source and sink"),
 ])
 def test_runs_that_cannot_take_checkpoints_are_refused(args, message, tmp_path):
     SPLIT_SYNC.write_input(tmp_path)
