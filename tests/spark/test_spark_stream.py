@@ -273,3 +273,18 @@ def test_spark_apply_on_a_streaming_dataframe_keeps_each_tag_s_state(spark, tmp_
     for path in committed_files(tmp_path / "out"):
         outputs.update(tuple(sorted(r.items())) for r in pq.read_table(path).to_pylist())
     assert outputs == Counter(tuple(sorted({"x": k, "y": 10 * k, "<k>": k}.items())) for k in (1, 2, 3))
+
+
+def test_a_json_lines_stream_in_two_waves(spark, tmp_path):
+    """The other file formats stream too: JSON Lines in, JSON Lines out."""
+    folder(tmp_path)
+    words = [w if w != "parquet" else "json" for w in command(tmp_path, "--available-now")]
+    waves = [range(0, 50), range(50, 80)]
+    for at, xs in enumerate(waves):
+        aside = tmp_path / f".wave{at}.json"
+        aside.write_text("".join(json.dumps({"x": x}) + "\n" for x in xs))
+        os.rename(aside, tmp_path / "src" / f"wave{at}.json")
+        assert snet_main(words) == 0
+        got = Counter(json.loads(line)["y"] for path in committed_files(tmp_path / "out")
+                      for line in path.read_text().splitlines())
+        assert got == want(*waves[:at + 1])
