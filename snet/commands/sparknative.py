@@ -123,10 +123,8 @@ def _show_ui(address: str) -> None:
     print(f"snet progress: Spark UI at {address}", file=sys.stderr)
 
 
-def request_from_args(args: argparse.Namespace, options: RunOptions, source: str, sink: str):
-    """The :class:`~snet.spark.whole.native.NativeRequest` of the parsed ``snet run`` arguments."""
-    from snet.spark.whole.native import NativeRequest
-
+def refuse_skipping(args: argparse.Namespace, options: RunOptions, source: str, sink: str) -> None:
+    """Refuse ``--on-error skip`` and ``--errors`` for a run inside Spark tasks (exit status 2)."""
     errors = getattr(args, "errors", None)
     if options.on_error != "stop" or errors is not None:
         flag = "--errors" if errors is not None else "--on-error skip"
@@ -134,6 +132,13 @@ def request_from_args(args: argparse.Namespace, options: RunOptions, source: str
                              "the network with no driver to report a skipped record to, so a failing box or a "
                              "crashed Python worker fails the Spark job; to skip failing records, read and write "
                              "JSON Lines (--spark then runs the splits on Spark and skips there)")
+
+
+def request_from_args(args: argparse.Namespace, options: RunOptions, source: str, sink: str):
+    """The :class:`~snet.spark.whole.native.NativeRequest` of the parsed ``snet run`` arguments."""
+    from snet.spark.whole.native import NativeRequest
+
+    refuse_skipping(args, options, source, sink)
     return NativeRequest(
         source=source, sink=sink, input=args.input, output=args.output, options=options,
         schema=getattr(args, "spark_schema", None),
@@ -181,16 +186,15 @@ def run_stream(network, args: argparse.Namespace, options: RunOptions, formats: 
     from snet.spark.stream import StreamRequest, StreamRun
 
     source, sink = formats
-    request_from_args(args, options, source, sink)  # the refusals of a Spark-native run (--errors, --on-error)
+    refuse_skipping(args, options, source, sink)
     if args.checkpoint is None:
         raise SNetUsageError("--stream needs --checkpoint DIR, the query's checkpoint location: it records which "
                              "input files were processed and which output files were committed, so that "
                              "running the same command again goes on exactly once")
     from snet.spark.whole.native import local_path
 
-    sink_path, source_path = local_path(args.output), local_path(args.input)
-    if source_path is not None and sink_path is not None:
-        _check_overlap(args.input, source_path, args.output, sink_path)
+    check_paths(args.input, args.output, "append")  # a stream appends to its sink
+    source_path = local_path(args.input)
     if source_path is not None and not any(ch in source_path for ch in "*?[") and not os.path.isdir(source_path):
         raise SNetUsageError(f"--stream reads a folder that files keep arriving in; {args.input} is no folder")
     request = StreamRequest(source=source, sink=sink, input=args.input, output=args.output,

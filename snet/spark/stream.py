@@ -107,6 +107,7 @@ class StreamRun:
         self.key = stream_key(network)
         self.query: Any = None  # the StreamingQuery, once started
         self.counter: Any = None  # an accumulator of the output records (None on Spark Connect)
+        self.rows_in: dict[int, int] = {}  # input rows by micro-batch, for the batches that had records
 
     def run(self) -> StreamOutcome:
         from snet.spark.cluster.session import start_session, ui_address
@@ -138,20 +139,22 @@ class StreamRun:
         error = self.query.exception()
         if error is not None:
             raise _stream_error(error)
-        batches, rows_in = _totals(self.query.recentProgress)
+        self._tally()
         rows_out = self.counter.value if self.counter is not None else None
-        return StreamOutcome(batches, rows_in, rows_out, time.perf_counter() - started, stopped)
+        return StreamOutcome(len(self.rows_in), sum(self.rows_in.values()), rows_out,
+                             time.perf_counter() - started, stopped)
 
     def _start(self, session):
         """Read the source's schema and a sample, then start the query."""
         from snet.spark.cluster.session import is_connect_session
         from snet.spark.cluster.shipping import shipped_only
         from snet.spark.whole.dataframe import check_columns, output_schema, spark_apply
+        from snet.spark.whole.native import source_reader
         from snet.spark.whole.schema import check_source, driver_sample
 
         request, network = self.request, self.network
         try:
-            files = _reader(session.read, request.source).load(request.input)
+            files = source_reader(session.read, request.source).load(request.input)
             schema = files.schema
         except Exception as e:
             if interrupted(e):
@@ -165,7 +168,7 @@ class StreamRun:
         check_source(network.graph, [f.name for f in schema.fields], request.input)
         out = output_schema(network.graph, schema, None, cli=True, boxes=network.boxes,
                             sample=driver_sample(network, files), override=request.schema)
-        stream = _reader(session.readStream, request.source).schema(schema).load(request.input)
+        stream = source_reader(session.readStream, request.source).schema(schema).load(request.input)
         self.counter = None if is_connect_session(session) else session.sparkContext.accumulator(0)
         shipped = shipped_only(self.conf.get("snet.boxes"))
         if self.key is None:
@@ -185,17 +188,22 @@ class StreamRun:
         return writer.start()
 
     def _wait(self) -> None:
-        """Until the query ends (``--available-now``) or Ctrl-C; each micro-batch logged (``-v``)."""
-        seen = -1
+        """Until the query ends (``--available-now``) or Ctrl-C."""
         while True:
             time.sleep(POLL_S)  # (Ctrl-C lands here, not inside a py4j call)
             active = self.query.isActive
-            progress = self.query.lastProgress
-            if progress is not None and progress["batchId"] != seen:
-                seen = progress["batchId"]
-                log.info("info: micro-batch %d: %d input rows", seen, progress["numInputRows"])
+            self._tally()
             if not active:
                 return
+
+    def _tally(self) -> None:
+        """Count (and log, ``-v``) each micro-batch with records once, as its progress report comes: Spark
+        keeps only the last 100 reports, so they are taken while the query runs."""
+        for progress in self.query.recentProgress:
+            batch, rows = progress["batchId"], progress["numInputRows"]
+            if rows and batch not in self.rows_in:
+                self.rows_in[batch] = rows
+                log.info("info: micro-batch %d: %d input rows", batch, rows)
 
     def _stop(self) -> None:
         """Let the micro-batch in progress commit, then stop the query."""
@@ -212,17 +220,7 @@ def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def _reader(reader, fmt: str):
-    reader = reader.format(fmt)
-    if fmt == "csv":
-        reader = reader.option("header", "true").option("inferSchema", "true")
-    return reader
 
-
-def _totals(progress: list) -> tuple[int, int]:
-    """(micro-batches, input rows) over the query's progress reports (Spark keeps the last 100)."""
-    batches = {p["batchId"]: p for p in progress if p["numInputRows"] or p["batchId"] == 0}
-    return len(batches), sum(p["numInputRows"] for p in batches.values())
 
 
 def _stream_error(error) -> SNetRuntimeError:

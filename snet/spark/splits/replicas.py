@@ -168,7 +168,6 @@ def load_replica(host: "ReplicaHost", data: bytes) -> tuple:
         return _StateUnpickler(io.BytesIO(data), host).load()
 
 
-
 def pending_warnings(cells: list[SyncCell]) -> list[str]:
     """The termination warnings these cells would give if the run ended now."""
     return [unfinished_warning(c.shape.span, c.filled(), c.shape.count)

@@ -63,6 +63,15 @@ def in_file_order(df):
         return df, None
 
 
+def source_reader(reader, fmt: str):
+    """``reader`` (``session.read`` or ``session.readStream``) for the source format ``fmt``: a CSV file's
+    first line names its columns, whose types are inferred."""
+    reader = reader.format(fmt)
+    if fmt == "csv":
+        reader = reader.option("header", "true").option("inferSchema", "true")
+    return reader
+
+
 SUCCESS = "_SUCCESS"  # the marker Hadoop's committer leaves in a folder whose write job succeeded
 MARK_SUCCESS = "mapreduce.fileoutputcommitter.marksuccessfuljobs"
 
@@ -222,10 +231,7 @@ class NativeRun:
         from snet.spark.whole.schema import check_source, driver_sample
 
         request, network, session = self.request, self.network, self.session
-        reader = session.read.format(request.source)
-        if request.source == "csv":
-            reader = reader.option("header", "true").option("inferSchema", "true")
-        df = self.df = reader.load(request.input)
+        df = self.df = source_reader(session.read, request.source).load(request.input)
         check_columns(df.schema)
         if self.key is not None and self.key not in df.columns:  # (spark_apply says it of "the DataFrame")
             raise SNetUsageError(f"the split at {self.split_at} keeps state per {self.key}, so the input is "
