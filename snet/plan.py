@@ -312,12 +312,16 @@ class FeedbackPlan(PlanNode):
 
 @attrs.frozen(eq=False, repr=False)
 class Plan:
-    """A lowered program: ``nodes[0]`` is the root; ``executor`` runs the executor splits."""
+    """A lowered program: ``nodes[0]`` is the root; ``executor`` runs the executor splits; ``fused``: the chains of
+    static stages (:mod:`snet.spg.fusion`)."""
 
     nodes: tuple[PlanNode, ...]
     net_name: str
     signature: str
     executor: SplitExecutorProtocol | None = None  # when some split runs in one
+    #: chains of boxes and filters an engine may run as one entity, node ids in the order records pass them
+    #: (:mod:`snet.spg.fusion`; docs/runtime.md, "Fusion")
+    fused: tuple[tuple[int, ...], ...] = ()
 
     @property
     def root(self) -> PlanNode:

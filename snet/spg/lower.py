@@ -23,6 +23,7 @@ from snet.plan import (BoxCall, BoxPlan, ExecutorSplitPlan, Exit, FeedbackPlan, 
                        InitBoxPlan, NetPlan, ParallelPlan, Plan, PlanNode, SerialPlan, SplitPlan, StarPlan,
                        SyncPlan, SyncStarPlan)
 from snet.source import Span
+from snet.spg.fusion import fused_chains
 from snet.spg.nodes import (BoxNode, FeedbackNode, FilterNode, IdentityNode, NetNode, Node, ParallelNode,
                             PropertyGraph, SerialNode, SplitNode, StarNode, SyncNode)
 from snet.splitexec import SplitExecutor
@@ -105,7 +106,8 @@ def lower(graph: PropertyGraph, boxes: Mapping[str, Callable[..., Any]], *, box_
                          deterministic=node.deterministic, holds_executor_split=holds[node.id])
         concurrency = per_box.get(node.name, box_concurrency) if isinstance(node, BoxNode) else None
         templates.append(_template(node, common, boxes, concurrency, node.id in selected, on_error, defer_async))
-    return Plan(tuple(templates), graph.net_name, graph.signature, executor if selected else None)
+    nodes = tuple(templates)
+    return Plan(nodes, graph.net_name, graph.signature, executor if selected else None, fused_chains(nodes))
 
 
 def _link(parent: Node, exits: list[tuple[Exit, int]]) -> None:
