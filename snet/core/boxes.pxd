@@ -29,12 +29,12 @@ cdef class BoxCaller:
     cdef tuple shape
     cdef public bint defer
 
-    cpdef object hop(self, object record)
+    cpdef object hop(self, object record, int mode=*)
     cdef object _call(self, dict record)
     @cython.locals(outputs=list)
     cdef object _finish(self, object result, dict record)
     @cython.locals(vlabels=tuple, vtags=tuple, labels=tuple, tags=tuple, i=Py_ssize_t, n=Py_ssize_t, drop=tuple, out=dict)
-    cdef dict _output(self, dict res, dict record)
+    cdef dict _output(self, dict res, dict record, int mode=*)
     @cython.locals(shape=tuple, labels=tuple, i=Py_ssize_t, drop=tuple)
     cdef tuple _dropped(self, dict record)
 

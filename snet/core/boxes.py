@@ -26,23 +26,19 @@ inherited, and inherited values are shared, not copied.
 
 from __future__ import annotations
 
-import importlib
-import importlib.machinery
-import importlib.util
 import inspect
-import marshal
 import operator
 import os
-import sys
 import sysconfig
 import threading
 import traceback
-import zlib
 from types import CoroutineType, ModuleType
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from snet.core.aloop import run_coroutine, submit as submit_coroutine
 from snet.core.batching import Settled
+from snet.core.boxfiles import (BoxFileLoader, BoxSpec, load_module_from_path,  # noqa: F401 (names of this module)
+                                 resolve_box_sources)
 from snet.core.guard import BoxTimeout
 from snet.errors import SNetBindingError, SNetBoxError, SNetError
 from snet.records import describe, format_labels
@@ -50,7 +46,6 @@ from snet.source import render
 from snet.spg.nodes import BoxDeclaration, BoxNode, PropertyGraph
 
 Record = dict
-BoxSpec = Any  # a module, a dotted name, a path to a .py file, a mapping name -> callable, or a list of these
 
 
 # On a free-threaded CPython 3.13, ``d.copy()`` of a dict with deleted entries (what flow inheritance
@@ -58,105 +53,6 @@ BoxSpec = Any  # a module, a dotted name, a path to a .py file, a mapping name -
 # nested lock spins 40 ``sched_yield`` calls and parks once per copy, about 1,000 times the cost of the
 # copy, even in a single thread.  ``dict(d)`` locks ``d`` once.  The GIL build keeps the faster ``copy``.
 _FREE_THREADED_BUILD = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
-
-
-def load_module_from_path(path: str) -> ModuleType:
-    """Import a ``.py`` file as a module; its folder goes on ``sys.path`` so it can import siblings."""
-    path = os.path.abspath(path)
-    if not os.path.isfile(path):
-        raise SNetBindingError(f"box module file not found: {path}")
-    folder = os.path.dirname(path)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    stem = os.path.splitext(os.path.basename(path))[0]
-    # the same name in every process (a box process loads the file under its parent's name, so objects of
-    # its classes pickle by reference both ways), and two files of one name in two folders never collide
-    name = f"snet_boxes_{stem}_{zlib.crc32(os.fsencode(path)):08x}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path, loader=BoxFileLoader(name, path))
-    if spec is None or spec.loader is None:
-        raise SNetBindingError(f"cannot load box module {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except (SNetError, KeyboardInterrupt):
-        del sys.modules[name]
-        raise
-    except BaseException as e:  # SystemExit too: a box module must not end the run with its own status
-        del sys.modules[name]
-        raise _import_failed(path, e) from e
-    return module
-
-
-class BoxFileLoader(importlib.machinery.SourceFileLoader):
-    """Loads a box file as Python's own loader does, its code passed through ``marshal`` as a ``.pyc``'s is.
-
-    On free-threaded CPython 3.13, code compiled from source in the running
-    process keeps constants whose reference counts every call changes, so
-    the calls of one box from several workers contend on them; code read
-    from a ``.pyc`` does not.  Without a ``.pyc`` (``PYTHONDONTWRITEBYTECODE``,
-    a read-only folder, a first run) a box function that does fixed work
-    scaled 1.17× on two threads, against 2.05× for the same file read from its
-    ``.pyc``; the round trip through ``marshal`` gives the latter in every case.
-    """
-
-    def source_to_code(self, data: Any, path: Any, *, _optimize: int = -1) -> Any:  # type: ignore[override]
-        return marshal.loads(marshal.dumps(super().source_to_code(data, path, _optimize=_optimize)))
-
-
-def _import_failed(what: str, error: BaseException) -> SNetBindingError:
-    detail = "".join(traceback.format_exception(error))
-    return SNetBindingError(f"box module {what} failed to import: {type(error).__name__}: {error}\n{detail}")
-
-
-def resolve_box_sources(specs: BoxSpec | None, net_path: str | None = None) -> list[Any]:
-    """Turn box specifications into a list of namespaces (modules or mappings).
-
-    Args:
-        specs: what the user gave (``--boxes`` values or the ``boxes=`` argument).
-        net_path: the ``.snet`` file; without specs, ``NET.py`` beside it is used if present.
-    """
-    if specs is None or (isinstance(specs, (list, tuple)) and not specs):
-        if net_path is not None:
-            candidate = os.path.splitext(net_path)[0] + ".py"
-            if os.path.isfile(candidate):
-                return [load_module_from_path(candidate)]
-        return []
-    if isinstance(specs, (str, ModuleType, Mapping)) or not isinstance(specs, Iterable):
-        specs = [specs]
-    namespaces: list[Any] = []
-    for spec in specs:
-        if isinstance(spec, str):
-            namespaces.append(_module_named(spec))
-        else:
-            namespaces.append(spec)
-    return namespaces
-
-
-def _module_named(spec: str) -> ModuleType:
-    """The module a ``--boxes`` text names: a ``.py`` path, else ``SPEC.py`` in the current folder, else an import.
-
-    A plain name (no dot) prefers the file in the current folder to an
-    installed module of the same name, as ``python3 -m`` would (its current
-    folder comes first on ``sys.path``), whether ``snet`` runs as a console
-    script or as ``python3 -m snet``.  A dotted name is only imported.
-    """
-    if spec.endswith(".py") or os.sep in spec or (os.altsep and os.altsep in spec):
-        return load_module_from_path(spec)
-    local = spec + ".py"
-    if "." not in spec and os.path.isfile(local):
-        return load_module_from_path(local)
-    try:
-        return importlib.import_module(spec)
-    except ImportError as e:
-        tried = "" if "." in spec else f"no file {os.path.join(os.getcwd(), local)}, and "
-        raise SNetBindingError(f"cannot find box module '{spec}': {tried}importing '{spec}' failed: {e}") from e
-    except (SNetError, KeyboardInterrupt):
-        raise
-    except BaseException as e:
-        raise _import_failed(f"'{spec}'", e) from e
 
 
 def _lookup(namespace: Any, name: str) -> Any:
@@ -502,8 +398,15 @@ class BoxCaller:
         outs = self.hop(record)
         return [outs] if type(outs) is dict else outs
 
-    def hop(self, record: Record) -> Any:
+    def hop(self, record: Record, mode: int = 0) -> Any:
         """Process one input record: a lone output record as itself, else the list of them (or a Deferred).
+
+        ``mode`` is for a fused chain of stages (FRONT's chain entity,
+        docs/runtime.md "Fusion"), whose records between stages nobody else
+        sees: 0, the output record is a new dict or the box's result itself;
+        1, ``record`` is the chain's own and becomes the output record,
+        changed in place (no copy); 2, the output record is a dict the
+        chain may change (a copy of a result that inherits nothing).
 
         The entry of an engine's hot path (the FRONT box entity calls it at C
         level): a box of one or two arguments has their values taken with one
@@ -545,11 +448,44 @@ class BoxCaller:
         if _pid != pid:  # the box forked, and this is the child coming back: it must not run the network
             end_forked_child(self.name)
         if type(result) is dict:
-            return self._output(result, record)
+            return self._output(result, record, mode)
         outs = self._finish(result, record)
         if type(outs) is list and len(outs) == 1:
             return outs[0]
         return outs
+
+    def outputs_of(self, result: Any, record: Record) -> Any:
+        """What :meth:`hop` gives for ``record`` once the box has returned ``result`` (a fused chain's
+        compiled walk calls the box itself and hands over what it cannot take: snet.core.chains)."""
+        if type(result) is dict:
+            return self._output(result, record, 0)
+        outs = self._finish(result, record)
+        if type(outs) is list and len(outs) == 1:
+            return outs[0]
+        return outs
+
+    def raised(self, error: BaseException, record: Record) -> BaseException:
+        """The error :meth:`hop` raises when the box raised ``error`` on ``record``."""
+        if isinstance(error, SNetError):
+            return error
+        return self._raised(error, record)
+
+    def simple_form(self) -> tuple | None:
+        """``(argument labels, output labels, tag labels)`` of a box whose calls a compiled walk may make
+        itself (snet.core.chains): at most two arguments passed by position, one output variant; else None."""
+        if self.kwtake is not None or len(self.declared) != 1:
+            return None
+        arguments: tuple[str, ...]
+        if self.label is not None:
+            arguments = (self.label,)
+        elif self.pair is not None:
+            arguments = tuple(self.pair)
+        elif self.arity == 0:
+            arguments = ()
+        else:
+            return None
+        outputs = tuple(self.declared[0])
+        return arguments, outputs, tuple(label for label in outputs if label.startswith("<"))
 
     def _call(self, record: Record) -> Any:
         """Call the box on ``record``'s input labels (any binding); its raw result."""
@@ -627,8 +563,11 @@ class BoxCaller:
             outputs.append(self._output(res, record))
         return outputs
 
-    def _output(self, res: dict, record: Record) -> dict:
-        """The output record of the result ``res`` of ``record``: its variant checked, the rest inherited."""
+    def _output(self, res: dict, record: Record, mode: int = 0) -> dict:
+        """The output record of the result ``res`` of ``record``: its variant checked, the rest inherited.
+
+        ``mode``: as :meth:`hop`'s.
+        """
         vlabels = self.vlabels
         vtags = self.vtags
         if vlabels is not None and vtags is not None:  # (both set, or neither)
@@ -655,8 +594,18 @@ class BoxCaller:
                 raise SNetBoxError(
                     f"box '{self.name}' emitted {t} = {v!r} ({type(v).__name__}), not an int", self.span)
         drop = self._dropped(record)
+        if mode == 1:  # the chain's own record: it becomes the output, in place
+            if drop is None:
+                record.clear()
+            else:
+                for label in drop:
+                    if label not in res:
+                        del record[label]
+            record.update(res)
+            return record
         if drop is None:
-            return res  # nothing to inherit: the result is the record
+            # nothing to inherit: the result is the record (a copy when the chain will change it)
+            return res if mode == 0 else dict(res)
         # A clean dict's table is copied whole: cheaper than inserting the labels kept.  On
         # free-threaded builds an update into a new dict instead (Cython compiles both
         # ``copy()`` and ``dict(record)`` of a typed dict to the copy that locks twice).
@@ -737,7 +686,8 @@ class BoxCaller:
             # Skip this module's frames and the timeout/retry stand-in's (snet.core.guard): the user
             # wants the box's own frames.  (Compiled, the frame names the .py source, not __file__, so
             # the module is told by its globals.)
-            while tb is not None and tb.tb_frame.f_globals.get("__name__") in (__name__, "snet.core.guard"):
+            while tb is not None and tb.tb_frame.f_globals.get("__name__") in (__name__, "snet.core.guard",
+                                                                               "snet.core.chains"):
                 tb = tb.tb_next
             detail = "".join(traceback.format_exception(type(error), error, tb))
         # the attempts of a box given a timeout or retries (snet.core.guard), when there were several

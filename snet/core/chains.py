@@ -1,0 +1,118 @@
+"""A fused chain of boxes compiled into one Python function, for one record shape.
+
+FRONT runs a chain of boxes as one entity (docs/runtime.md, "Fusion").
+Through the box callers, each stage still checks the record, calls the box,
+checks its result and builds the next record (:meth:`BoxCaller.hop`).  For
+the records of one shape (their labels, in order) most of that is known
+before the first call: which values each box is given, which labels each
+result must have, and which labels each record between two boxes holds,
+in which order.  :func:`compile_walk` writes that down as the source of one
+function, in which a record's values pass from box to box in local
+variables and only the chain's output record is built:
+
+.. code-block:: python
+
+    def walk(rec):
+        v0 = rec['a']; v1 = rec['id']
+        try:
+            r = f0(v0)
+        except BaseException as e:
+            return 0, rec, e, True
+        if type(r) is not dict or len(r) != 1:
+            return 0, rec, r, False
+        try:
+            v2 = r['a']
+        except KeyError:
+            return 0, rec, r, False
+        ...
+        return {'a': v20, 'id': v1}
+
+Whatever the compiled function does not take for granted it hands back:
+``(stage, the stage's input record, what the box returned or raised,
+raised?)``, and the chain goes on from there through the box callers,
+which give the same outputs, errors and messages as ever (the input
+record is rebuilt exactly as the callers would have made it).  A box is
+compiled in only when its form allows it (:meth:`BoxCaller.simple_form`):
+values by position, one output variant, and results whose label order
+cannot change the output record's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import snet.core.boxes as _boxes
+
+#: record shapes a chain compiles a walk for; records of other shapes go through the box callers
+SHAPES = 4
+
+
+def compile_walk(callers: Sequence[Any], shape: tuple[str, ...]) -> Callable[[dict], Any] | None:
+    """The compiled walk of records with labels ``shape`` (in this order) through ``callers``, or None.
+
+    None when some box's form, or the record's shape, leaves something
+    to the box callers that the compiled walk cannot know: those records
+    go through the callers.
+    """
+    forms = [caller.simple_form() for caller in callers]
+    if not callers or any(form is None for form in forms):
+        return None
+    names = iter(f"v{i}" for i in range(1_000_000))
+    record = [(label, next(names)) for label in shape]  # the record between stages: (label, variable)
+    reads = dict(record)  # input labels read from the chain's input record
+    used: set[str] = set()  # variables the function reads
+    lines: list[str] = []
+    rebuilds: list[str] = []  # per stage: its input record, as the callers would have made it
+    for k, (caller, form) in enumerate(zip(callers, forms)):
+        arguments, outputs, tags = form
+        here = dict(record)
+        if any(label not in here for label in arguments):
+            return None  # the caller raises that the record lacks it
+        rebuilds.append("rec" if k == 0 else "{" + ", ".join(f"{label!r}: {var}" for label, var in record) + "}")
+        if k:
+            used.update(var for _, var in record)
+        used.update(here[label] for label in arguments)
+        consumed = caller.consumed
+        dropped = {label for label, _ in record if label in consumed or label[:2] == "<#"}
+        produced = {label: next(names) for label in outputs}
+        if len(dropped) == len(record):  # inherits nothing: the output is the result, in its own order
+            if len(outputs) > 1:
+                return None
+            record = [(label, produced[label]) for label in outputs]
+        else:
+            kept = [(label, produced.get(label, var)) for label, var in record
+                    if label not in dropped or label in produced]
+            added = [label for label in outputs if label not in here]
+            if len(added) > 1:
+                return None  # appended in the order the box's dict has them: known only at run time
+            record = kept + [(label, produced[label]) for label in added]
+        given = ", ".join(here[label] for label in arguments)
+        back = f"return {k}, {rebuilds[k]}, r, False"
+        lines += [
+            "    try:",
+            f"        r = f{k}({given})",
+            "    except BaseException as e:",
+            f"        return {k}, {rebuilds[k]}, e, True",
+            f"    if type(r) is not dict or len(r) != {len(outputs)}:",
+            f"        {back}",
+        ]
+        if outputs:
+            lines += ["    try:"]
+            lines += [f"        {produced[label]} = r[{label!r}]" for label in outputs]
+            lines += ["    except KeyError:", f"        {back}"]
+        for label in tags:
+            lines += [f"    if type({produced[label]}) is not int:", f"        {back}"]
+    used.update(var for _, var in record)
+    head = [f"    {var} = rec[{label!r}]" for label, var in reads.items() if var in used]
+    boxes = " or ".join(repr(caller.name) for caller in callers)
+    source = "\n".join(
+        ["def walk(rec):", "    pid = _boxes._pid"] + head + lines +
+        ["    if _boxes._pid != pid:", f"        _boxes.end_forked_child({boxes[1:-1]!r})",
+         "    return {" + ", ".join(f"{label!r}: {var}" for label, var in record) + "}"])
+    scope: dict[str, Any] = {"__name__": __name__, "_boxes": _boxes}
+    scope.update({f"f{k}": caller.function for k, caller in enumerate(callers)})
+    exec(compile(source, f"<snet fused chain {boxes}>", "exec"), scope)
+    return scope["walk"]
+
+
+__all__ = ["compile_walk", "SHAPES"]
