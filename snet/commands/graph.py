@@ -1,4 +1,4 @@
-"""``snet graph NET.snet [-o FILE] [--compact] [--left-to-right] [--collapse NET]...``: draw the property graph.
+"""``snet graph NET.snet [-o FILE] [--compact] [--left-to-right] [--collapse NET]... [--fused]``: draw the network.
 
 DOT text goes to standard output, or to ``-o FILE`` when FILE ends in
 ``.dot`` or ``.gv``.  Any other extension names a Graphviz output format
@@ -38,8 +38,26 @@ def graph_command(args: argparse.Namespace) -> int:
     for warning in summarise(graph.warnings):
         print(warning, file=sys.stderr)
     text = to_dot(graph, compact=getattr(args, "compact", False), left_to_right=getattr(args, "left_to_right", False),
-                  collapse=getattr(args, "collapse", None) or ())
+                  collapse=getattr(args, "collapse", None) or (),
+                  chains=fused_chains_of(graph) if getattr(args, "fused", False) else ())
     return write_drawing(text, getattr(args, "output", "-") or "-", {"the network file": args.net_file})
+
+
+def fused_chains_of(graph) -> tuple[tuple[int, ...], ...]:
+    """The chains FRONT runs as one entity each (docs/runtime.md, "Fusion"), read from the program alone.
+
+    Every box counts as a plain function here: an ``async def`` box, or one
+    run in box processes, is a stage of its own in a run.
+    """
+    from snet.spg.fusion import fused_chains
+    from snet.spg.lower import lower
+    from snet.spg.nodes import BoxNode
+
+    def stand_in(*values):  # pragma: no cover - never called: the plan is only read
+        return None
+
+    boxes = {n.name: stand_in for n in graph.nodes if isinstance(n, BoxNode)}
+    return fused_chains(lower(graph, boxes).nodes)
 
 
 def write_drawing(text: str, output: str, read: dict[str, str]) -> int:

@@ -30,7 +30,7 @@ property-graph node ids, so a drawing can be matched with messages.
 from __future__ import annotations
 
 import difflib
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from snet.errors import SNetUsageError
 from snet.records import format_labels
@@ -63,11 +63,21 @@ BoxDecoration = Callable[[BoxNode], tuple[str, dict[str, str]]]
 
 
 class _Dot:
-    def __init__(self, collapse: frozenset[str] = frozenset(), decorate: BoxDecoration | None = None) -> None:
+    def __init__(self, collapse: frozenset[str] = frozenset(), decorate: BoxDecoration | None = None,
+                 marks: Mapping[int, tuple[str, dict[str, str]]] | None = None) -> None:
         self.lines: list[str] = []
         self.indent = 1
         self.collapse = collapse  # named nets drawn as one node
         self.decorate = decorate
+        self.marks = marks or {}  # node id -> a line under its label and attributes (fused chains)
+
+    def stage(self, n: Node, label: str, **attrs: str) -> None:
+        """The node of a box or filter ``n``, with its mark if it has one."""
+        mark = self.marks.get(n.id)
+        if mark is not None:
+            label = f"{label}\n{mark[0]}"
+            attrs = {**attrs, **mark[1]}
+        self.node(f"n{n.id}", label, **attrs)
 
     def box(self, n: BoxNode, label: str) -> None:
         """The node of box `n`, with what ``decorate`` adds."""
@@ -78,7 +88,7 @@ class _Dot:
             extra, more = self.decorate(n)
             label = f"{label}\n{extra}" if extra else label
             attrs.update(more)
-        self.node(f"n{n.id}", label, **attrs)
+        self.stage(n, label, **attrs)
 
     def emit(self, line: str) -> None:
         self.lines.append("  " * self.indent + line)
@@ -116,7 +126,7 @@ class _Dot:
             return f"n{n.id}", f"n{n.id}"
         if isinstance(n, FilterNode):
             outs = " | ".join(format_labels(v) for v in n.out_type) or "nothing"
-            self.node(f"n{n.id}", f"filter {format_labels(n.pattern)}\n-> {outs}", shape="trapezium")
+            self.stage(n, f"filter {format_labels(n.pattern)}\n-> {outs}", shape="trapezium")
             return f"n{n.id}", f"n{n.id}"
         if isinstance(n, SyncNode):
             self.node(f"n{n.id}", "[| " + _patterns(n.patterns) + " |]", shape="box3d")
@@ -212,7 +222,7 @@ class _CompactDot(_Dot):
             self.box(n, n.name)
             return f"n{n.id}", f"n{n.id}"
         if isinstance(n, FilterNode):
-            self.node(f"n{n.id}", f"filter {format_labels(n.pattern)}", shape="trapezium")
+            self.stage(n, f"filter {format_labels(n.pattern)}", shape="trapezium")
             return f"n{n.id}", f"n{n.id}"
         return super().draw(n)
 
@@ -249,8 +259,13 @@ class _CompactDot(_Dot):
         return self._around(n, f"\\ back {_patterns(n.back)}", n.operand)
 
 
+#: fill colours of fused chains, one per chain in turn (light, so the labels stay readable)
+CHAIN_COLOURS = ("#cfe8ff", "#d9f2d0", "#fde3c8", "#e8dcf5", "#fff4bf", "#d6f0ef")
+
+
 def to_dot(graph: PropertyGraph, *, compact: bool = False, left_to_right: bool = False,
-           collapse: Iterable[str] = (), decorate: BoxDecoration | None = None, note: str = "") -> str:
+           collapse: Iterable[str] = (), decorate: BoxDecoration | None = None, note: str = "",
+           chains: Iterable[tuple[int, ...]] = ()) -> str:
     """The DOT text of `graph`'s run net.
 
     Args:
@@ -264,6 +279,9 @@ def to_dot(graph: PropertyGraph, *, compact: bool = False, left_to_right: bool =
             attributes (a fill colour); ``snet explain`` draws a run's
             figures so.
         note: a line under the drawing's title.
+        chains: fused chains (node ids in order, :mod:`snet.spg.fusion`):
+            their stages are filled in one colour per chain and labelled
+            with the chain and their place in it.
 
     Raises:
         SNetUsageError: a name in `collapse` that is no net of the drawing.
@@ -276,7 +294,13 @@ def to_dot(graph: PropertyGraph, *, compact: bool = False, left_to_right: bool =
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise SNetUsageError(f"no net '{unknown[0]}' to collapse in net {graph.net_name} "
                              f"({hint}nets: {', '.join(known) or 'none'})")
-    dot = _CompactDot(collapse, decorate) if compact else _Dot(collapse, decorate)
+    marks = {}
+    for number, chain in enumerate(chains, 1):
+        colour = CHAIN_COLOURS[(number - 1) % len(CHAIN_COLOURS)]
+        for place, n in enumerate(chain, 1):
+            marks[n] = (f"fused chain {number}, stage {place} of {len(chain)}",
+                        {"style": "filled", "fillcolor": colour})
+    dot = _CompactDot(collapse, decorate, marks) if compact else _Dot(collapse, decorate, marks)
     title = f"net {graph.net_name}: {graph.signature}" + (f"\n{note}" if note else "")
     for attribute in attributes({"rankdir": "LR" if left_to_right else "TB", "labelloc": "t", "label": title}):
         dot.emit(f"{attribute};")
