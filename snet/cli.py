@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="forget the snapshots in the --checkpoint directory and start afresh")
     run.add_argument("--no-steal", action="store_true",
                      help="disable work stealing between workers (for measurements)")
+    run.add_argument("--no-fuse", action="store_true",
+                     help="run every box and filter as an entity of its own, not chains of them as one "
+                          "(FRONT; for comparison)")
     run.add_argument("--seed", type=int, metavar="S",
                      help="seed the scheduler's tie-breaks (victim order), for reproducing runs")
     run.add_argument("--on-error", choices=("stop", "skip"), default=None,
@@ -180,6 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
                                         "no type labels")
     graph.add_argument("--collapse", action="append", default=[], metavar="NET",
                        help="draw the named net NET as one node with its signature (repeatable)")
+    graph.add_argument("--fused", action="store_true",
+                       help="colour the chains of boxes and filters that FRONT runs as one entity each "
+                            "(an async def box, or one in box processes, runs alone)")
     graph.set_defaults(func=_graph, parser=graph)
 
     explain = sub.add_parser("explain", help="draw the network with a run's figures: each box coloured by its "

@@ -280,6 +280,8 @@ class RunOptions:
     box_concurrency_per_box: dict[str, int | str] = attrs.field(factory=dict, converter=_dict,
                                                                 validator=_concurrency_per_box)
     steal: bool = attrs.field(default=True, validator=_flag)
+    # run the plan's chains of boxes and filters as one entity each (FRONT; docs/runtime.md, "Fusion")
+    fuse: bool = attrs.field(default=True, validator=_flag)
     seed: int | None = attrs.field(default=None, validator=_seed)
     stats: bool = attrs.field(default=False, validator=_flag)  # collect statistics (cheap counters always kept)
     spark_master: str | None = attrs.field(default=None, validator=_optional_text)

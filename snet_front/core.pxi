@@ -572,7 +572,11 @@ cdef class Network:
             return self.sink
 
     cdef Entity make(self, int n, Ctx ctx):
-        """A new entity for node ``n``, built by the factory of its kind."""
+        """A new entity for node ``n``, built by the factory of its kind (or of the fused chain it begins)."""
+        if self.chains is not None:
+            chain = self.chains.get(n)
+            if chain is not None:
+                return make_chain(self, <tuple>chain, ctx)
         return _factories[self.kind[n]](self, n, ctx)
 
     # -- input, output, failure ----------------------------------------------

@@ -8,6 +8,7 @@ cimport cython
 from posix.time cimport clock_gettime, timespec, CLOCK_THREAD_CPUTIME_ID
 
 from snet.core.boxes import Deferred
+from snet.core.chains import compile_walk
 from snet.core.limits import unfolds_for_ever
 from snet.core.boxes cimport BoxCaller
 from snet.core.cells cimport SyncCell, SyncStarIndex, new_cell, patterns_matched
@@ -357,7 +358,234 @@ cdef class SyncStarEntity(Entity):
         return self.index.unfired() == 0  # every cell it made has fired (fired cells are identities it forgot)
 
 
+cdef enum:
+    STAGE_CALLER = 0  # a bare box caller: its C-level entry, records changed in place between stages
+    STAGE_BOX = 1  # a box called through an error policy or a guard: a list of outputs
+    STAGE_RAW_FILTER = 2  # a filter's generated function, its errors translated here
+    STAGE_FILTER = 3  # a filter called through an error policy
+
+
+@cython.final
+@cython.trashcan(True)
+cdef class ChainEntity(Entity):
+    """A fused chain of boxes and filters (``plan.fused``) run as one entity (docs/runtime.md, "Fusion").
+
+    A record goes through every stage in one invocation: one admission,
+    one stream write, no entity between the stages.  A stage's several
+    outputs each go through the rest of the chain before the next (depth
+    first), so the outputs leave in the order the stages one after another
+    would give.  The record a box caller makes is the chain's own until it
+    leaves, so the next box changes it in place instead of copying it.
+    Concurrent calls and their reorder buffer are a box entity's, with the
+    chain's limit the least of its boxes'; calls, time and failures count
+    for each box as if it ran alone.  ``node`` is the chain's last stage:
+    where its outputs go.
+    """
+    cdef tuple ops  # per stage: the BoxCaller, the box call, the filter's raw function or its apply
+    cdef tuple errors  # per stage: a raw filter's apply (for its errors), else None
+    cdef tuple ids  # per stage: its node id
+    cdef bytes kinds  # per stage: STAGE_*
+    cdef Py_ssize_t n
+    cdef int timer  # the node of the first box (its counts decide the sampling), -1: none
+    cdef int limit
+    cdef long next_seq
+    cdef long emit_seq
+    cdef dict done
+    cdef int rlock
+    cdef bint compiles  # every stage is a bare box caller: records of one shape may take a compiled walk
+    cdef object compiled  # (shape, walk or None) of the first record shape seen, set once; None: none yet
+
+    cdef int invoke(self, Writer w, object item) except -1:
+        cdef object rec = record_of(item)
+        cdef GStack st = stack_of(item)
+        cdef long seq
+        cdef int early = 0
+        cdef int every = self.sampling(w)
+        if self.limit <= 1:
+            outs = self.walk(w, rec, 0, False, every)
+            if type(outs) is dict:
+                w.write(self.resolve_out(), make_item(outs, st), True)
+            else:
+                self.emit_list(w, outs, st, True)
+            return 0
+        seq = self.next_seq  # concurrent invocation: as BoxEntity's
+        self.next_seq += 1
+        snet_atomic_add(&self.running, 1)
+        early = 1
+        snet_unlock(&self.lock)
+        try:
+            outs = self.walk(w, rec, 0, False, every)
+            if type(outs) is dict:
+                outs = [outs]
+            spin_lock(&self.rlock)
+            try:
+                if seq == self.emit_seq and not self.done:
+                    self.emit_list(w, outs, st, False)
+                    self.emit_seq += 1
+                else:
+                    self.done[seq] = (outs, st)
+                self.emit_seq = emit_in_order(self, w, self.done, self.emit_seq)
+            finally:
+                snet_unlock(&self.rlock)
+        finally:
+            snet_atomic_add(&self.running, -1)
+        return early
+
+    cdef int sampling(self, Writer w):
+        """As a box entity's: 1, time every box of this walk; SAMPLE_EVERY, this walk stands for that many; 0: none."""
+        cdef long calls
+        cdef double seconds = 0.0
+        cdef Py_ssize_t i
+        if self.timer < 0:
+            return 0
+        calls = w.box_calls[self.timer]
+        if calls < TIMED_CALLS:
+            return 1
+        for i in range(self.n):
+            seconds += w.box_time[<int>self.ids[i]]
+        if seconds >= calls * SLOW_CALL:
+            return 1
+        return SAMPLE_EVERY if calls % SAMPLE_EVERY == 0 else 0
+
+    cdef object walk(self, Writer w, object rec, Py_ssize_t i, bint owned, int every):
+        """``rec`` through stages ``i`` onwards: one output record as itself, else a list of them.
+
+        ``owned``: ``rec`` was made by a box of this chain and nobody else holds it.
+        """
+        cdef Py_ssize_t n = self.n
+        cdef int kind, node
+        cdef double t0 = 0.0
+        cdef BoxCaller caller
+        cdef list gathered
+        cdef object outs
+        if i == 0 and self.compiles and not every and type(rec) is dict:  # (timed walks go stage by stage)
+            compiled = self.compiled
+            if compiled is None:
+                compiled = (tuple(rec), compile_walk(self.ops, tuple(rec)))
+                self.compiled = compiled
+            if (<tuple>compiled)[1] is not None and same_labels(<dict>rec, <tuple>(<tuple>compiled)[0]):
+                outs = (<tuple>compiled)[1](rec)
+                if type(outs) is dict:
+                    for i in range(n):
+                        w.box_calls[<int>self.ids[i]] += 1
+                    return outs
+                # what the compiled walk does not take for granted: stage k's callers take it from there
+                k, given, what, raised = outs
+                for i in range(k + 1):
+                    w.box_calls[<int>self.ids[i]] += 1
+                caller = <BoxCaller>self.ops[k]
+                if raised:
+                    error = caller.raised(what, given)
+                    if error is what:
+                        raise error
+                    raise error from what
+                return self.go_on(w, caller.outputs_of(what, given), k + 1, every)
+        while i < n:
+            kind = self.kinds[i]
+            node = <int>self.ids[i]
+            if every and kind <= STAGE_BOX:
+                t0 = snet_now()
+            if kind == STAGE_CALLER:
+                caller = <BoxCaller>self.ops[i]
+                outs = caller.hop(rec, 1 if owned else (2 if i + 1 < n else 0))
+            elif kind == STAGE_BOX:
+                outs = self.ops[i](rec)
+            elif kind == STAGE_RAW_FILTER:
+                try:
+                    outs = self.ops[i](rec)
+                except (KeyError, TagExpressionError) as e:
+                    raise self.errors[i].error(e, rec) from None
+            else:
+                outs = self.ops[i](rec)
+            if kind <= STAGE_BOX:
+                if every:
+                    time_call(w, node, snet_now() - t0, every)
+                w.box_calls[node] += 1
+            i += 1
+            if type(outs) is dict:  # one record, made by the box caller: the chain's own
+                rec = outs
+                owned = True
+                continue
+            if len(<list>outs) == 1:
+                rec = (<list>outs)[0]
+                owned = False
+                continue
+            return self.go_on(w, outs, i, every)
+        return rec
+
+    cdef object go_on(self, Writer w, object outs, Py_ssize_t i, int every):
+        """The outputs ``outs`` of stage ``i - 1`` through stages ``i`` onwards, each before the next."""
+        cdef list gathered
+        if type(outs) is dict:
+            return self.walk(w, outs, i, False, every) if i < self.n else outs
+        if i == self.n or not outs:
+            return outs
+        gathered = []
+        for r in <list>outs:
+            res = self.walk(w, r, i, False, every)
+            if type(res) is dict:
+                gathered.append(res)
+            else:
+                gathered.extend(<list>res)
+        return gathered
+
+    cdef bint settled(self):
+        return snet_atomic_load(&self.running) == 0 and not self.done
+
+
+cdef bint same_labels(dict rec, tuple labels):
+    """``rec`` has exactly ``labels``, in this order (walked, no tuple built)."""
+    cdef Py_ssize_t i = 0
+    if len(rec) != len(labels):
+        return False
+    for k in rec:
+        if k is not labels[i] and k != labels[i]:
+            return False
+        i += 1
+    return True
+
+
 # -- factories ------------------------------------------------------------------
+
+cdef Entity make_chain(Network net, tuple chain, Ctx ctx):
+    """The entity of a fused chain (node ids in order); its ``node`` is the last stage."""
+    cdef ChainEntity c = ChainEntity.__new__(ChainEntity)
+    cdef list ops = [], errors = []
+    cdef bytearray kinds = bytearray()
+    c.setup(net, chain[len(chain) - 1], ctx)
+    c.timer = -1
+    for m in chain:
+        node = net.nodes[m]
+        errors.append(None)
+        if net.kind[m] == K_BOX:
+            if c.timer < 0:
+                c.timer = m
+            if type(node.call) is BoxCaller:
+                kinds.append(STAGE_CALLER)
+                ops.append(node.call)
+            else:
+                kinds.append(STAGE_BOX)
+                ops.append(node.call.__call__)
+        else:
+            raw = getattr(node.apply, "raw", None)  # (an --on-error policy wraps the filter: no raw function)
+            if raw is None:
+                kinds.append(STAGE_FILTER)
+                ops.append(node.apply)
+            else:
+                kinds.append(STAGE_RAW_FILTER)
+                ops.append(raw)
+                errors[len(errors) - 1] = node.apply
+    c.ops = tuple(ops)
+    c.compiles = all(k == STAGE_CALLER for k in kinds)
+    c.errors = tuple(errors)
+    c.ids = tuple(chain)
+    c.kinds = bytes(kinds)
+    c.n = len(chain)
+    c.limit = net.conc[chain[0]]  # (the adapter gives every stage the chain's limit)
+    c.cap = c.limit if c.limit > 1 else 0
+    c.done = {}
+    return c
+
 
 cdef Entity make_box(Network net, int n, Ctx ctx):
     cdef AsyncBoxEntity a

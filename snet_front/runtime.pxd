@@ -181,6 +181,7 @@ cdef class Network:
     cdef int *conc
     cdef int *reclaim  # per split node: its replicas may be reclaimed (docs/runtime.md)
     cdef list nodes  # snet.plan templates: the operators entities are built from
+    cdef dict chains  # first node of a fused chain -> the chain's node ids (None: no chain; entities.pxi)
     cdef list children
     cdef list node_names
     cdef object span_of

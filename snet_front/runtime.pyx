@@ -77,9 +77,12 @@ cdef class Runtime(Network):
     """One run of one plan: the network state, the workers, the output channel."""
 
     def __init__(self, plan, records, int workers, conc, throttle=None, bint steal=True, int seed=0,
-                 long output_bound=OUTPUT_BOUND, max_held=None, memory_limit=None, int active=0, auto_nodes=()):
+                 long output_bound=OUTPUT_BOUND, max_held=None, memory_limit=None, int active=0, auto_nodes=(),
+                 chains=()):
         """``conc[i]``: concurrent calls of box node ``i``; ``throttle``: ``(offset, factor)`` or None.
 
+        ``chains``: fused chains of the plan (node ids in order) to run as one
+        entity each; ``conc`` gives each of their stages the chain's limit.
         ``auto_nodes``: box nodes whose level ``set_level`` changes while the
         run goes on; ``active``: workers that run at first (0: all), the
         others park until ``set_active`` (snet.autoconc).
@@ -93,6 +96,7 @@ cdef class Runtime(Network):
         if self.mem_limit:
             self.mem_base = resident_bytes()
         self.load_plan(plan, conc)
+        self.chains = {chain[0]: tuple(chain) for chain in chains} or None  # fused chains (entities.pxi)
         self.outputs = deque()
         self.input_iter = iter(records)
         self.throttled = throttle is not None

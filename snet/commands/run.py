@@ -51,7 +51,7 @@ log = logging.getLogger("snet")
 FLAGS = {
     "engine": "--engine", "workers": "-w/--workers", "throttle": "--throttle",
     "box_concurrency": "--box-concurrency", "box_concurrency_per_box": "--box-concurrency",
-    "steal": "--no-steal", "seed": "--seed", "stats": "--stats", "spark_master": "--spark",
+    "steal": "--no-steal", "fuse": "--no-fuse", "seed": "--seed", "stats": "--stats", "spark_master": "--spark",
     "spark_conf": "--spark-conf", "spark_splits": "--spark-splits", "spark_batch": "--spark-batch",
     "box_processes": "--box-processes", "box_processes_per_box": "--box-processes", "on_error": "--on-error",
     "box_process_calls": "--box-processes ...,calls=C", "box_process_memory": "--box-processes ...,memory=SIZE",
@@ -178,6 +178,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             box_concurrency=default,
             box_concurrency_per_box=per_box,
             steal=not args.no_steal,
+            fuse=not args.no_fuse,
             seed=args.seed,
             stats=args.stats or args.stats_json is not None,
             # $SNET_SPARK_MASTER is a default: --split-processes asks for local processes instead

@@ -36,8 +36,8 @@ EXTENSIONS = {".parquet": "parquet", ".json": "json", ".csv": "csv", ".orc": "or
 # The options of the driver's engine, which the tasks of a Spark-native run do not take.
 ENGINE_OPTIONS = (("engine", "--engine"), ("workers", "-w/--workers"), ("throttle", "--throttle"),
                   ("box_concurrency", "--box-concurrency"), ("box_processes", "--box-processes"),
-                  ("no_steal", "--no-steal"), ("seed", "--seed"), ("box_timeout", "--box-timeout"),
-                  ("box_retries", "--box-retries"))
+                  ("no_steal", "--no-steal"), ("no_fuse", "--no-fuse"), ("seed", "--seed"),
+                  ("box_timeout", "--box-timeout"), ("box_retries", "--box-retries"))
 
 
 def spark_format(path: str | None, explicit: str | None) -> str | None:

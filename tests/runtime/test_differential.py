@@ -169,15 +169,17 @@ def test_random_networks_match_the_reference(spec, n, with_b, entrance, steal, s
     expected, expected_warnings = run("reference", g, recs)
     if expected == "error":
         for workers in (1, 2):
-            assert run("front", g, recs, workers=workers) == (expected, expected_warnings)
+            for fuse in (True, False):
+                assert run("front", g, recs, workers=workers, fuse=fuse) == (expected, expected_warnings)
         return
     ordered = deterministic_only(whole)
-    for workers in (1, 2, 3):
-        got, warnings = run("front", g, recs, workers=workers, steal=steal, seed=seed)
-        assert collections.Counter(map(key, got)) == collections.Counter(map(key, expected)), (workers, whole)
-        assert warnings == expected_warnings
-        if ordered:
-            assert got == expected, (workers, whole)
-        elif top_is_det(whole):
-            ids = [r["id"] for r in got if "id" in r]
-            assert ids == sorted(ids), (workers, whole)
+    for workers in (1, 2, 4):
+        for fuse in (True, False):  # chains of boxes and filters as one entity, and each stage alone
+            got, warnings = run("front", g, recs, workers=workers, steal=steal, seed=seed, fuse=fuse)
+            assert collections.Counter(map(key, got)) == collections.Counter(map(key, expected)), (workers, fuse, whole)
+            assert warnings == expected_warnings
+            if ordered:
+                assert got == expected, (workers, fuse, whole)
+            elif top_is_det(whole):
+                ids = [r["id"] for r in got if "id" in r]
+                assert ids == sorted(ids), (workers, fuse, whole)

@@ -164,15 +164,18 @@ def test_outputs_are_counted_exactly_while_every_worker_writes_to_the_output():
     assert stats.records_in == 40_000 and stats.records_out == 40_000
 
 
-def test_statistics_report_what_the_runtime_did():
+@pytest.mark.parametrize("fuse", [False, True])
+def test_statistics_report_what_the_runtime_did(fuse):
     records = [{"a": i} for i in range(500)]
-    _, execution = run(PIPE, records, sleepy_boxes(), workers=2)
+    _, execution = run(PIPE, records, sleepy_boxes(), workers=2, fuse=fuse)
     stats = execution.stats()
     assert stats.engine == "front" and stats.workers == 2
     assert stats.records_in == 500 and stats.records_out == 500
     assert stats.boxes["slow"].calls == 500 and stats.boxes["fast"].calls == 1000
+    assert stats.boxes["slow"].seconds > 0 and stats.boxes["fast"].seconds > 0
     front = stats.front
-    assert front.entities.created >= 3 and front.entities.peak >= front.entities.alive
+    # the three boxes and the output; fused, the boxes are one chain
+    assert front.entities.created == (2 if fuse else 4) and front.entities.peak >= front.entities.alive
     assert len(front.workers) == 2
     assert sum(w.inputs for w in front.workers) == stats.records_in
     assert front.invocations == sum(w.invocations for w in front.workers)

@@ -1,0 +1,302 @@
+"""Fusion: chains of boxes and filters run as one FRONT entity give what the stages one by one give.
+
+The chains are found in the plan (:mod:`snet.spg.fusion`); FRONT runs each
+as one entity, through a compiled walk for the records of one shape
+(:mod:`snet.core.chains`) or stage by stage through the box callers.  Every
+test compares a fused run with an unfused one (``fuse=False``) and, where
+it matters, with the reference engine: outputs in order and with their
+labels in the same order, errors word for word, the figures of each box.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import snet
+from snet.errors import SNetBoxError
+from snet.spg.fusion import fused_chains
+from snet.spg.lower import lower
+
+
+def chains_of(source, boxes):
+    net = snet.load(source, boxes=boxes)
+    return fused_chains(lower(net.graph, boxes).nodes), net
+
+
+def names(net, chains):
+    plan = lower(net.graph, net.boxes)
+    return [[getattr(plan.nodes[n], "name", "filter") for n in chain] for chain in chains]
+
+
+def inc(a):
+    return {"a": a + 1}
+
+
+def run(net, records, **options):
+    with net.run(records, engine=options.pop("engine", "front"), **options) as execution:
+        return list(execution), execution
+
+
+# -- which stages are fused ------------------------------------------------------------------------
+
+
+def test_a_chain_runs_through_nets_identities_and_filters_and_stops_at_state():
+    source = """
+    net p {
+      net inner { box b1 ((a) -> (a)); } connect b1 .. [];
+      box b0 ((a) -> (a)); box b2 ((a) -> (a)); box b3 ((a) -> (a));
+    } connect b0 .. inner .. [{a} -> {a}] .. b2 .. [| {a}, {b} |] .. b3 .. b0;
+    """
+    boxes = {f"b{i}": inc for i in range(4)}
+    chains, net = chains_of(source, boxes)
+    assert names(net, chains) == [["b0", "b1", "filter", "b2"], ["b3", "b0"]]
+
+
+@pytest.mark.parametrize("source, expected", [
+    # a parallel's branches end at its collector; a branch's own chain is fused
+    ("box b0 ((a) -> (a)); box b1 ((a) -> (a)); box b2 ((b) -> (b));"
+     "net p connect (b0 .. b1 | b2) .. b0;", [["b0", "b1"]]),
+    # a star's operand ends at the star (its exit test): the chain inside, not across
+    ("box b0 ((a) -> (a)); box b1 ((a) -> (a));"
+     "net p connect (b0 .. b1) * {<done>};", [["b0", "b1"]]),
+    # a split's operand likewise
+    ("box b0 ((a) -> (a)); box b1 ((a) -> (a));"
+     "net p connect (b0 .. b1) ! <t>;", [["b0", "b1"]]),
+    # an initialiser stage breaks the chain
+    ("box b0 ((a) -> (a)); box b1 ((a) -> (a)); box i ( -> (a));"
+     "net p connect b0 .. i .. b1;", []),
+    # one stage is no chain
+    ("box b0 ((a) -> (a)); net p connect b0;", []),
+])
+def test_chains_end_where_the_run_decides_where_records_go(source, expected):
+    boxes = {"b0": inc, "b1": inc, "b2": lambda b: {"b": b}, "i": lambda: {"a": 0}}
+    chains, net = chains_of(source, boxes)
+    assert names(net, chains) == expected
+
+
+def test_an_async_box_runs_alone():
+    async def slow(a):
+        return {"a": a}
+
+    source = "box b0 ((a) -> (a)); box s ((a) -> (a)); box b1 ((a) -> (a)); net p connect b0 .. s .. b1 .. b0;"
+    net = snet.load(source, boxes={"b0": inc, "s": slow, "b1": inc})
+    plan = lower(net.graph, net.boxes, defer_async=True)
+    assert [[plan.nodes[n].name for n in chain] for chain in plan.fused] == [["b1", "b0"]]
+    out, _ = run(net, [{"a": i} for i in range(50)], workers=2)
+    assert out == [{"a": i + 3} for i in range(50)]
+
+
+# -- same outputs, same order, same labels -----------------------------------------------------
+
+
+def dup(a):
+    return [{"a": a}, {"a": a + 100}]
+
+
+def drop_odd(a):
+    return None if a % 2 else {"a": a}
+
+
+def to_b(a):
+    return {"b": a * 2}
+
+
+def tag(b):
+    return {"a": b, "<t>": b % 3}
+
+
+def untag(a, t):
+    return {"a": a + t}
+
+
+MIXED = """
+net p {
+  box inc ((a) -> (a)); box dup ((a) -> (a)); box drop_odd ((a) -> (a));
+  box to_b ((a) -> (b)); box tag ((b) -> (a, <t>)); box untag ((a, <t>) -> (a));
+} connect inc .. dup .. [{a} -> {a}; {a, <x>}] .. drop_odd .. to_b .. tag .. untag .. inc;
+"""
+MIXED_BOXES = {"inc": inc, "dup": dup, "drop_odd": drop_odd, "to_b": to_b, "tag": tag, "untag": untag}
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_fused_outputs_equal_unfused_in_order_with_their_labels_in_order(workers):
+    net = snet.load(MIXED, boxes=MIXED_BOXES)
+    assert len(lower(net.graph, net.boxes).fused) == 1
+    records = [{"a": i, "id": i} for i in range(300)] + [{"id": -1, "a": 5, "<#k>": 3}, {"a": 7}]
+    fused, _ = run(net, records, workers=workers)
+    unfused, _ = run(net, records, workers=workers, fuse=False)
+    reference, _ = run(net, records, engine="reference")
+    assert fused == unfused == reference
+    assert [list(r) for r in fused] == [list(r) for r in unfused] == [list(r) for r in reference]
+    assert len(fused) > 300
+
+
+def test_records_of_many_shapes_through_a_compiled_chain():
+    source = "box b0 ((a) -> (a)); box b1 ((a) -> (b)); box b2 ((b) -> (a)); net p connect b0 .. b1 .. b2;"
+    net = snet.load(source, boxes={"b0": inc, "b1": to_b, "b2": lambda b: {"a": b + 1}})
+    records = [{"a": 1}, {"a": 2, "x": 1}, {"x": 1, "a": 3}, {"a": 4, "<#t>": 1, "y": "z"}, {"a": 5, "x": 2}] * 20
+    fused, _ = run(net, records, workers=1)
+    unfused, _ = run(net, records, workers=1, fuse=False)
+    assert fused == unfused
+    assert [list(r) for r in fused] == [list(r) for r in unfused]
+
+
+def test_results_the_compiled_walk_does_not_take_for_granted_go_through_the_callers():
+    """A list, None, a mapping that is not a dict, an int subclass as a tag: as the callers take them."""
+    class Mapping(dict):
+        pass
+
+    class Int(int):
+        pass
+
+    def odd(a):
+        return [{"a": a}, {"a": -a}] if a % 4 == 0 else None if a % 4 == 1 else Mapping(a=a) if a % 4 == 2 \
+            else {"a": a, "<t>": Int(a)}
+
+    source = "box b0 ((a) -> (a)); box odd ((a) -> (a) | (a, <t>)); box b1 ((a) -> (a)); net p connect b0 .. odd .. b1;"
+    net = snet.load(source, boxes={"b0": inc, "odd": odd, "b1": inc})
+    records = [{"a": i, "k": i} for i in range(40)]
+    fused, _ = run(net, records, workers=1)
+    unfused, _ = run(net, records, workers=1, fuse=False)
+    assert fused == unfused and [list(r) for r in fused] == [list(r) for r in unfused]
+
+
+# -- errors, policies and figures as if each box ran alone ---------------------------------------
+
+
+def failing(a):
+    if a == 7:
+        raise ValueError("seven")
+    return {"a": a}
+
+
+def wrong_variant(a):
+    return {"b": a} if a == 7 else {"a": a}
+
+
+def bool_tag(a):
+    return {"a": a, "<t>": a == 7}
+
+
+@pytest.mark.parametrize("middle, declared", [
+    (failing, "(a) -> (a)"), (wrong_variant, "(a) -> (a)"), (bool_tag, "(a) -> (a, <t>)")])
+def test_a_failing_box_in_a_chain_gives_the_unfused_error_word_for_word(middle, declared):
+    source = f"box b0 ((a) -> (a)); box mid ({declared}); box b1 ((a) -> (a)); net p connect b0 .. mid .. b1;"
+    net = snet.load(source, boxes={"b0": inc, "mid": middle, "b1": inc})
+    records = [{"a": i, "id": i} for i in range(20)]
+    messages = []
+    for fuse in (True, False):
+        with pytest.raises(SNetBoxError) as caught:
+            run(net, records, workers=1, fuse=fuse)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+    assert messages[0].startswith("<string>:1:") and "box 'mid'" in messages[0]
+
+
+def test_the_traceback_of_a_box_in_a_compiled_chain_starts_in_the_box():
+    net = snet.load("box b0 ((a) -> (a)); box mid ((a) -> (a)); net p connect b0 .. mid;",
+                    boxes={"b0": inc, "mid": failing})
+    with pytest.raises(SNetBoxError) as caught:
+        run(net, [{"a": 6}], workers=1)
+    detail = caught.value.detail
+    assert "fused chain" not in detail and 'raise ValueError("seven")' in detail
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_skipped_failures_and_figures_are_those_of_the_boxes_alone(workers):
+    source = "box b0 ((a) -> (a)); box mid ((a) -> (a)); box b1 ((a) -> (a)); net p connect b0 .. mid .. b1;"
+
+    def flaky(a):
+        if a % 10 == 3:
+            raise ValueError(a)
+        return {"a": a}
+
+    net = snet.load(source, boxes={"b0": inc, "mid": flaky, "b1": inc})
+    records = [{"a": i} for i in range(1000)]
+    results = []
+    for fuse in (True, False):
+        errors = []
+        out, execution = run(net, records, workers=workers, fuse=fuse, on_error=errors.append)
+        stats = execution.stats()
+        results.append((out, [(e["box"], e["record"]) for e in errors],
+                        {name: stats.boxes[name].calls for name in ("b0", "mid", "b1")},
+                        execution.failures))
+    assert results[0] == results[1]
+    assert results[0][2] == {"b0": 1000, "mid": 1000, "b1": 900} and results[0][3] == 100
+
+
+def test_a_chain_overlaps_the_calls_of_a_box_that_releases_the_gil_and_keeps_order():
+    """Two workers run two records' walks at once through the chain (its limit is its boxes')."""
+    inside = []
+    both = threading.Event()
+    lock = threading.Lock()
+
+    def wait(a):
+        with lock:
+            inside.append(a)
+            if len(inside) == 2:
+                both.set()
+        both.wait(10)  # the GIL is released while waiting: the other worker's walk comes in
+        return {"a": a}
+
+    net = snet.load("box b0 ((a) -> (a)); box w ((a) -> (a)); net p connect b0 .. w .. b0;",
+                    boxes={"b0": inc, "w": wait})
+    out, _ = run(net, [{"a": i} for i in range(40)], workers=2)
+    assert both.is_set()
+    assert out == [{"a": i + 2} for i in range(40)]
+
+
+def test_no_fuse_on_the_command_line(tmp_path):
+    (tmp_path / "net.snet").write_text(MIXED)
+    (tmp_path / "net.py").write_text(
+        "def inc(a):\n    return {'a': a + 1}\n"
+        "def dup(a):\n    return [{'a': a}, {'a': a + 100}]\n"
+        "def drop_odd(a):\n    return None if a % 2 else {'a': a}\n"
+        "def to_b(a):\n    return {'b': a * 2}\n"
+        "def tag(b):\n    return {'a': b, '<t>': b % 3}\n"
+        "def untag(a, t):\n    return {'a': a + t}\n")
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"a": i, "id": i}) + "\n" for i in range(50)))
+    outputs = []
+    for flags in ([], ["--no-fuse"]):
+        result = subprocess.run([sys.executable, "-m", "snet", "run", "net.snet", "-i", "in.jsonl", *flags],
+                                cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        assert result.returncode == 0, result.stderr
+        outputs.append(result.stdout)
+    assert outputs[0] == outputs[1] and outputs[0].count("\n") > 50
+
+
+def test_graph_colours_the_fused_chains(tmp_path):
+    (tmp_path / "net.snet").write_text(MIXED)
+    result = subprocess.run([sys.executable, "-m", "snet", "graph", "--fused", "net.snet"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert result.returncode == 0, result.stderr
+    marked = [line for line in result.stdout.splitlines() if "fused chain 1, stage" in line]
+    assert len(marked) == 8  # seven boxes and the filter
+    assert all('fillcolor="#cfe8ff"' in line for line in marked)
+    plain = subprocess.run([sys.executable, "-m", "snet", "graph", "net.snet"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert "fused chain" not in plain.stdout
+
+
+def test_a_box_that_forks_inside_a_compiled_chain_ends_the_child():
+    def forks(a):
+        pid = os.fork()
+        if pid:
+            os.waitpid(pid, 0)
+            return {"a": a}
+        return {"a": -1}  # the child returns into the run: it must end there
+
+    net = snet.load("box b0 ((a) -> (a)); box f ((a) -> (a)); box b1 ((a) -> (a)); net p connect b0 .. f .. b1;",
+                    boxes={"b0": inc, "f": forks, "b1": inc})
+    out, _ = run(net, [{"a": 1}, {"a": 2}], workers=1)
+    assert out == [{"a": 3}, {"a": 4}]
