@@ -307,7 +307,8 @@ cdef class Worker(Writer):
                 # through it: wait rather than queue behind it, so the walker
                 # can cut the chain of identities (docs/runtime.md).
                 return False
-            rt.input_since = snet_now()
+            if rt.executor is not None:  # (only the split executor's batches ask how long the input waits)
+                rt.input_since = snet_now()
             try:
                 rec = next(rt.input_iter)
             except StopIteration:
@@ -410,12 +411,16 @@ cdef class Worker(Writer):
         cdef Network rt = self.rt
         cdef int idle = 0
         cdef double t0
+        cdef double last = 0.0  # when the last turn of the loop began, if it did work (0: it did none)
         cdef unsigned int nap
         cdef long left
         set_current_writer(self)
         try:
             while not snet_flag_load(&rt.stop) and not snet_flag_load(&rt.done):
-                t0 = snet_now()
+                t0 = snet_now()  # one clock read a turn: a busy turn's time is counted at the next
+                if last:
+                    self.busy += t0 - last
+                    last = 0.0
                 if rt.out_bound and len(rt.outputs) >= rt.out_bound:
                     # Outputs wait for the consumer: make no more (it wakes a sleeper when it
                     # takes them), or a network that unfolds many outputs from one input would
@@ -423,11 +428,11 @@ cdef class Worker(Writer):
                     pass
                 elif (self.work_own() or (len(rt.completions) and self.try_completion())
                         or (self.wid < rt.active and (self.try_input() or (rt.steal_enabled and self.try_steal())))):
-                    self.busy += snet_now() - t0
+                    last = t0
                     idle = 0
                     continue
                 if rt.executor is not None and executor_due(rt) and flush_executor(rt, self):
-                    self.busy += snet_now() - t0
+                    last = t0
                     idle = 0
                     continue
                 if rt.consumer_waiting and len(rt.outputs):
@@ -468,5 +473,7 @@ cdef class Worker(Writer):
         except BaseException as e:
             rt.fail(e)
         finally:
+            if last:
+                self.busy += snet_now() - last
             snet_atomic_add(&rt.exited, 1)
             rt.notify()
