@@ -24,7 +24,7 @@ import logging
 import os
 import sys
 import weakref
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 
 import attrs
 
@@ -352,16 +352,30 @@ class _LoggedExecution(Execution):
         try:
             return next(self.inner)
         except BaseException as e:
-            if self.metrics is not None:  # the run is over (or failed): nothing more to serve
-                self.metrics.close()
-            if not isinstance(e, StopIteration):
-                raise
-            if not self._summarised:  # repeated warnings of a kind: a few, then their count
-                self._summarised = True
-                self.warnings[:] = summarise(self.warnings)
-            for warning in self.warnings:
-                log.warning("%s", warning)
+            self._ended(e)
             raise
+
+    def __iter__(self) -> Iterator[Record]:
+        """The inner execution's own iteration (FRONT's takes its outputs in batches), with the same end."""
+        try:
+            yield from self.inner
+        except GeneratorExit:  # the caller left the loop: the run may go on (next() takes the rest)
+            raise
+        except BaseException as e:
+            self._ended(e)
+            raise
+        self._ended(StopIteration())
+
+    def _ended(self, e: BaseException) -> None:
+        if self.metrics is not None:  # the run is over (or failed): nothing more to serve
+            self.metrics.close()
+        if not isinstance(e, StopIteration):
+            return
+        if not self._summarised:  # repeated warnings of a kind: a few, then their count
+            self._summarised = True
+            self.warnings[:] = summarise(self.warnings)
+        for warning in self.warnings:
+            log.warning("%s", warning)
 
     def ready(self) -> bool:
         return self.inner.ready()

@@ -629,8 +629,17 @@ cdef class Network:
             item = (<Tagged>item).rec
         self.outputs.append(item)
         if self.consumer_waiting and len(self.outputs) >= NOTIFY_BATCH:
-            self.notify()
+            self.notify_consumer()
         return 0
+
+    cdef void notify_consumer(self):
+        """Wake the consumer waiting for outputs, once: until it waits again, later outputs need not.
+
+        (It may take a while to get the GIL back; a notification per output
+        meanwhile cost about as much as the rest of the output's way.)
+        """
+        self.consumer_waiting = False
+        self.notify()
 
     cdef void notify(self):
         try:

@@ -269,6 +269,7 @@ cdef class Network:
     cdef int output(self, object item) except -1
     cdef bint tracking  # some input carried a request (snet.requests): workers publish the current one
     cdef void notify(self)
+    cdef void notify_consumer(self)
     cdef void wake_idle(self, bint everyone)
     cdef void note_partial(self, object cell, int node, bint fired)
     cdef int park(self, int node, object record) except -1
@@ -425,4 +426,4 @@ cdef class Worker(Writer):
 # ---- runtime.pyx: the Python surface
 
 cdef class Runtime(Network):
-    pass
+    cdef int await_output(self, double timeout) except -1

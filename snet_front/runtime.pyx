@@ -68,6 +68,8 @@ LATENCY_BUCKETS_COUNT = LATENCY_BUCKETS  # for the test that compares it with sn
 
 # Outputs waiting for the consumer at which input admission stops (backpressure).
 OUTPUT_BOUND = 1024
+# Outputs `take_outputs` hands over at most at once.
+TAKE_BATCH = 64
 # Seconds `close` waits for the workers of a stopped run: a worker still inside
 # a box call after that is abandoned (it stops at its next safe point).
 CLOSE_TIMEOUT = 1.0
@@ -141,11 +143,36 @@ cdef class Runtime(Network):
 
     def next_output(self, double timeout=0.02):
         """The next output record; raises the run's error; ``StopIteration`` at termination."""
+        self.await_output(timeout)
+        if self.sleepers and len(self.outputs) == self.out_bound:
+            self.wake_idle(False)  # input was held back: admit again
+        return self.outputs.popleft()
+
+    def take_outputs(self, long most=TAKE_BATCH, double timeout=0.02):
+        """The outputs waiting now (at least one, at most ``most``), in order; raises as ``next_output``.
+
+        One call for many records: what a consumer that iterates the run
+        uses (``FrontExecution.__iter__``).  What it holds counts as not
+        yet taken by the consumer, so at most ``OUTPUT_BOUND + TAKE_BATCH``
+        outputs wait on a slow consumer.
+        """
+        cdef Py_ssize_t i, n
+        self.await_output(timeout)
+        n = len(self.outputs)
+        full = self.sleepers and n >= self.out_bound
+        if n > most:
+            n = most
+        popleft = self.outputs.popleft
+        batch = [popleft() for i in range(n)]
+        if full:
+            self.wake_idle(False)  # input was held back: admit again
+        return batch
+
+    cdef int await_output(self, double timeout) except -1:
+        """Return once an output waits for the consumer; else raise the run's error, or ``StopIteration``."""
         while True:
             if len(self.outputs):
-                if self.sleepers and len(self.outputs) == self.out_bound:
-                    self.wake_idle(False)  # input was held back: admit again
-                return self.outputs.popleft()
+                return 0
             if self.error is not None:
                 raise self.error
             if snet_flag_load(&self.stop):  # halted or closed: no more outputs will come

@@ -436,7 +436,7 @@ cdef class Worker(Writer):
                     idle = 0
                     continue
                 if rt.consumer_waiting and len(rt.outputs):
-                    rt.notify()
+                    rt.notify_consumer()
                 # The acquire load orders the read of `pending` after it: a
                 # worker that sees the input ended sees every input's count
                 # in `pending` (without the GIL, loads may otherwise pass).

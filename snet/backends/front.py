@@ -30,7 +30,8 @@ on (docs/runtime.md, "Automatic box concurrency").
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Iterable
+from collections import deque
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from snet.autoconc import MAX_LEVEL, Controller, Tuner
 from snet.backends import RunOptions
@@ -162,6 +163,7 @@ class FrontExecution(Execution):
                                chains=self.chains)
         self._closed = False
         self._ended = False
+        self._taken: deque[Record] = deque()  # outputs taken from the runtime that the caller has not had yet
         self.tuner = Tuner(self.runtime, self.controller) if self.controller is not None else None
         self.checkpoints = None  # a snet.checkpoint.front.FrontCheckpoints when the run takes them
         checkpointing = getattr(records, "snet_checkpoint", None)  # an input gate (snet.checkpoint.gate)
@@ -174,6 +176,8 @@ class FrontExecution(Execution):
             self.tuner.start()
 
     def __next__(self) -> Record:
+        if self._taken:
+            return self._taken.popleft()
         if self._ended or self._closed:
             raise StopIteration
         try:
@@ -186,8 +190,30 @@ class FrontExecution(Execution):
             self.close()
             raise
 
+    def __iter__(self) -> Iterator[Record]:
+        """The outputs, taken from the runtime many at a time (one call per batch, not per record).
+
+        What a batch holds that the loop has not reached yet stays with the
+        execution: a later ``next()`` returns it first.
+        """
+        taken = self._taken
+        while True:
+            while taken:
+                yield taken.popleft()
+            if self._ended or self._closed:
+                return
+            try:
+                taken.extend(self.runtime.take_outputs())
+            except StopIteration:
+                if not self._closed:
+                    self._finish()
+                return
+            except BaseException:
+                self.close()
+                raise
+
     def ready(self) -> bool:
-        return self.runtime.has_output()
+        return bool(self._taken) or self.runtime.has_output()
 
     def _finish(self) -> None:
         if self._ended:
