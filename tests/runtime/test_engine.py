@@ -214,3 +214,17 @@ def test_a_dropped_execution_stops_its_workers():
     del execution
     gc.collect()
     assert front_threads() == 0
+
+
+def test_leaving_the_loop_keeps_the_outputs_a_batch_took():
+    """Iteration takes outputs many at a time; what the loop did not reach comes from next(), in order."""
+    net = snet.load("net p { box f ((a) -> (a)); } connect f;", boxes={"f": lambda a: {"a": a}})
+    with net.run([{"a": i} for i in range(1000)], engine="front", workers=2) as execution:
+        first = []
+        for record in execution:
+            first.append(record["a"])
+            if len(first) == 10:
+                break
+        rest = [next(execution)["a"] for _ in range(5)]
+        rest += [record["a"] for record in execution]
+    assert first + rest == list(range(1000))
