@@ -50,7 +50,7 @@ class CheckpointedRun:
             self.errors.close()
 
 
-def refuse_unsupported(args: Any, options: Any) -> None:
+def refuse_unsupported(args: Any, options: Any, graph: Any = None) -> None:
     """Refuse, before anything is opened, a run that cannot take checkpoints."""
     if args.input in (None, "-"):
         raise SNetUsageError("--checkpoint needs an input file (-i FILE): standard input cannot be read again "
@@ -61,6 +61,14 @@ def refuse_unsupported(args: Any, options: Any) -> None:
     if options.spark_master:
         raise SNetUsageError("--checkpoint does not apply to runs with --spark yet: a Spark run's split replicas "
                              "live in the executors (whole-network runs inside Spark keep Spark's task retry)")
+    if options.split_processes and graph is not None:
+        from snet.backends import state_outside_snapshots
+        from snet.splitexec import select_splits
+
+        why = state_outside_snapshots(graph, select_splits(graph, options.process_splits, "--process-splits"),
+                                      "in split processes")
+        if why is not None:
+            raise SNetUsageError(why)
     if args.errors == "-":
         raise SNetUsageError("--checkpoint needs an error file (--errors FILE), not standard output: it is cut "
                              "back to the committed position on a resume")

@@ -88,6 +88,9 @@ NETWORKS = [
     Net("failing", "failing.snet", [{"x": i} for i in range(900)], True, errors=True),
 ]
 
+# A stateless split (its replicas are fresh for every record): run in split processes with checkpoints too
+SPLIT_PIPELINE = Net("split_pipeline", "split_pipeline.snet", [{"x": i, "<k>": i % 13} for i in range(900)], True)
+
 ENGINES = {"reference": ["--engine", "reference"], "front-w1": ["--engine", "front", "-w", "1"],
            "front-w4": ["--engine", "front", "-w", "4"]}
 

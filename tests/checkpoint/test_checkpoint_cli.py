@@ -154,6 +154,9 @@ def test_xml_output_and_input_resume_after_a_kill(engine, tmp_path):
     (["--spark", "local[1]"], "--checkpoint does not apply to runs with --spark"),
     (["--spark", "local[1]", "-i", "in.parquet", "-o", "out.parquet"],
      "--checkpoint does not apply to a batch run with a Spark source and sink"),
+    # the per-tag synchro-cells would live in the split processes, outside the snapshot
+    (["--split-processes", "2"], "split_sync.snet:5:33: --checkpoint cannot save the state of this split's "
+                                 "replicas in split processes"),
 ])
 def test_runs_that_cannot_take_checkpoints_are_refused(args, message, tmp_path):
     SPLIT_SYNC.write_input(tmp_path)

@@ -18,8 +18,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from checkpoint_harness import (ENGINES, ERRORS, NETWORKS, child_env, command, kill_and_resume, run_once,
-                                same_errors, same_output)
+from checkpoint_harness import (ENGINES, ERRORS, NETWORKS, SPLIT_PIPELINE, child_env, command, kill_and_resume,
+                                run_once, same_errors, same_output)
 
 CONFIGS = {"reference": [ENGINES["reference"]], "front-w1": [ENGINES["front-w1"], ENGINES["front-w4"]],
            "front-w4": [ENGINES["front-w4"], ENGINES["front-w1"]]}
@@ -80,3 +80,23 @@ def test_a_kill_inside_the_snapshot_write_loses_nothing(step, config, tmp_path, 
     assert done.returncode == 0, done.stderr
     same_output(net, (tmp_path / "out.jsonl").read_text(), uninterrupted[net.name])
     assert not any(p.name.endswith(".tmp") for p in (tmp_path / "ck").iterdir())
+
+
+@pytest.mark.slow
+def test_a_stateless_split_in_split_processes_resumes(tmp_path):
+    """``!!`` over a stateless operand in two split processes, killed and resumed: the same output, in order."""
+    net = SPLIT_PIPELINE
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    net.write_input(plain)
+    done = run_once(command(net, plain, ENGINES["reference"], checkpoint=False))
+    assert done.returncode == 0, done.stderr
+    want = (plain / "out.jsonl").read_text()
+    run = tmp_path / "run"
+    run.mkdir()
+    net.write_input(run)
+    processes = ["--engine", "front", "-w", "2", "--split-processes", "2"]
+    counts = kill_and_resume(net, run, [processes], 3, 11, len(want.encode()))
+    same_output(net, (run / "out.jsonl").read_text(), want)
+    assert counts["killed"] >= 1, counts
+    assert counts["resumed_at"], counts  # some run went on from a snapshot taken midway
