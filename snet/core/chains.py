@@ -39,6 +39,7 @@ cannot change the output record's.
 
 from __future__ import annotations
 
+import marshal
 from typing import Any, Callable, Sequence
 
 import snet.core.boxes as _boxes
@@ -111,7 +112,11 @@ def compile_walk(callers: Sequence[Any], shape: tuple[str, ...]) -> Callable[[di
          "    return {" + ", ".join(f"{label!r}: {var}" for label, var in record) + "}"])
     scope: dict[str, Any] = {"__name__": __name__, "_boxes": _boxes}
     scope.update({f"f{k}": caller.function for k, caller in enumerate(callers)})
-    exec(compile(source, f"<snet fused chain {boxes}>", "exec"), scope)
+    # through marshal, as box files are loaded (snet.core.boxfiles.BoxFileLoader): on free-threaded CPython
+    # the constants of code compiled in the running process are reference-counted by every call, which
+    # workers walking the same chain at once would contend on
+    code = marshal.loads(marshal.dumps(compile(source, f"<snet fused chain {boxes}>", "exec")))
+    exec(code, scope)
     return scope["walk"]
 
 
