@@ -288,3 +288,42 @@ def test_a_json_lines_stream_in_two_waves(spark, tmp_path):
         got = Counter(json.loads(line)["y"] for path in committed_files(tmp_path / "out")
                       for line in path.read_text().splitlines())
         assert got == want(*waves[:at + 1])
+
+
+def _csv_wave(aside: Path, xs) -> None:
+    aside.write_text("x\n" + "".join(f"{x}\n" for x in xs))
+
+
+def _orc_wave(aside: Path, xs) -> None:
+    import pyarrow as pa
+    import pyarrow.orc as orc
+
+    orc.write_table(pa.table({"x": pa.array(list(xs), pa.int64())}), str(aside))
+
+
+def _csv_outputs(path: Path) -> list:
+    import csv
+
+    with open(path, newline="") as f:
+        return [int(row["y"]) for row in csv.DictReader(f)]
+
+
+def _orc_outputs(path: Path) -> list:
+    import pyarrow.orc as orc
+
+    return orc.read_table(str(path)).column("y").to_pylist()
+
+
+@pytest.mark.parametrize("fmt, write, read", [("csv", _csv_wave, _csv_outputs), ("orc", _orc_wave, _orc_outputs)])
+def test_csv_and_orc_streams_in_two_waves(spark, tmp_path, fmt, write, read):
+    """CSV (with a header line) and ORC stream as Parquet and JSON Lines do: each wave's outputs once."""
+    folder(tmp_path)
+    words = [w if w != "parquet" else fmt for w in command(tmp_path, "--available-now")]
+    waves = [range(0, 40), range(40, 70)]
+    for at, xs in enumerate(waves):
+        aside = tmp_path / f".wave{at}.{fmt}"
+        write(aside, xs)
+        os.rename(aside, tmp_path / "src" / f"wave{at}.{fmt}")
+        assert snet_main(words) == 0
+        got = Counter(y for path in committed_files(tmp_path / "out") for y in read(path))
+        assert got == want(*waves[:at + 1])
