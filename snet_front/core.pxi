@@ -428,6 +428,10 @@ cdef class Entity:
         """
         return False
 
+    cdef int level(self):
+        """The calls this entity may run at once when the controller sets it (``cap`` -1): its node's level."""
+        return self.rt.conc[self.node]
+
     cdef void hint_fresh(self, Instance replica):
         """An entity of ``replica`` (one of this split's) may have just become fresh again."""
         pass

@@ -46,6 +46,23 @@ cdef enum:
 
 cdef double SLOW_CALL = 20e-6  # seconds: a box whose calls average this long has every call timed
 
+cdef enum:
+    CPU_EVERY = 4  # of the sampled calls of a short box, one in this many has its CPU time read too
+
+
+cdef inline int cpu_weight(long calls, int timed) noexcept:
+    """How many calls a call's CPU time counts for (0: not read), for a box the controller tunes.
+
+    Reading the thread's CPU clock is a system call (no vDSO for it), about
+    ten times the wall clock's cost: a call timed alone (``timed`` 1: few
+    calls so far, or slow ones) has it read, a sampled call of a short box
+    only one time in ``CPU_EVERY``.  The controller uses the ratio of CPU
+    to wall time, which the subsample estimates.
+    """
+    if timed <= 1:
+        return timed
+    return timed * CPU_EVERY if (calls // SAMPLE_EVERY) % CPU_EVERY == 0 else 0
+
 
 @cython.final
 @cython.trashcan(True)
@@ -74,6 +91,7 @@ cdef class BoxEntity(Entity):
         cdef int early = 0
         cdef long calls
         cdef int every
+        cdef int cw
         cdef bint one = self.limit <= 1
         if self.auto:
             # At level 1 with no call in flight, the cheap path (the lock stays held for the
@@ -88,15 +106,16 @@ cdef class BoxEntity(Entity):
                 every = 1
             else:
                 every = SAMPLE_EVERY if calls % SAMPLE_EVERY == 0 else 0
+            cw = cpu_weight(calls, every) if self.auto and every else 0
             if every:
-                if self.auto:
+                if cw:
                     c0 = thread_cpu()
                 t0 = snet_now()
             outs = self.op(rec) if self.caller is None else self.caller.hop(rec)
             if every:
                 time_call(w, self.node, snet_now() - t0, every)
-                if self.auto:
-                    w.box_cpu[self.node] += (thread_cpu() - c0) * every
+                if cw:
+                    w.box_cpu[self.node] += (thread_cpu() - c0) * cw
             w.box_calls[self.node] += 1
             if type(outs) is dict:  # one output: the walk goes on with it
                 w.write(self.resolve_out(), make_item(outs, st), True)
@@ -359,6 +378,10 @@ cdef class SyncStarEntity(Entity):
 
 
 cdef enum:
+    TIMED = 1  # ChainEntity.sampling: time the boxes with few calls so far, and slow ones
+    SAMPLED = 2  # ... and this walk stands for SAMPLE_EVERY of the others
+
+cdef enum:
     STAGE_CALLER = 0  # a bare box caller: its C-level entry, records changed in place between stages
     STAGE_BOX = 1  # a box called through an error policy or a guard: a list of outputs
     STAGE_RAW_FILTER = 2  # a filter's generated function, its errors translated here
@@ -392,6 +415,9 @@ cdef class ChainEntity(Entity):
     cdef long emit_seq
     cdef dict done
     cdef int rlock
+    cdef tuple tuned  # the stages whose level the controller sets (--box-concurrency auto), None: none
+    cdef bytes tuned_at  # per stage: 1 where it is one of ``tuned``
+    cdef int fixed  # with ``tuned``: the least limit of the other boxes (the chain's level never passes it)
     cdef bint compiles  # every stage is a bare box caller: records of one shape may take a compiled walk
     cdef object compiled  # (shape, walk or None) of the first record shape seen, set once; None: none yet
 
@@ -401,7 +427,10 @@ cdef class ChainEntity(Entity):
         cdef long seq
         cdef int early = 0
         cdef int every = self.sampling(w)
-        if self.limit <= 1:
+        cdef bint one = self.limit <= 1
+        if self.tuned is not None:  # as an automatic box: the cheap path at level 1 with no call in flight
+            one = self.level() <= 1 and snet_atomic_load(&self.running) == 0
+        if one:
             outs = self.walk(w, rec, 0, False, every)
             if type(outs) is dict:
                 w.write(self.resolve_out(), make_item(outs, st), True)
@@ -431,21 +460,50 @@ cdef class ChainEntity(Entity):
             snet_atomic_add(&self.running, -1)
         return early
 
+    cdef int level(self):
+        """With stages the controller tunes: the highest of their levels, within the other boxes' least limit.
+
+        Every stage is stateless, so the chain may run as many walks at once
+        as its most concurrent box is allowed calls: a box raised to 16
+        calls overlaps 16 walks, the cheap boxes around it with it.
+        """
+        cdef int most = 1
+        cdef int n
+        for m in self.tuned:
+            n = self.rt.conc[<int>m]
+            if n > most:
+                most = n
+        return most if most < self.fixed else self.fixed
+
     cdef int sampling(self, Writer w):
-        """As a box entity's: 1, time every box of this walk; SAMPLE_EVERY, this walk stands for that many; 0: none."""
+        """Which boxes of this walk are timed (per box, as a box entity times its calls: ``weight``).
+
+        0: none (the walk may take the compiled function); ``TIMED``: the
+        boxes with few calls so far or slow ones; ``SAMPLED``: those and,
+        one walk in ``SAMPLE_EVERY``, the others, each counted that many times.
+        """
         cdef long calls
-        cdef double seconds = 0.0
         cdef Py_ssize_t i
+        cdef int node
+        cdef int every = 0
         if self.timer < 0:
             return 0
         calls = w.box_calls[self.timer]
-        if calls < TIMED_CALLS:
-            return 1
+        if calls % SAMPLE_EVERY == 0:
+            every = SAMPLED
         for i in range(self.n):
-            seconds += w.box_time[<int>self.ids[i]]
-        if seconds >= calls * SLOW_CALL:
+            if self.kinds[i] <= STAGE_BOX:
+                node = <int>self.ids[i]
+                if w.box_calls[node] < TIMED_CALLS or w.box_time[node] >= w.box_calls[node] * SLOW_CALL:
+                    return SAMPLED if every else TIMED
+        return every
+
+    cdef inline int weight(self, Writer w, int node, int every):
+        """How many calls this call of box ``node`` counts for in its time (0: not timed); see ``sampling``."""
+        cdef long calls = w.box_calls[node]
+        if calls < TIMED_CALLS or w.box_time[node] >= calls * SLOW_CALL:
             return 1
-        return SAMPLE_EVERY if calls % SAMPLE_EVERY == 0 else 0
+        return SAMPLE_EVERY if every == SAMPLED else 0
 
     cdef object walk(self, Writer w, object rec, Py_ssize_t i, bint owned, int every):
         """``rec`` through stages ``i`` onwards: one output record as itself, else a list of them.
@@ -453,8 +511,10 @@ cdef class ChainEntity(Entity):
         ``owned``: ``rec`` was made by a box of this chain and nobody else holds it.
         """
         cdef Py_ssize_t n = self.n
-        cdef int kind, node
+        cdef int kind, node, timed
         cdef double t0 = 0.0
+        cdef double c0 = 0.0
+        cdef int cw = 0
         cdef BoxCaller caller
         cdef list gathered
         cdef object outs
@@ -483,8 +543,16 @@ cdef class ChainEntity(Entity):
         while i < n:
             kind = self.kinds[i]
             node = <int>self.ids[i]
+            timed = 0
             if every and kind <= STAGE_BOX:
-                t0 = snet_now()
+                timed = self.weight(w, node, every)
+                if timed:
+                    cw = 0  # the controller reads the CPU time of a tuned box's calls
+                    if self.tuned is not None and self.tuned_at[i]:
+                        cw = cpu_weight(w.box_calls[node], timed)
+                    if cw:
+                        c0 = thread_cpu()
+                    t0 = snet_now()
             if kind == STAGE_CALLER:
                 caller = <BoxCaller>self.ops[i]
                 outs = caller.hop(rec, 1 if owned else (2 if i + 1 < n else 0))
@@ -498,8 +566,10 @@ cdef class ChainEntity(Entity):
             else:
                 outs = self.ops[i](rec)
             if kind <= STAGE_BOX:
-                if every:
-                    time_call(w, node, snet_now() - t0, every)
+                if timed:
+                    time_call(w, node, snet_now() - t0, timed)
+                    if cw:
+                        w.box_cpu[node] += (thread_cpu() - c0) * cw
                 w.box_calls[node] += 1
             i += 1
             if type(outs) is dict:  # one record, made by the box caller: the chain's own
@@ -581,8 +651,16 @@ cdef Entity make_chain(Network net, tuple chain, Ctx ctx):
     c.ids = tuple(chain)
     c.kinds = bytes(kinds)
     c.n = len(chain)
-    c.limit = net.conc[chain[0]]  # (the adapter gives every stage the chain's limit)
+    # the adapter gives every stage the chain's limit, but the stages the controller tunes (their levels)
+    tuned = tuple(m for m in chain if m in net.auto_nodes)
+    plain = [m for m in chain if m not in net.auto_nodes]
+    c.limit = net.conc[plain[0]] if plain else 1
     c.cap = c.limit if c.limit > 1 else 0
+    if tuned:  # the controller's levels: read at each invocation (`level`), as an automatic box does
+        c.tuned = tuned
+        c.tuned_at = bytes(1 if m in net.auto_nodes else 0 for m in chain)
+        c.fixed = c.limit if any(net.kind[m] == K_BOX for m in plain) else 1 << 30
+        c.cap = -1
     c.done = {}
     return c
 

@@ -69,7 +69,7 @@ cdef class Entity:
     # once, by the lock holder, with snet_flag_store; a reader that misses it
     # only forwards through the entity instead of skipping it.
     cdef int identity
-    cdef int cap  # concurrent boxes: at most `cap` calls in flight (0: not a concurrent box; -1: rt.conc[node])
+    cdef int cap  # concurrent boxes: at most `cap` calls in flight (0: not a concurrent box; -1: level())
     cdef long running  # calls in flight (concurrent boxes)
     cdef int node
     cdef object inbox  # collections.deque: thread-safe appends/pops
@@ -86,6 +86,7 @@ cdef class Entity:
     cdef Entity entry(self)
     cdef Entity junction_out(self)
     cdef bint settled(self)
+    cdef int level(self)
     cdef void hint_fresh(self, Instance replica)
     cdef int emit_list(self, Writer w, object outs, GStack st, bint cont) except -1
 
@@ -345,7 +346,7 @@ cdef inline bint saturated(Entity e):
         return False
     if e.cap > 0:
         return snet_atomic_load(&e.running) >= e.cap
-    return snet_atomic_load(&e.running) >= e.rt.conc[e.node]
+    return snet_atomic_load(&e.running) >= e.level()
 
 
 cdef inline object make_item(object rec, GStack st):

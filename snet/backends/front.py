@@ -110,25 +110,6 @@ def auto_boxes(plan: Plan, options: RunOptions) -> dict[int, str]:
     return chosen
 
 
-def split_chains(chains: Iterable[tuple[int, ...]], breaks: set[int]) -> tuple[tuple[int, ...], ...]:
-    """The plan's fused ``chains`` with the nodes in ``breaks`` taken out (each runs as an entity of its own).
-
-    A box whose concurrency the controller tunes is one: its level is its
-    entity's, which a chain would share with other boxes.
-    """
-    parts: list[tuple[int, ...]] = []
-    for chain in chains:
-        run: list[int] = []
-        for n in chain + (-1,):
-            if n in breaks or n < 0:
-                if len(run) > 1:
-                    parts.append(tuple(run))
-                run = []
-            else:
-                run.append(n)
-    return tuple(parts)
-
-
 class FrontExecution(Execution):
     """A running FRONT network: iterate it for the outputs."""
 
@@ -151,11 +132,13 @@ class FrontExecution(Execution):
             self.workers = options.workers or (cores + MAX_LEVEL if automatic else cores)
             self.controller = Controller(automatic, start_workers=cores, max_workers=self.workers)
             limits = [1 if i in automatic else limit for i, limit in enumerate(limits)]  # others: as without auto
-        self.chains = split_chains(plan.fused, set(automatic)) if options.fuse else ()
+        self.chains = plan.fused if options.fuse else ()
         for chain in self.chains:  # one entity: as many calls at once as its least concurrent box allows
-            boxes = [limits[n] for n in chain if isinstance(plan.nodes[n], BoxPlan)]
+            # (a box the controller tunes counts with its level, read by the entity as the run goes on)
+            boxes = [limits[n] for n in chain if isinstance(plan.nodes[n], BoxPlan) and n not in automatic]
             for n in chain:
-                limits[n] = min(boxes) if boxes else 1
+                if n not in automatic:
+                    limits[n] = min(boxes) if boxes else 1
         self.runtime = Runtime(plan, records, self.workers, limits, throttle,
                                bool(options.steal), int(options.seed or 0),
                                max_held=options.max_held, memory_limit=options.memory_limit,
