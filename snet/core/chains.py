@@ -120,4 +120,45 @@ def compile_walk(callers: Sequence[Any], shape: tuple[str, ...]) -> Callable[[di
     return scope["walk"]
 
 
-__all__ = ["compile_walk", "SHAPES"]
+def chain_records(callers: Sequence[Any], records: Any) -> list:
+    """The outputs of ``records`` through the box callers ``callers`` one after another, in order.
+
+    What :func:`snet.core.boxes.chain_outputs` gives, through compiled
+    walks: one per record shape (up to :data:`SHAPES`), the callers for the
+    rest and for whatever a walk hands back.  A Spark task's chain of boxes
+    runs its rows so (:mod:`snet.spark.whole.dataframe`).
+    """
+    from snet.core.boxes import chain_outputs
+
+    out: list = []
+    walks: dict = {}  # record shape -> its compiled walk, or None
+    for record in records:
+        if type(record) is dict:
+            shape = tuple(record)
+            walk = walks.get(shape, _UNSEEN)
+            if walk is _UNSEEN:
+                walk = compile_walk(callers, shape) if len(walks) < SHAPES else None
+                walks[shape] = walk
+            if walk is not None:
+                result = walk(record)
+                if type(result) is dict:
+                    out.append(result)
+                    continue
+                k, given, what, raised = result
+                caller = callers[k]
+                if raised:
+                    error = caller.raised(what, given)
+                    if error is what:
+                        raise error
+                    raise error from what
+                outs = caller.outputs_of(what, given)
+                out.extend(chain_outputs(tuple(callers[k + 1:]), [outs] if type(outs) is dict else outs))
+                continue
+        out.extend(chain_outputs(tuple(callers), [record]))
+    return out
+
+
+_UNSEEN = object()
+
+
+__all__ = ["chain_records", "compile_walk", "SHAPES"]

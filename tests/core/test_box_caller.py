@@ -193,3 +193,44 @@ def test_a_chain_of_callers_runs_depth_first_as_the_reference_engine(module):
     with pytest.raises(SNetBoxError, match=r"box 'double' raised ValueError: thirteen \(input record \{a\}\)"):
         module.chain_outputs(chain, [{"a": 0}, {"a": 3}])  # 3 -> 3, 13: 13 fails after 3 went through
     assert calls[-3:] == [("double", 3), ("last", 6), ("double", 13)]
+
+
+def test_chain_records_gives_what_the_callers_give_through_compiled_walks():
+    """``chain_records`` (a Spark task's chain): compiled walks per record shape, the callers for the rest."""
+    from snet.core.boxes import chain_outputs
+    from snet.core.chains import chain_records
+
+    calls = []
+
+    def inc(a):
+        calls.append(("inc", a))
+        return {"a": a + 1}
+
+    def split(a):
+        calls.append(("split", a))
+        return None if a < 0 else [{"a": a}, {"a": a + 10}] if a % 3 == 0 else {"a": a}
+
+    def tag(a):
+        calls.append(("tag", a))
+        if a == 44:
+            raise ValueError("forty-four")
+        return {"a": a, "<t>": a % 2}
+
+    text = ("box inc ((a) -> (a)); box split ((a) -> (a)); box tag ((a) -> (a, <t>)); "
+            "net n connect inc .. split .. tag;")
+    boxes = {"inc": inc, "split": split, "tag": tag}
+    net = snet.load(text, boxes=boxes)
+    nodes = {n.name: n for n in net.graph.nodes if n.kind == "box"}
+    chain = tuple(compiled_boxes.BoxCaller(nodes[name], boxes[name]) for name in ("inc", "split", "tag"))
+    records = [{"a": i, "id": i} for i in range(-3, 30)] + [{"id": 7, "a": 1}, {"a": 4, "<#g>": 2}]
+    got = chain_records(chain, [dict(r) for r in records])
+    walked, calls[:] = list(calls), []
+    want = chain_outputs(chain, [dict(r) for r in records])
+    assert got == want and [list(r) for r in got] == [list(r) for r in want]
+    assert walked == calls  # the same calls, in the same order
+    assert got == list(net.run(records, engine="reference"))
+    from snet.core.chains import compile_walk
+
+    assert compile_walk(chain, ("a", "id")) is not None  # the records of that shape took the compiled walk
+    with pytest.raises(SNetBoxError, match=r"box 'tag' raised ValueError: forty-four \(input record \{a, id\}\)"):
+        chain_records(chain, [{"a": 43, "id": 1}])

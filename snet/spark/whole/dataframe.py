@@ -202,11 +202,11 @@ def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_jso
     writer = Writer(schema_json, project)
     chain = box_chain(plan)
     if chain is not None:  # a batch at a time: a list of records in, a list out
-        from snet.core.boxes import chain_outputs
+        from snet.core.chains import chain_records
 
         pending: list[dict] = []
         for batch in batches:
-            pending.extend(chain_outputs(chain, rows(batch, drop)))
+            pending.extend(chain_records(chain, rows(batch, drop)))
             if len(pending) >= OUT_BATCH:
                 whole = len(pending) - len(pending) % OUT_BATCH
                 for start in range(0, whole, OUT_BATCH):
@@ -241,7 +241,7 @@ TASK_ENGINE = "front"  # the tasks' engine, read by spark_apply; "reference" for
 def box_chain(plan) -> tuple | None:
     """The box callers of a network that is a serial chain of boxes (or one box), else None: function
     composition, each record through the boxes depth first as the reference engine takes it
-    (:func:`snet.core.boxes.chain_outputs`), with the engine's own box callers; a chain holding anything else
+    (:func:`snet.core.chains.chain_records`), with the engine's own box callers; a chain holding anything else
     (a filter, a caller that skips errors or defers ``async def`` calls) is left to the engine."""
     from snet.core.boxes import BoxCaller
     from snet.plan import Kind
