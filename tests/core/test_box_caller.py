@@ -158,6 +158,16 @@ def test_variants_are_checked_label_by_label_and_past_four_by_shape(module):
         many.hop({"a": 6})
 
 
+def _chain_of(module, boxes: dict) -> tuple:
+    """The network ``b1 .. b2 .. ...`` of ``{name: (function, signature)}`` and its box callers, in order."""
+    text = " ".join(f"box {name} ({signature});" for name, (_, signature) in boxes.items())
+    text += " net n connect " + " .. ".join(boxes) + ";"
+    functions = {name: function for name, (function, _) in boxes.items()}
+    net = snet.load(text, boxes=functions)
+    nodes = {n.name: n for n in net.graph.nodes if n.kind == "box"}
+    return net, tuple(module.BoxCaller(nodes[name], functions[name]) for name in boxes)
+
+
 @BOTH
 def test_a_chain_of_callers_runs_depth_first_as_the_reference_engine(module):
     """``chain_outputs``: records through a serial chain of callers, outputs and call order the engine's."""
@@ -177,12 +187,8 @@ def test_a_chain_of_callers_runs_depth_first_as_the_reference_engine(module):
         calls.append(("last", b))
         return {"c": b + 1}
 
-    text = ("box split ((a) -> (a)); box double ((a) -> (b)); box last ((b) -> (c)); "
-            "net n connect split .. double .. last;")
-    boxes = {"split": split, "double": double, "last": last}
-    net = snet.load(text, boxes=boxes)
-    nodes = {n.name: n for n in net.graph.nodes if n.kind == "box"}
-    chain = tuple(module.BoxCaller(nodes[name], boxes[name]) for name in ("split", "double", "last"))
+    net, chain = _chain_of(module, {"split": (split, "(a) -> (a)"), "double": (double, "(a) -> (b)"),
+                                    "last": (last, "(b) -> (c)")})
     records = [{"a": 0, "x": "kept"}, {"a": 1}, {"a": -1, "<#g>": 1}, {"a": 2, "<t>": 5}]
     got = module.chain_outputs(chain, [dict(r) for r in records])
     engine_calls, calls[:] = list(calls), []
@@ -216,12 +222,8 @@ def test_chain_records_gives_what_the_callers_give_through_compiled_walks():
             raise ValueError("forty-four")
         return {"a": a, "<t>": a % 2}
 
-    text = ("box inc ((a) -> (a)); box split ((a) -> (a)); box tag ((a) -> (a, <t>)); "
-            "net n connect inc .. split .. tag;")
-    boxes = {"inc": inc, "split": split, "tag": tag}
-    net = snet.load(text, boxes=boxes)
-    nodes = {n.name: n for n in net.graph.nodes if n.kind == "box"}
-    chain = tuple(compiled_boxes.BoxCaller(nodes[name], boxes[name]) for name in ("inc", "split", "tag"))
+    net, chain = _chain_of(compiled_boxes, {"inc": (inc, "(a) -> (a)"), "split": (split, "(a) -> (a)"),
+                                            "tag": (tag, "(a) -> (a, <t>)")})
     records = [{"a": i, "id": i} for i in range(-3, 30)] + [{"id": 7, "a": 1}, {"a": 4, "<#g>": 2}]
     got = chain_records(chain, [dict(r) for r in records])
     walked, calls[:] = list(calls), []

@@ -80,13 +80,17 @@ def test_cases_repeated_without_failure_or_hang(workers):
         for attempt in range(REPEATS):
             with net.run(records, engine="front", workers=workers) as execution:
                 outputs = list(execution)
-            got = [_canonical(r) for r in outputs]
-            want = [_canonical(r) for r in expected]
-            if ordered:
-                assert got == want, f"{name} (attempt {attempt}, {workers} workers): order differs"
-            else:
-                assert collections.Counter(got) == collections.Counter(want), \
-                    f"{name} (attempt {attempt}, {workers} workers): outputs differ"
+            _same(outputs, expected, ordered, f"{name} (attempt {attempt}, {workers} workers)")
+
+
+def _same(outputs: list, expected: list, ordered: bool, what: str) -> None:
+    """The outputs are the expected records: in order where the case says so, else as a multiset."""
+    got = [_canonical(r) for r in outputs]
+    want = [_canonical(r) for r in expected]
+    if ordered:
+        assert got == want, f"{what}: order differs"
+    else:
+        assert collections.Counter(got) == collections.Counter(want), f"{what}: outputs differ"
 
 
 @pytest.mark.parametrize("workers", [1, 2, 4])
@@ -101,15 +105,10 @@ def test_cases_give_the_same_outputs_fused_and_unfused(workers):
     fused_somewhere = 0
     for name, path, records, expected, ordered in cases:
         net = snet.load(str(path))
-        want = [_canonical(r) for r in expected]
         for fuse in (True, False):
             with net.run(records, engine="front", workers=workers, fuse=fuse) as execution:
-                got = [_canonical(r) for r in execution]
-            if ordered:
-                assert got == want, f"{name} ({workers} workers, fuse={fuse}): order differs"
-            else:
-                assert collections.Counter(got) == collections.Counter(want), \
-                    f"{name} ({workers} workers, fuse={fuse}): outputs differ"
+                outputs = list(execution)
+            _same(outputs, expected, ordered, f"{name} ({workers} workers, fuse={fuse})")
         fused_somewhere += bool(fused_chains(lower(net.graph, net.boxes).nodes))
     assert fused_somewhere >= 5  # the comparison means something: several cases hold chains
 
