@@ -521,8 +521,16 @@ cdef class ChainEntity(Entity):
         if i == 0 and self.compiles and not every and type(rec) is dict:  # (timed walks go stage by stage)
             compiled = self.compiled
             if compiled is None:
-                compiled = (tuple(rec), compile_walk(self.ops, tuple(rec)))
-                self.compiled = compiled
+                made = (tuple(rec), compile_walk(self.ops, tuple(rec)))
+                # Set once, under a lock: concurrent walks may get here together, and two stores of the
+                # field on a free-threaded build could release the same old value twice.
+                spin_lock(&self.rlock)
+                try:
+                    if self.compiled is None:
+                        self.compiled = made
+                    compiled = self.compiled
+                finally:
+                    snet_unlock(&self.rlock)
             if (<tuple>compiled)[1] is not None and same_labels(<dict>rec, <tuple>(<tuple>compiled)[0]):
                 outs = (<tuple>compiled)[1](rec)
                 if type(outs) is dict:
