@@ -427,4 +427,5 @@ cdef class Worker(Writer):
 # ---- runtime.pyx: the Python surface
 
 cdef class Runtime(Network):
+    cdef bint failure_settled  # the workers running when the run failed have finished (or were waited for)
     cdef int await_output(self, double timeout) except -1

@@ -174,6 +174,16 @@ cdef class Runtime(Network):
             if len(self.outputs):
                 return 0
             if self.error is not None:
+                if not self.failure_settled:
+                    # Workers still inside a call when another failed finish it, and emit what comes before
+                    # the failing record in order: wait for them (at most CLOSE_TIMEOUT), then those first.
+                    self.failure_settled = True
+                    deadline = snet_now() + CLOSE_TIMEOUT
+                    while snet_atomic_load(&self.exited) < len(self.workers) and snet_now() < deadline:
+                        with self.cond:
+                            if snet_atomic_load(&self.exited) < len(self.workers):
+                                self.cond.wait(0.005)
+                    continue
                 raise self.error
             if snet_flag_load(&self.stop):  # halted or closed: no more outputs will come
                 raise StopIteration

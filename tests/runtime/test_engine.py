@@ -228,3 +228,28 @@ def test_leaving_the_loop_keeps_the_outputs_a_batch_took():
         rest = [next(execution)["a"] for _ in range(5)]
         rest += [record["a"] for record in execution]
     assert first + rest == list(range(1000))
+
+
+def test_outputs_of_calls_in_flight_when_another_fails_come_before_the_error():
+    """Two calls at once, the later record's fails first: the earlier record's output is still delivered
+    (it comes before the failure in order, as on the reference engine), then the error."""
+    import threading
+
+    started, failed = threading.Event(), threading.Event()
+
+    def f(x):
+        if x == 1:
+            started.set()
+            failed.wait(10)  # until the next record's call has raised
+            time.sleep(0.05)  # (so that the failure reaches the run before this call ends)
+            return {"y": 1}
+        started.wait(10)
+        failed.set()
+        raise ValueError("two")
+
+    net = snet.load("net p { box f ((x) -> (y)); } connect f;", boxes={"f": f})
+    got = []
+    with pytest.raises(snet.SNetRuntimeError, match="two"):
+        for record in net.run([{"x": 1}, {"x": 2}], engine="front", workers=2, box_concurrency=2):
+            got.append(record)
+    assert got == [{"y": 1}]
