@@ -16,7 +16,8 @@
 4. one dominant GIL-releasing box in a pipeline, two workers: box
    concurrency 2 against 1 (target: at least 1.6x);
 5. an unbalanced network (one input fans out into many slow calls):
-   stealing on against off.
+   stealing on against off, each box an entity of its own (``fuse=False``),
+   and the fused run's time beside it.
 
 Each benchmark checks its result before timing it; the figures are ratios
 of medians of runs interleaved in one process (bench/conftest.py), and are
@@ -238,13 +239,21 @@ def test_unbalanced_network_stealing_on_against_off(benchmark, report):
     net = snet.load(FANOUT, boxes={"fan": fan, "work": nap})
     records = [{"<n>": 200}]  # one input: every licence starts with the worker that read it
 
+    # Each box an entity of its own: fused, `fan .. work` is one chain, and the one record's 200 outputs go
+    # through `work` in its walk, one after another, with nothing for the other worker to steal (the fused
+    # figure is reported beside: docs/runtime.md, "Fusion", says what fusion costs such a network).
     def stealing():
-        return drain(net, records, workers=2, steal=True)
+        return drain(net, records, workers=2, steal=True, fuse=False)
 
     def no_stealing():
-        return drain(net, records, workers=2, steal=False)
+        return drain(net, records, workers=2, steal=False, fuse=False)
 
-    assert stealing() == no_stealing() == [{"a": i} for i in range(200)]
+    def fused():
+        return drain(net, records, workers=2)
+
+    assert stealing() == no_stealing() == fused() == [{"a": i} for i in range(200)]
     benchmark.pedantic(stealing, rounds=1, iterations=1)
     figures = paired(stealing, no_stealing, rounds=5)
-    report(steal_s=figures["candidate_s"], no_steal_s=figures["baseline_s"], speedup=1 / figures["ratio"])
+    against_fused = paired(stealing, fused, rounds=5)
+    report(steal_s=figures["candidate_s"], no_steal_s=figures["baseline_s"], speedup=1 / figures["ratio"],
+           fused_s=against_fused["baseline_s"], unfused_stealing_against_fused=1 / against_fused["ratio"])
