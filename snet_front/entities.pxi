@@ -8,7 +8,7 @@ cimport cython
 from posix.time cimport clock_gettime, timespec, CLOCK_THREAD_CPUTIME_ID
 
 from snet.core.boxes import Deferred
-from snet.core.chains import compile_walk
+from snet.core.chains import compile_walk, handed_back
 from snet.core.limits import unfolds_for_ever
 from snet.core.boxes cimport BoxCaller
 from snet.core.cells cimport SyncCell, SyncStarIndex, new_cell, patterns_matched
@@ -538,16 +538,10 @@ cdef class ChainEntity(Entity):
                         w.box_calls[<int>self.ids[i]] += 1
                     return outs
                 # what the compiled walk does not take for granted: stage k's callers take it from there
-                k, given, what, raised = outs
-                for i in range(k + 1):
+                for i in range((<tuple>outs)[0] + 1):
                     w.box_calls[<int>self.ids[i]] += 1
-                caller = <BoxCaller>self.ops[k]
-                if raised:
-                    error = caller.raised(what, given)
-                    if error is what:
-                        raise error
-                    raise error from what
-                return self.go_on(w, caller.outputs_of(what, given), k + 1, every)
+                k, outs = handed_back(self.ops, outs)
+                return self.go_on(w, outs, k + 1, every)
         while i < n:
             kind = self.kinds[i]
             node = <int>self.ids[i]

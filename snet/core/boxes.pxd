@@ -32,6 +32,7 @@ cdef class BoxCaller:
     cpdef object hop(self, object record, int mode=*)
     cdef object _call(self, dict record)
     @cython.locals(outputs=list)
+    cdef object _settle(self, object result, dict record, int mode)
     cdef object _finish(self, object result, dict record)
     @cython.locals(vlabels=tuple, vtags=tuple, labels=tuple, tags=tuple, i=Py_ssize_t, n=Py_ssize_t, drop=tuple, out=dict)
     cdef dict _output(self, dict res, dict record, int mode=*)

@@ -447,18 +447,17 @@ class BoxCaller:
             result = self._call(record)
         if _pid != pid:  # the box forked, and this is the child coming back: it must not run the network
             end_forked_child(self.name)
-        if type(result) is dict:
-            return self._output(result, record, mode)
-        outs = self._finish(result, record)
-        if type(outs) is list and len(outs) == 1:
-            return outs[0]
-        return outs
+        return self._settle(result, record, mode)
 
     def outputs_of(self, result: Any, record: Record) -> Any:
         """What :meth:`hop` gives for ``record`` once the box has returned ``result`` (a fused chain's
         compiled walk calls the box itself and hands over what it cannot take: snet.core.chains)."""
+        return self._settle(result, record, 0)
+
+    def _settle(self, result: Any, record: Record, mode: int) -> Any:
+        """The outputs of the box's ``result`` for ``record``: one record as itself, else a list (``mode``: hop's)."""
         if type(result) is dict:
-            return self._output(result, record, 0)
+            return self._output(result, record, mode)
         outs = self._finish(result, record)
         if type(outs) is list and len(outs) == 1:
             return outs[0]

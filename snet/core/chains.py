@@ -144,14 +144,7 @@ def chain_records(callers: Sequence[Any], records: Any) -> list:
                 if type(result) is dict:
                     out.append(result)
                     continue
-                k, given, what, raised = result
-                caller = callers[k]
-                if raised:
-                    error = caller.raised(what, given)
-                    if error is what:
-                        raise error
-                    raise error from what
-                outs = caller.outputs_of(what, given)
+                k, outs = handed_back(callers, result)
                 out.extend(chain_outputs(tuple(callers[k + 1:]), [outs] if type(outs) is dict else outs))
                 continue
         out.extend(chain_outputs(tuple(callers), [record]))
@@ -161,4 +154,21 @@ def chain_records(callers: Sequence[Any], records: Any) -> list:
 _UNSEEN = object()
 
 
-__all__ = ["chain_records", "compile_walk", "SHAPES"]
+def handed_back(callers: Sequence[Any], result: tuple) -> tuple[int, Any]:
+    """What a compiled walk handed back, taken as the box callers take it: ``(k, stage k's outputs)``.
+
+    ``result`` is ``(k, stage k's input record, what the box returned or
+    raised, raised?)``; a box that raised raises here, as :meth:`BoxCaller.hop`
+    would have.  The outputs go on through the stages after ``k``.
+    """
+    k, given, what, raised = result
+    caller = callers[k]
+    if raised:
+        error = caller.raised(what, given)
+        if error is what:
+            raise error
+        raise error from what
+    return k, caller.outputs_of(what, given)
+
+
+__all__ = ["chain_records", "compile_walk", "handed_back", "SHAPES"]
