@@ -345,6 +345,7 @@ class _LoggedExecution(Execution):
         self.inner = inner
         self.warnings = inner.warnings
         self._summarised = False
+        self._over = False  # _ended has run
         self.error_policy = inner.error_policy
         self.metrics: Any = None  # the MetricsServer serving this run's figures, if any
 
@@ -357,16 +358,12 @@ class _LoggedExecution(Execution):
 
     def __iter__(self) -> Iterator[Record]:
         """The inner execution's own iteration (FRONT's takes its outputs in batches), with the same end."""
-        try:
-            yield from self.inner
-        except GeneratorExit:  # the caller left the loop: the run may go on (next() takes the rest)
-            raise
-        except BaseException as e:
-            self._ended(e)
-            raise
-        self._ended(StopIteration())
+        return self.inner.iterate(self._ended)
 
     def _ended(self, e: BaseException) -> None:
+        if self._over:  # (once: a loop over the run and next() may both reach its end)
+            return
+        self._over = True
         if self.metrics is not None:  # the run is over (or failed): nothing more to serve
             self.metrics.close()
         if not isinstance(e, StopIteration):

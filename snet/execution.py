@@ -127,6 +127,25 @@ class Execution:
     def __next__(self) -> Record:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def iterate(self, on_end: Callable[[BaseException], object]) -> Iterator[Record]:
+        """The outputs, as iterating the execution gives them, with ``on_end(e)`` called once at their end.
+
+        ``e`` is the ``StopIteration`` that ends them or the run's error
+        (raised after the call); a caller that leaves the loop early ends
+        nothing.  Engines may give a cheaper iterator than this generator.
+        """
+        while True:
+            try:
+                record = next(self)
+            except StopIteration as e:
+                on_end(e)
+                return
+            except BaseException as e:
+                on_end(e)
+                raise
+            # (not ``yield from self``: leaving the loop would close the execution, and the run may go on)
+            yield record
+
     def ready(self) -> bool:
         """True when the next output is there already (``next`` will not wait for the network).
 

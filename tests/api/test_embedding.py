@@ -123,3 +123,20 @@ def test_session_abort_stops_a_looping_network(engine_options):
     session.feed({"a": 1})
     assert session.get(timeout=5) == {"a": 1}
     session.abort()
+
+
+def test_a_loop_left_early_and_next_share_one_order(engine_options):
+    """The outputs a loop did not reach come from ``next()`` in order, and a new loop takes the rest."""
+    net = snet.load("box inc ((a) -> (a)); net n connect inc;", boxes={"inc": lambda a: {"a": a + 1}})
+    with net.run([{"a": i} for i in range(3000)], **engine_options) as execution:
+        got = [next(execution)]
+        for out in execution:
+            got.append(out)
+            if len(got) == 10:
+                break
+        got.append(next(execution))
+        it = iter(execution)
+        got.append(next(it))
+        got.append(next(execution))
+        got.extend(it)
+    assert got == [{"a": i + 1} for i in range(3000)]
