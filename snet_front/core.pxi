@@ -105,7 +105,9 @@
 
 
 cimport cython
+from cpython.dict cimport PyDict_Next
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
+from cpython.object cimport PyObject
 
 import threading
 from collections import deque
@@ -633,6 +635,45 @@ cdef class Network:
             item = (<Tagged>item).rec
         self.outputs.append(item)
         if self.consumer_waiting and len(self.outputs) >= NOTIFY_BATCH:
+            self.notify_consumer()
+        return 0
+
+    cdef object read_input(self):
+        """The next input record (``StopIteration`` at the end); a ``CheckedInputs`` input's checked here.
+
+        The common case, a dict whose labels are all known (a tag's with an
+        ``int``), is tested in place; anything else goes to the input's own
+        ``check``, which raises for a bad record as its generator would.
+        """
+        cdef PyObject *key
+        cdef PyObject *value
+        cdef Py_ssize_t pos = 0
+        rec = next(self.input_iter)
+        if self.input_checks is None:
+            return rec
+        self.input_index += 1
+        if type(rec) is dict:
+            while PyDict_Next(rec, &pos, &key, &value):
+                if <object>key in self.known_fields:
+                    continue
+                if type(<object>value) is int and <object>key in self.known_tags:
+                    continue
+                break
+            else:
+                return rec
+        return self.input_checks.check(rec, self.input_index)
+
+    cdef int output_many(self, list recs) except -1:
+        """Untracked output records, in order, from one walker that holds the only way to the sink.
+
+        What a batch of inputs made (``Worker.admit_batch``): one extend and
+        at most one wake-up for all of them.
+        """
+        if not recs:
+            return 0
+        snet_atomic_add(&self.records_out, len(recs))
+        self.outputs.extend(recs)
+        if self.consumer_waiting:
             self.notify_consumer()
         return 0
 

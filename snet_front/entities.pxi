@@ -5,6 +5,10 @@
 # (:mod:`snet.plan`).  See core.pxi for the design of the runtime.
 
 cimport cython
+from cpython.dict cimport PyDict_Next
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
+from cpython.object cimport PyObject
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from posix.time cimport clock_gettime, timespec, CLOCK_THREAD_CPUTIME_ID
 
 from snet.core.boxes import Deferred
@@ -43,8 +47,19 @@ cdef inline double thread_cpu() noexcept nogil:
 cdef enum:
     TIMED_CALLS = 64  # calls of a box each worker times before it may sample
     SAMPLE_EVERY = 16  # then one call in this many, for a box whose calls are short
+    WALK_SAMPLE_EVERY = 128  # ... and one walk in this many of a fused chain whose boxes are all short
 
 cdef double SLOW_CALL = 20e-6  # seconds: a box whose calls average this long has every call timed
+
+# Input batches of a fused chain (ChainEntity.batch_size): a worker walks as
+# many input records in one go as take about BATCH_SPAN seconds by the
+# chain's measured cost, at most BATCH_MOST; a chain whose walk costs more
+# than BATCH_WALK_MOST takes its input one record at a time, so that its
+# records' walks stay free to run on several workers at once.
+cdef double BATCH_SPAN = 200e-6
+cdef double BATCH_WALK_MOST = 10e-6
+cdef enum:
+    BATCH_MOST = 256
 
 cdef enum:
     CPU_EVERY = 4  # of the sampled calls of a short box, one in this many has its CPU time read too
@@ -407,6 +422,7 @@ cdef class ChainEntity(Entity):
     cdef tuple ops  # per stage: the BoxCaller, the box call, the filter's raw function or its apply
     cdef tuple errors  # per stage: a raw filter's apply (for its errors), else None
     cdef tuple ids  # per stage: its node id
+    cdef int *nodes  # the same, as C ints (read on every walk)
     cdef bytes kinds  # per stage: STAGE_*
     cdef Py_ssize_t n
     cdef int timer  # the node of the first box (its counts decide the sampling), -1: none
@@ -420,6 +436,10 @@ cdef class ChainEntity(Entity):
     cdef int fixed  # with ``tuned``: the least limit of the other boxes (the chain's level never passes it)
     cdef bint compiles  # every stage is a bare box caller: records of one shape may take a compiled walk
     cdef object compiled  # (shape, walk or None) of the first record shape seen, set once; None: none yet
+    cdef long period  # one walk in this many is timed stage by stage once every box is short (``sampling``)
+
+    def __dealloc__(self):
+        PyMem_Free(self.nodes)
 
     cdef int invoke(self, Writer w, object item) except -1:
         cdef object rec = record_of(item)
@@ -460,6 +480,31 @@ cdef class ChainEntity(Entity):
             snet_atomic_add(&self.running, -1)
         return early
 
+    cdef long batch_size(self, Writer w):
+        """How many input records worker ``w`` may walk in one batch (1: one at a time).
+
+        From the boxes' mean call times as ``w`` measured them (``sampling``):
+        none until each box has had ``TIMED_CALLS`` calls on it, then enough
+        records to fill ``BATCH_SPAN`` (docs/runtime.md, "Input batches").
+        """
+        cdef double cost = 0.0
+        cdef long calls, n
+        cdef Py_ssize_t i
+        cdef int node
+        for i in range(self.n):
+            if self.kinds[i] <= STAGE_BOX:
+                node = self.nodes[i]
+                calls = w.box_calls[node]
+                if calls < TIMED_CALLS:
+                    return 1
+                cost += w.box_time[node] / calls
+        if cost > BATCH_WALK_MOST:
+            return 1
+        if cost * BATCH_MOST <= BATCH_SPAN:
+            return BATCH_MOST
+        n = <long>(BATCH_SPAN / cost)
+        return n if n > 1 else 1
+
     cdef int level(self):
         """With stages the controller tunes: the highest of their levels, within the other boxes' least limit.
 
@@ -480,7 +525,12 @@ cdef class ChainEntity(Entity):
 
         0: none (the walk may take the compiled function); ``TIMED``: the
         boxes with few calls so far or slow ones; ``SAMPLED``: those and,
-        one walk in ``SAMPLE_EVERY``, the others, each counted that many times.
+        one walk in ``period``, the others, each counted that many times.
+        The period is ``WALK_SAMPLE_EVERY``, longer than a box entity's
+        ``SAMPLE_EVERY``: a timed walk leaves the compiled function and goes
+        stage by stage, which costs a cheap chain several walks' time.  A
+        chain the controller tunes keeps ``SAMPLE_EVERY``, as its CPU-time
+        reads (``cpu_weight``) count on it.
         """
         cdef long calls
         cdef Py_ssize_t i
@@ -489,11 +539,11 @@ cdef class ChainEntity(Entity):
         if self.timer < 0:
             return 0
         calls = w.box_calls[self.timer]
-        if calls % SAMPLE_EVERY == 0:
+        if calls % self.period == 0:
             every = SAMPLED
         for i in range(self.n):
             if self.kinds[i] <= STAGE_BOX:
-                node = <int>self.ids[i]
+                node = self.nodes[i]
                 if w.box_calls[node] < TIMED_CALLS or w.box_time[node] >= w.box_calls[node] * SLOW_CALL:
                     return SAMPLED if every else TIMED
         return every
@@ -503,7 +553,7 @@ cdef class ChainEntity(Entity):
         cdef long calls = w.box_calls[node]
         if calls < TIMED_CALLS or w.box_time[node] >= calls * SLOW_CALL:
             return 1
-        return SAMPLE_EVERY if every == SAMPLED else 0
+        return self.period if every == SAMPLED else 0
 
     cdef object walk(self, Writer w, object rec, Py_ssize_t i, bint owned, int every):
         """``rec`` through stages ``i`` onwards: one output record as itself, else a list of them.
@@ -535,16 +585,16 @@ cdef class ChainEntity(Entity):
                 outs = (<tuple>compiled)[1](rec)
                 if type(outs) is dict:
                     for i in range(n):
-                        w.box_calls[<int>self.ids[i]] += 1
+                        w.box_calls[self.nodes[i]] += 1
                     return outs
                 # what the compiled walk does not take for granted: stage k's callers take it from there
                 for i in range((<tuple>outs)[0] + 1):
-                    w.box_calls[<int>self.ids[i]] += 1
+                    w.box_calls[self.nodes[i]] += 1
                 k, outs = handed_back(self.ops, outs)
                 return self.go_on(w, outs, k + 1, every)
         while i < n:
             kind = self.kinds[i]
-            node = <int>self.ids[i]
+            node = self.nodes[i]
             timed = 0
             if every and kind <= STAGE_BOX:
                 timed = self.weight(w, node, every)
@@ -605,13 +655,16 @@ cdef class ChainEntity(Entity):
         return snet_atomic_load(&self.running) == 0 and not self.done
 
 
-cdef bint same_labels(dict rec, tuple labels):
-    """``rec`` has exactly ``labels``, in this order (walked, no tuple built)."""
+cdef bint same_labels(dict rec, tuple labels) except -1:
+    """``rec`` has exactly ``labels``, in this order (walked in place: no iterator, no tuple built)."""
+    cdef Py_ssize_t pos = 0
     cdef Py_ssize_t i = 0
-    if len(rec) != len(labels):
+    cdef PyObject *key
+    cdef PyObject *value
+    if len(rec) != PyTuple_GET_SIZE(labels):
         return False
-    for k in rec:
-        if k is not labels[i] and k != labels[i]:
+    while PyDict_Next(rec, &pos, &key, &value):
+        if key != PyTuple_GET_ITEM(labels, i) and <object>key != <object>PyTuple_GET_ITEM(labels, i):
             return False
         i += 1
     return True
@@ -651,6 +704,11 @@ cdef Entity make_chain(Network net, tuple chain, Ctx ctx):
     c.compiles = all(k == STAGE_CALLER for k in kinds)
     c.errors = tuple(errors)
     c.ids = tuple(chain)
+    c.nodes = <int *>PyMem_Malloc(len(chain) * sizeof(int))
+    if c.nodes == NULL:
+        raise MemoryError()
+    for i, m in enumerate(chain):
+        c.nodes[i] = m
     c.kinds = bytes(kinds)
     c.n = len(chain)
     # the adapter gives every stage the chain's limit, but the stages the controller tunes (their levels)
@@ -663,6 +721,7 @@ cdef Entity make_chain(Network net, tuple chain, Ctx ctx):
         c.tuned_at = bytes(1 if m in net.auto_nodes else 0 for m in chain)
         c.fixed = c.limit if any(net.kind[m] == K_BOX for m in plain) else 1 << 30
         c.cap = -1
+    c.period = SAMPLE_EVERY if tuned else WALK_SAMPLE_EVERY
     c.done = {}
     return c
 

@@ -199,6 +199,11 @@ cdef class Network:
     cdef int input_lock
     cdef int input_done  # flag: snet_flag_store / snet_flag_load (atomics.h)
     cdef object input_iter
+    cdef object input_checks  # the snet.recordio.inputs.CheckedInputs whose source input_iter is, or None
+    cdef set known_fields  # its labels known valid (read_input)
+    cdef set known_tags
+    cdef long input_index  # records read from it
+    cdef object input_peeked  # a record a batch read but left for the one-record path (None: none)
     cdef object input_error
     cdef double input_since  # when the input reader entered the iterator (0: not in it)
     cdef double input_quiet_since  # since when the iterator has said it has nothing yet (0: it had a record)
@@ -268,6 +273,8 @@ cdef class Network:
     cdef bint throttle_holds(self)
     cdef void throttle_overridden(self)
     cdef int output(self, object item) except -1
+    cdef object read_input(self)
+    cdef int output_many(self, list recs) except -1
     cdef bint tracking  # some input carried a request (snet.requests): workers publish the current one
     cdef void notify(self)
     cdef void notify_consumer(self)
@@ -419,6 +426,7 @@ cdef class Worker(Writer):
     cdef void sweep(self)
     cdef bint holds_work(self)
     cdef bint try_input(self) except -1
+    cdef bint admit_batch(self, Entity chain, long most) except -1
     cdef bint try_steal(self) except -1
     cdef bint try_completion(self) except -1
     cdef int park(self) except -1

@@ -15,6 +15,7 @@ from collections import deque
 from snet_front.atomics cimport (snet_atomic_load, snet_now, snet_flag_load, snet_flag_store, snet_unlock, snet_debug,
                                  SNET_FRONT_DEBUG)
 from snet_front cimport kinds
+from snet.recordio.inputs import CheckedInputs
 
 # The rest of the runtime, compiled into this one module (runtime.pxd declares
 # what the parts share).  Entities and combinators register their factories
@@ -32,6 +33,18 @@ cdef extern from *:
     #endif
     """
     const char *SNET_SOURCES_DIGEST
+
+cdef extern from *:
+    """
+    #ifdef Py_GIL_DISABLED
+    #define SNET_GIL_HELD_IN_C 0
+    #else
+    #define SNET_GIL_HELD_IN_C 1
+    #endif
+    """
+    # 1 where the GIL is held through any C code that runs no Python code: two calls on the output
+    # deque in a row then see no worker's append between them (take_outputs)
+    const int SNET_GIL_HELD_IN_C
 
 # The digest of the sources this module was compiled from (snet_front/sources.py): the test suite
 # refuses to run against a module older than its sources.
@@ -75,6 +88,58 @@ TAKE_BATCH = 64
 CLOSE_TIMEOUT = 1.0
 
 
+cdef class OutputStream:
+    """A run's outputs as an iterator: taken from the runtime a batch at a time, handed out one at a time.
+
+    ``refill()`` gives the next batch (a list, at least one record) or
+    raises: ``StopIteration`` at the end, or the run's error.  The batch
+    being handed out is the stream's own, so ``next()`` on the execution
+    and a loop over it share one order, however they are mixed.  A record
+    handed out is dropped from the batch at once.  ``on_end`` (None: none)
+    is called once with what ended the stream: the ``StopIteration`` or the
+    error, before it propagates.
+    """
+    cdef list batch
+    cdef Py_ssize_t at
+    cdef object refill
+    cdef public object on_end
+
+    def __cinit__(self, refill):
+        self.batch = []
+        self.at = 0
+        self.refill = refill
+        self.on_end = None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef object rec
+        if self.at < len(self.batch):
+            rec = self.batch[self.at]
+            self.batch[self.at] = None
+            self.at += 1
+            return rec
+        try:
+            batch = self.refill()
+        except BaseException as e:
+            self.batch = []
+            self.at = 0
+            if self.on_end is not None:
+                end, self.on_end = self.on_end, None
+                end(e)
+            raise
+        self.batch = batch
+        self.at = 1
+        rec = self.batch[0]
+        self.batch[0] = None
+        return rec
+
+    def waiting(self):
+        """How many records of the batch taken are still to be handed out."""
+        return len(self.batch) - self.at
+
+
 cdef class Runtime(Network):
     """One run of one plan: the network state, the workers, the output channel."""
 
@@ -100,7 +165,13 @@ cdef class Runtime(Network):
         self.load_plan(plan, conc)
         self.chains = {chain[0]: tuple(chain) for chain in chains} or None  # fused chains (entities.pxi)
         self.outputs = deque()
-        self.input_iter = iter(records)
+        if type(records) is CheckedInputs and (<object>records)._records is None:  # checked here (read_input)
+            self.input_checks = records
+            self.input_iter = records.source
+            self.known_fields = records.fields
+            self.known_tags = records.tags
+        else:
+            self.input_iter = iter(records)
         self.throttled = throttle is not None
         if throttle is not None:
             self.thr_off, self.thr_fac = throttle
@@ -162,8 +233,12 @@ cdef class Runtime(Network):
         full = self.sleepers and n >= self.out_bound
         if n > most:
             n = most
-        popleft = self.outputs.popleft
-        batch = [popleft() for i in range(n)]
+        if SNET_GIL_HELD_IN_C and n == len(self.outputs):  # all of them: copied, then cleared
+            batch = list(self.outputs)
+            self.outputs.clear()
+        else:
+            popleft = self.outputs.popleft
+            batch = [popleft() for i in range(n)]
         if full:
             self.wake_idle(False)  # input was held back: admit again
         return batch

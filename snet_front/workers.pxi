@@ -307,10 +307,18 @@ cdef class Worker(Writer):
                 # through it: wait rather than queue behind it, so the walker
                 # can cut the chain of identities (docs/runtime.md).
                 return False
+            if (type(dest) is ChainEntity and rt.input_peeked is None and not rt.tracking and not rt.throttled
+                    and rt.executor is None):
+                most = (<ChainEntity>dest).batch_size(self)
+                if most > 1 and self.admit_batch(dest, most):
+                    return True
             if rt.executor is not None:  # (only the split executor's batches ask how long the input waits)
                 rt.input_since = snet_now()
             try:
-                rec = next(rt.input_iter)
+                if rt.input_peeked is not None:  # what the last batch read and left
+                    rec, rt.input_peeked = rt.input_peeked, None
+                else:
+                    rec = rt.read_input()
             except StopIteration:
                 snet_flag_store(&rt.input_done, True)
                 return False
@@ -345,6 +353,83 @@ cdef class Worker(Writer):
             self.cont_e = None
             self.cont_item = None
             self.process(e, item)
+        return True
+
+    cdef bint admit_batch(self, Entity entry, long most) except -1:
+        """Walk up to ``most`` input records through the fused chain ``entry``, one after another (input lock held).
+
+        The network's entry is a chain whose walk is cheap: admitting its
+        input one record at a time would cost more than the walk (the
+        worker's turn, a continuation, an output wake-up per record).  Here
+        the worker holds the chain while it reads and walks the records one
+        after another, and its outputs reach the consumer in one piece: order
+        is kept, since nothing is queued before the chain and no walk of it is
+        in flight.  Each record counts as pending from its read until its
+        outputs are out, so a checkpoint waits for the batch to end.  A record
+        that is not a plain dict (a tracked request, ``NO_INPUT_YET``, a
+        mapping) ends the batch and is left for the one-record path.  A failing
+        walk ends it too, after the outputs made before it are out.
+
+        False (nothing read) when the chain is busy: the caller admits one
+        record as ever.
+        """
+        cdef Network rt = self.rt
+        cdef ChainEntity chain = <ChainEntity>entry
+        cdef Entity out
+        cdef list made = None
+        cdef long taken = 0
+        cdef long room
+        if not snet_try_lock(&chain.lock):
+            return False
+        if len(chain.inbox) or snet_atomic_load(&chain.running) or chain.done:
+            snet_unlock(&chain.lock)
+            return False
+        out = chain.resolve_out()
+        if out is rt.sink:
+            made = []
+        if rt.out_bound:  # (admits_input saw room for one at least)
+            room = rt.out_bound - len(rt.outputs)
+            if room < most:
+                most = room if room > 1 else 1
+        try:
+            while taken < most:
+                try:
+                    rec = rt.read_input()
+                except StopIteration:
+                    snet_flag_store(&rt.input_done, True)
+                    break
+                except BaseException as e:
+                    rt.input_error = e
+                    snet_flag_store(&rt.input_done, True)
+                    break
+                if type(rec) is not dict:
+                    rt.input_peeked = rec
+                    break
+                rt.input_quiet_since = 0
+                snet_atomic_add(&rt.records_in, 1)
+                snet_atomic_add(&rt.pending, 1)
+                taken += 1
+                self.n_inputs += 1
+                self.n_invocations += 1
+                res = chain.walk(self, rec, 0, False, chain.sampling(self))
+                if made is not None:
+                    if type(res) is dict:
+                        made.append(res)
+                    else:
+                        made.extend(<list>res)
+                elif type(res) is dict:
+                    self.write(out, res, False)
+                else:
+                    chain.emit_list(self, res, None, False)
+                if self.safe_point():
+                    break
+        finally:
+            try:
+                if made is not None:
+                    rt.output_many(made)
+            finally:
+                snet_atomic_add(&rt.pending, -taken)
+                snet_unlock(&chain.lock)
         return True
 
     cdef bint try_completion(self) except -1:

@@ -30,8 +30,7 @@ on (docs/runtime.md, "Automatic box concurrency").
 from __future__ import annotations
 
 import os
-from collections import deque
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from snet.autoconc import MAX_LEVEL, Controller, Tuner
 from snet.backends import RunOptions
@@ -117,6 +116,7 @@ class FrontExecution(Execution):
                  error_policy: ErrorPolicy | None = None, guards: GuardCounters | None = None):
         super().__init__(error_policy=error_policy, guards=guards)
         Runtime = load_runtime()
+        from snet_front.runtime import OutputStream
 
         self.plan = plan
         self.executor = plan.executor
@@ -146,7 +146,8 @@ class FrontExecution(Execution):
                                chains=self.chains)
         self._closed = False
         self._ended = False
-        self._taken: deque[Record] = deque()  # outputs taken from the runtime that the caller has not had yet
+        # the outputs, taken from the runtime a batch at a time (next() and loops share it)
+        self._outputs = OutputStream(self._refill)
         self.tuner = Tuner(self.runtime, self.controller) if self.controller is not None else None
         self.checkpoints = None  # a snet.checkpoint.front.FrontCheckpoints when the run takes them
         checkpointing = getattr(records, "snet_checkpoint", None)  # an input gate (snet.checkpoint.gate)
@@ -159,12 +160,26 @@ class FrontExecution(Execution):
             self.tuner.start()
 
     def __next__(self) -> Record:
-        if self._taken:
-            return self._taken.popleft()
+        return next(self._outputs)
+
+    def __iter__(self) -> Iterator[Record]:
+        """The outputs, taken from the runtime many at a time (one call per batch, not per record).
+
+        The iterator is the execution's compiled output stream itself: what a
+        batch holds that a loop has not reached yet, a later ``next()`` returns first.
+        """
+        return self._outputs
+
+    def iterate(self, on_end: Callable[[BaseException], object]) -> Iterator[Record]:
+        self._outputs.on_end = on_end
+        return self._outputs
+
+    def _refill(self) -> list[Record]:
+        """The next outputs (at least one) for the stream; ``StopIteration`` at the end, or the run's error."""
         if self._ended or self._closed:
             raise StopIteration
         try:
-            return self.runtime.next_output()
+            return self.runtime.take_outputs()
         except StopIteration:
             if not self._closed:  # terminated, not stopped by close() from another thread
                 self._finish()
@@ -173,30 +188,8 @@ class FrontExecution(Execution):
             self.close()
             raise
 
-    def __iter__(self) -> Iterator[Record]:
-        """The outputs, taken from the runtime many at a time (one call per batch, not per record).
-
-        What a batch holds that the loop has not reached yet stays with the
-        execution: a later ``next()`` returns it first.
-        """
-        taken = self._taken
-        while True:
-            while taken:
-                yield taken.popleft()
-            if self._ended or self._closed:
-                return
-            try:
-                taken.extend(self.runtime.take_outputs())
-            except StopIteration:
-                if not self._closed:
-                    self._finish()
-                return
-            except BaseException:
-                self.close()
-                raise
-
     def ready(self) -> bool:
-        return bool(self._taken) or self.runtime.has_output()
+        return self._outputs.waiting() > 0 or self.runtime.has_output()
 
     def _finish(self) -> None:
         if self._ended:

@@ -12,7 +12,7 @@ variables and only the chain's output record is built:
 
 .. code-block:: python
 
-    def walk(rec):
+    def walk(rec):  # closing over the boxes f0, f1, ... and the builtins it calls
         v0 = rec['a']; v1 = rec['id']
         try:
             r = f0(v0)
@@ -106,18 +106,21 @@ def compile_walk(callers: Sequence[Any], shape: tuple[str, ...]) -> Callable[[di
     used.update(var for _, var in record)
     head = [f"    {var} = rec[{label!r}]" for label, var in reads.items() if var in used]
     boxes = " or ".join(repr(caller.name) for caller in callers)
-    source = "\n".join(
-        ["def walk(rec):", "    pid = _boxes._pid"] + head + lines +
-        ["    if _boxes._pid != pid:", f"        _boxes.end_forked_child({boxes[1:-1]!r})",
-         "    return {" + ", ".join(f"{label!r}: {var}" for label, var in record) + "}"])
-    scope: dict[str, Any] = {"__name__": __name__, "_boxes": _boxes}
-    scope.update({f"f{k}": caller.function for k, caller in enumerate(callers)})
+    functions = ", ".join(f"f{k}" for k in range(len(callers)))
+    # The walk is made inside a function whose parameters it closes over: the boxes, and the builtins its
+    # checks call (a closure's cell is read faster than a global or a builtin, several times a stage)
+    body = (["def walk(rec):", "    pid = _boxes._pid"] + head + lines +
+            ["    if _boxes._pid != pid:", f"        _boxes.end_forked_child({boxes[1:-1]!r})",
+             "    return {" + ", ".join(f"{label!r}: {var}" for label, var in record) + "}"])
+    source = "\n".join([f"def make(_boxes, type, dict, len, KeyError, BaseException, {functions}):"]
+                       + ["    " + line for line in body] + ["    return walk"])
+    scope: dict[str, Any] = {"__name__": __name__}
     # through marshal, as box files are loaded (snet.core.boxfiles.BoxFileLoader): on free-threaded CPython
     # the constants of code compiled in the running process are reference-counted by every call, which
     # workers walking the same chain at once would contend on
     code = marshal.loads(marshal.dumps(compile(source, f"<snet fused chain {boxes}>", "exec")))
     exec(code, scope)
-    return scope["walk"]
+    return scope["make"](_boxes, type, dict, len, KeyError, BaseException, *(caller.function for caller in callers))
 
 
 def chain_records(callers: Sequence[Any], records: Any) -> list:

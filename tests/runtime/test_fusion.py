@@ -301,3 +301,64 @@ def test_a_box_that_forks_inside_a_compiled_chain_ends_the_child():
                     boxes={"b0": inc, "f": forks, "b1": inc})
     out, _ = run(net, [{"a": 1}, {"a": 2}], workers=1)
     assert out == [{"a": 3}, {"a": 4}]
+
+
+# -- input batches: a cheap chain at the network's entry takes its input many records at a time ----
+
+
+CHEAP = "box b0 ((a) -> (a)); box b1 ((a) -> (a)); box b2 ((a) -> (a)); net p connect b0 .. b1 .. b2;"
+
+
+def fail_at_3000(a):
+    if a == 3001:  # (b0 added one)
+        raise ValueError("three thousand")
+    return {"a": a}
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_input_batches_keep_order_and_every_box_figure(workers):
+    net = snet.load(CHEAP, boxes={"b0": inc, "b1": inc, "b2": inc})
+    records = [{"a": i} for i in range(6000)]
+    fused, execution = run(net, records, workers=workers)
+    unfused, _ = run(net, records, workers=workers, fuse=False)
+    assert fused == unfused == [{"a": i + 3} for i in range(6000)]
+    stats = execution.stats()
+    assert {name: stats.boxes[name].calls for name in ("b0", "b1", "b2")} == {"b0": 6000, "b1": 6000, "b2": 6000}
+    assert stats.records_in == stats.records_out == 6000
+    # One record at a time, an input is a continuation of the worker's turn; a batch's records are not:
+    # few continuations show that the batches took the input.
+    assert stats.front.continuations < 600, stats.front
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_failure_inside_an_input_batch_comes_after_the_outputs_of_the_records_before_it(workers):
+    net = snet.load(CHEAP, boxes={"b0": inc, "b1": fail_at_3000, "b2": inc})
+    got = []
+    with pytest.raises(SNetBoxError, match="three thousand"):
+        for out in net.run(({"a": i} for i in range(6000)), workers=workers):
+            got.append(out)
+    assert got == [{"a": i + 2} for i in range(3000)]
+
+
+def test_a_bad_input_record_inside_an_input_batch_comes_after_the_outputs_before_it():
+    net = snet.load(CHEAP, boxes={"b0": inc, "b1": inc, "b2": inc})
+    records = [{"a": i} for i in range(3000)] + [{"a": 3000, "<t>": 1.5}] + [{"a": i} for i in range(10)]
+    records[1500] = {"a": 1500, "<t>": 7}  # a label not seen before: learnt, and the record goes through
+    got = []
+    with pytest.raises(snet.SNetRecordError, match=r"^error: input record 3001: tag <t> must hold an integer"):
+        for out in net.run(records, workers=1):
+            got.append(out)
+    assert got == [{"a": i + 3, "<t>": 7} if i == 1500 else {"a": i + 3} for i in range(3000)]
+
+
+def test_a_slow_chain_takes_its_input_one_record_at_a_time():
+    """A chain whose walk is slow is not batched: its records' walks stay free to overlap on several workers."""
+    def slow(a):
+        time.sleep(0.0005)  # (releases the GIL)
+        return {"a": a}
+
+    net = snet.load("box b0 ((a) -> (a)); box s ((a) -> (a)); net p connect b0 .. s;",
+                    boxes={"b0": inc, "s": slow})
+    out, execution = run(net, [{"a": i} for i in range(300)], workers=1)
+    assert out == [{"a": i + 1} for i in range(300)]
+    assert execution.stats().front.continuations >= 300 - 1
