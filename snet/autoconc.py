@@ -93,6 +93,7 @@ import attrs
 
 TICK_S = 0.05  # the tuner samples the counters this often
 WINDOW_S = 0.2  # shortest observation window
+FIRST_WINDOW_S = 0.1  # ... but the first of the run, which only decides whether a first trial starts
 SETTLE_S = 0.05  # shortest window discarded after a change
 RECHECK_S = 4.0  # a raise kept is tried lower again after this (then doubling, as a failed trial)
 MAX_WINDOW_S = 1.0  # longest: a window closes then even with few calls
@@ -105,7 +106,7 @@ RAISE_AT = 0.7  # saturation (calls in flight / level) from which a box's level 
 LOWER_AT = 0.25  # saturation below which, for LOWER_WINDOWS windows, a box's level is halved
 LOWER_WINDOWS = 3
 MAX_LEVEL = 16  # the highest level a box is given
-WAITING = 0.75  # a box whose calls wait this share of their wall time (not computing) is raised 4x at a time
+WAITING = 0.75  # a box whose calls wait this share of their wall time (not computing) is raised 4x at a time, or more
 BACKOFF_S = 1.0  # first wait before a failed trial is tried again; doubles with each failure
 MAX_BACKOFF_S = 64.0
 
@@ -197,6 +198,7 @@ class Controller:
         self.max_level = max(1, min(max_level, max_workers))
         self.trial: _Trial | None = None
         self.skip = 1  # windows to discard (the start, and after every change)
+        self.judged = False  # a window has been judged (the first may be shorter: FIRST_WINDOW_S)
         self.low: dict[int, int] = {node: 0 for node in boxes}  # windows in a row below LOWER_AT
         self.retry_at: dict[Any, float] = {}
         self.backoff: dict[Any, float] = {}
@@ -211,13 +213,19 @@ class Controller:
 
     def window_done(self, window: Window) -> bool:
         """True when ``window`` is long enough: ``SETTLE_S`` for one that is discarded, else ``WINDOW_S``
-        and, in a trial of a box, ``MIN_CALLS`` of its calls (or ``MAX_WINDOW_S`` in any case)."""
+        and, in a trial of a box, ``MIN_CALLS`` of its calls (or ``MAX_WINDOW_S`` in any case).
+
+        The run's first window judged closes after ``FIRST_WINDOW_S`` once it holds ``MIN_CALLS``
+        invocations: it can only start a trial, which its own A/B/A windows judge, and every window
+        at the start's levels is time a box that needs a higher level runs slowly."""
         if window.seconds >= MAX_WINDOW_S:
             return True
         trial = self.trial
         settling = self.skip > 0 if trial is None else trial.phase in (0, 2)
         if settling:
             return window.seconds >= SETTLE_S
+        if not self.judged and trial is None:
+            return window.seconds >= FIRST_WINDOW_S and window.invocations >= MIN_CALLS
         if window.seconds < WINDOW_S:
             return False
         if trial is not None and trial.node is not None:
@@ -234,6 +242,7 @@ class Controller:
             return []
         if window.invocations < MIN_CALLS:  # an idle network (a session between inputs) says nothing
             return []
+        self.judged = True
         return (self._lower(window, now) or self._raise(window, now) or self._down(window, now)
                 or self._workers(window, now))
 
@@ -250,8 +259,7 @@ class Controller:
             return []
         old = self.levels[best]
         waiting = window.waiting_share(best)
-        # Calls that mostly wait (sleep, I/O) can overlap far: a bolder step; calls that compute, one doubling.
-        new = min(self.max_level, (4 if waiting is not None and waiting >= WAITING else 2) * old)
+        new = min(self.max_level, _raised(old, waiting))
         wait = f", {100 * waiting:.0f}% of it waiting" if waiting is not None else ""
         return [self._start(best, old, new, window, f"{busiest:.2g} calls in flight at level {old}, "
                             f"{_ms(window.service_time(best))} per call{wait}: trying {new}")]
@@ -435,6 +443,25 @@ def _opposite(key: Any) -> Any:
 
 def _workers(base: int, levels: Any, most: int) -> int:
     return min(most, base + sum(level for level in levels if level > 1))
+
+
+def _raised(level: int, waiting: float | None) -> int:
+    """The level a raise tries for a box at ``level`` whose calls wait ``waiting`` of their time (None: unknown).
+
+    Calls that compute take one doubling.  Calls that mostly wait (sleep,
+    I/O, a call that released the GIL) can overlap far: at least four
+    times as many, and as many as one core's worth of their computing
+    parts, ``1 / (1 - waiting)`` rounded up to a power of two (a call that
+    computes 1 % of its time: 128, which the highest level then caps), so
+    that a box of such calls reaches its level in one trial, not two.
+    """
+    if waiting is None or waiting < WAITING:
+        return 2 * level
+    computing = max(1.0 - waiting, 1e-3)
+    overlap = 1
+    while overlap * computing < 1.0:
+        overlap *= 2
+    return max(4 * level, overlap)
 
 
 def _ms(seconds: float) -> str:

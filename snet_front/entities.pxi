@@ -65,18 +65,19 @@ cdef enum:
     CPU_EVERY = 4  # of the sampled calls of a short box, one in this many has its CPU time read too
 
 
-cdef inline int cpu_weight(long calls, int timed) noexcept:
+cdef inline int cpu_weight(long calls, int timed, long period) noexcept:
     """How many calls a call's CPU time counts for (0: not read), for a box the controller tunes.
 
     Reading the thread's CPU clock is a system call (no vDSO for it), about
     ten times the wall clock's cost: a call timed alone (``timed`` 1: few
     calls so far, or slow ones) has it read, a sampled call of a short box
-    only one time in ``CPU_EVERY``.  The controller uses the ratio of CPU
-    to wall time, which the subsample estimates.
+    only one time in ``CPU_EVERY`` (``period``: one call in so many is
+    sampled).  The controller uses the ratio of CPU to wall time, which the
+    subsample estimates.
     """
     if timed <= 1:
         return timed
-    return timed * CPU_EVERY if (calls // SAMPLE_EVERY) % CPU_EVERY == 0 else 0
+    return timed * CPU_EVERY if (calls // period) % CPU_EVERY == 0 else 0
 
 
 @cython.final
@@ -121,7 +122,7 @@ cdef class BoxEntity(Entity):
                 every = 1
             else:
                 every = SAMPLE_EVERY if calls % SAMPLE_EVERY == 0 else 0
-            cw = cpu_weight(calls, every) if self.auto and every else 0
+            cw = cpu_weight(calls, every, SAMPLE_EVERY) if self.auto and every else 0
             if every:
                 if cw:
                     c0 = thread_cpu()
@@ -528,9 +529,8 @@ cdef class ChainEntity(Entity):
         one walk in ``period``, the others, each counted that many times.
         The period is ``WALK_SAMPLE_EVERY``, longer than a box entity's
         ``SAMPLE_EVERY``: a timed walk leaves the compiled function and goes
-        stage by stage, which costs a cheap chain several walks' time.  A
-        chain the controller tunes keeps ``SAMPLE_EVERY``, as its CPU-time
-        reads (``cpu_weight``) count on it.
+        stage by stage, which costs a cheap chain several walks' time (the
+        CPU-time reads of tuned boxes, ``cpu_weight``, count on the period).
         """
         cdef long calls
         cdef Py_ssize_t i
@@ -601,7 +601,7 @@ cdef class ChainEntity(Entity):
                 if timed:
                     cw = 0  # the controller reads the CPU time of a tuned box's calls
                     if self.tuned is not None and self.tuned_at[i]:
-                        cw = cpu_weight(w.box_calls[node], timed)
+                        cw = cpu_weight(w.box_calls[node], timed, self.period)
                     if cw:
                         c0 = thread_cpu()
                     t0 = snet_now()
@@ -721,7 +721,7 @@ cdef Entity make_chain(Network net, tuple chain, Ctx ctx):
         c.tuned_at = bytes(1 if m in net.auto_nodes else 0 for m in chain)
         c.fixed = c.limit if any(net.kind[m] == K_BOX for m in plain) else 1 << 30
         c.cap = -1
-    c.period = SAMPLE_EVERY if tuned else WALK_SAMPLE_EVERY
+    c.period = WALK_SAMPLE_EVERY
     c.done = {}
     return c
 
