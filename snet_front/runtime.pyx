@@ -165,11 +165,10 @@ cdef class Runtime(Network):
         self.load_plan(plan, conc)
         self.chains = {chain[0]: tuple(chain) for chain in chains} or None  # fused chains (entities.pxi)
         self.outputs = deque()
-        if type(records) is CheckedInputs and (<object>records)._records is None:  # checked here (read_input)
+        unchecked = records.unchecked() if type(records) is CheckedInputs else None
+        if unchecked is not None:  # its records are checked here (read_input)
             self.input_checks = records
-            self.input_iter = records.source
-            self.known_fields = records.fields
-            self.known_tags = records.tags
+            self.input_iter, self.known_fields, self.known_tags = unchecked
         else:
             self.input_iter = iter(records)
         self.throttled = throttle is not None

@@ -100,6 +100,11 @@ class CheckedInputs:
     def __next__(self) -> Mapping:
         return next(iter(self))
 
+    def unchecked(self) -> tuple[Iterator, set, set] | None:
+        """``(source, fields, tags)`` for an engine that makes the common case's test itself, calling
+        :meth:`check` for the rest; None once the records are being iterated here."""
+        return None if self._records is not None else (self.source, self.fields, self.tags)
+
     def _checked(self) -> Iterator[Mapping]:
         fields = self.fields
         tags = self.tags
