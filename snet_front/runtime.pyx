@@ -135,6 +135,21 @@ cdef class OutputStream:
         self.batch[0] = None
         return rec
 
+    def take(self, one):
+        """The next record for ``next()`` on the execution: the batch's next, else ``one()``, one record alone.
+
+        A caller of ``next()`` takes the runtime's outputs one at a time, as
+        it always did: the backpressure bound (``OUTPUT_BOUND``) counts from
+        what it has, not from a batch it has not reached.
+        """
+        cdef object rec
+        if self.at < len(self.batch):
+            rec = self.batch[self.at]
+            self.batch[self.at] = None
+            self.at += 1
+            return rec
+        return one()
+
     def waiting(self):
         """How many records of the batch taken are still to be handed out."""
         return len(self.batch) - self.at

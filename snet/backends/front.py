@@ -30,7 +30,7 @@ on (docs/runtime.md, "Automatic box concurrency").
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from snet.autoconc import MAX_LEVEL, Controller, Tuner
 from snet.backends import RunOptions
@@ -160,7 +160,7 @@ class FrontExecution(Execution):
             self.tuner.start()
 
     def __next__(self) -> Record:
-        return next(self._outputs)
+        return self._outputs.take(self._next_alone)
 
     def __iter__(self) -> Iterator[Record]:
         """The outputs, taken from the runtime many at a time (one call per batch, not per record).
@@ -176,10 +176,17 @@ class FrontExecution(Execution):
 
     def _refill(self) -> list[Record]:
         """The next outputs (at least one) for the stream; ``StopIteration`` at the end, or the run's error."""
+        return self._from_runtime(self.runtime.take_outputs)
+
+    def _next_alone(self) -> Record:
+        """The next output, taken alone (``next()``); as :meth:`_refill`."""
+        return self._from_runtime(self.runtime.next_output)
+
+    def _from_runtime(self, take: Callable[[], Any]) -> Any:
         if self._ended or self._closed:
             raise StopIteration
         try:
-            return self.runtime.take_outputs()
+            return take()
         except StopIteration:
             if not self._closed:  # terminated, not stopped by close() from another thread
                 self._finish()

@@ -31,10 +31,9 @@ def test_run_streams_from_an_endless_iterator(engine_options):
         assert next(execution) == {"a": 1}
         assert next(execution) == {"a": 2}
     # The reference engine reads one record at a time; FRONT admits input until
-    # its outputs waiting for the consumer reach the bound (backpressure), past
-    # the batch of up to TAKE_BATCH outputs that next() takes from the runtime.
-    from snet_front.runtime import OUTPUT_BOUND, TAKE_BATCH
-    assert len(pulled) <= OUTPUT_BOUND + TAKE_BATCH + 64
+    # its outputs waiting for the consumer reach the bound (backpressure).
+    from snet_front.runtime import OUTPUT_BOUND
+    assert len(pulled) <= OUTPUT_BOUND + 64
 
 
 def test_mappings_in_any_form_are_accepted(engine_options):
