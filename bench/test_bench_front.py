@@ -239,9 +239,9 @@ def test_unbalanced_network_stealing_on_against_off(benchmark, report):
     net = snet.load(FANOUT, boxes={"fan": fan, "work": nap})
     records = [{"<n>": 200}]  # one input: every licence starts with the worker that read it
 
-    # Each box an entity of its own: fused, `fan .. work` is one chain, and the one record's 200 outputs go
-    # through `work` in its walk, one after another, with nothing for the other worker to steal (the fused
-    # figure is reported beside: docs/runtime.md, "Fusion", says what fusion costs such a network).
+    # Each box an entity of its own: stealing moves licences between the workers' lists.  Fused, `fan .. work`
+    # is one chain, whose walk hands the one record's 200 outputs on as parts that the other worker takes
+    # (docs/runtime.md, "Fusion"): the fused figure is reported beside, and should be the unfused one.
     def stealing():
         return drain(net, records, workers=2, steal=True, fuse=False)
 

@@ -71,6 +71,7 @@ cdef class Worker(Writer):
         self.index = {}
         self.cur = -1
         self.victim = victim
+        self.walk_seq = -1
         self.box_time = <double *>PyMem_Malloc(rt.nnodes * sizeof(double))
         self.box_calls = <long *>PyMem_Malloc(rt.nnodes * sizeof(long))
         self.box_cpu = <double *>PyMem_Malloc(rt.nnodes * sizeof(double))
@@ -381,7 +382,7 @@ cdef class Worker(Writer):
         cdef long room
         if not snet_try_lock(&chain.lock):
             return False
-        if len(chain.inbox) or snet_atomic_load(&chain.running) or chain.done:
+        if len(chain.inbox) or not chain.settled():
             snet_unlock(&chain.lock)
             return False
         out = chain.resolve_out()

@@ -237,6 +237,7 @@ def test_a_chain_overlaps_the_calls_of_a_box_that_releases_the_gil_and_keeps_ord
     """Two workers run two records' walks at once through the chain (its limit is its boxes')."""
     inside = []
     both = threading.Event()
+    overlapped = []
     lock = threading.Lock()
 
     def wait(a):
@@ -244,13 +245,14 @@ def test_a_chain_overlaps_the_calls_of_a_box_that_releases_the_gil_and_keeps_ord
             inside.append(a)
             if len(inside) == 2:
                 both.set()
-        both.wait(10)  # the GIL is released while waiting: the other worker's walk comes in
+        if len(inside) == 1:  # the GIL is released while waiting: the other worker's walk comes in
+            overlapped.append(both.wait(10))
         return {"a": a}
 
     net = snet.load("box b0 ((a) -> (a)); box w ((a) -> (a)); net p connect b0 .. w .. b0;",
                     boxes={"b0": inc, "w": wait})
     out, _ = run(net, [{"a": i} for i in range(40)], workers=2)
-    assert both.is_set()
+    assert overlapped == [True]
     assert out == [{"a": i + 2} for i in range(40)]
 
 
@@ -362,3 +364,66 @@ def test_a_slow_chain_takes_its_input_one_record_at_a_time():
     out, execution = run(net, [{"a": i} for i in range(300)], workers=1)
     assert out == [{"a": i + 1} for i in range(300)]
     assert execution.stats().front.continuations >= 300 - 1
+
+
+# -- a fan-out inside a concurrent walk: its outputs walk the rest of the chain as parts ------------
+
+
+def test_a_fan_out_inside_a_chain_walks_its_outputs_on_two_workers_and_keeps_their_order():
+    """One record, 40 outputs: the other worker takes (steals) parts, so two calls of ``w`` overlap."""
+    inside = []
+    both = threading.Event()
+    overlapped = []
+    lock = threading.Lock()
+
+    def wait(a):
+        with lock:
+            inside.append(a)
+            if len(inside) == 2:
+                both.set()
+        if len(inside) == 1:  # the first call waits for a second one to begin (releasing the GIL), once
+            overlapped.append(both.wait(10))
+        return {"a": a}
+
+    net = snet.load("box fan ((<n>) -> (a)); box w ((a) -> (a)); net p connect fan .. w;",
+                    boxes={"fan": lambda n: [{"a": i} for i in range(n)], "w": wait})
+    assert len(lower(net.graph, net.boxes).fused) == 1
+    out, execution = run(net, [{"<n>": 40}], workers=2)
+    assert overlapped == [True]
+    assert out == [{"a": i} for i in range(40)]
+    assert execution.stats().boxes["w"].calls == 40
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_records_fanned_out_in_a_chain_come_out_in_order_and_as_unfused(workers):
+    def work(a):
+        time.sleep(0.0002 * (a % 3))  # (releases the GIL: parts of several records overlap, finishing out of order)
+        return {"a": a, "b": a * 2}
+
+    source = ("box fan ((<n>, k) -> (a, k)); box work ((a) -> (a, b)); box last ((b) -> (c));"
+              "net p connect fan .. work .. last;")
+    boxes = {"fan": lambda n, k: [{"a": k * 100 + i, "k": k} for i in range(n)], "work": work,
+             "last": lambda b: {"c": b + 1} if b % 4 else [{"c": b}, {"c": -b}]}
+    net = snet.load(source, boxes=boxes)
+    records = [{"<n>": (k * 7) % 11, "k": k} for k in range(60)]
+    fused, execution = run(net, records, workers=workers)
+    unfused, _ = run(net, records, workers=workers, fuse=False)
+    reference, _ = run(net, records, engine="reference")
+    assert fused == unfused == reference
+    assert [list(r) for r in fused] == [list(r) for r in reference]
+    stats = execution.stats()
+    assert stats.boxes["work"].calls == sum((k * 7) % 11 for k in range(60))
+
+
+def test_a_fan_out_in_a_chain_inside_a_split_and_a_star_gives_the_unfused_outputs():
+    source = ("box fan ((<n>) -> (a)); box work ((a) -> (a)); box done ((a) -> (a, <stop>));"
+              "net p connect ((fan .. work) !! <k>) .. (done ** {<stop>});")
+    boxes = {"fan": lambda n: [{"a": i} for i in range(n)], "work": lambda a: {"a": a + 1},
+             "done": lambda a: {"a": a, "<stop>": 1}}
+    net = snet.load(source, boxes=boxes)
+    records = [{"<n>": n % 5, "<k>": n % 3} for n in range(40)]
+    for workers in (2, 4):
+        fused, _ = run(net, records, workers=workers)
+        unfused, _ = run(net, records, workers=workers, fuse=False)
+        assert sorted(map(repr, fused)) == sorted(map(repr, unfused))  # (the split's order is the run's)
+        assert len(fused) == sum(n % 5 for n in range(40))
