@@ -143,7 +143,7 @@ cdef class ChainEntity(Entity):
                 self.emit_list(w, outs, st, False)
                 self.emit_seq += 1
             else:
-                self.done[seq] = (outs, st)
+                hold_in_order(self, self.done, seq, outs, st)
             self.emit_seq = emit_in_order(self, w, self.done, self.emit_seq)
         finally:
             snet_unlock(&self.rlock)

@@ -593,9 +593,10 @@ cdef class Network:
         Output backpressure: while ``out_bound`` outputs wait for the
         consumer, no input is admitted, so a slow consumer (or a pipe nobody
         reads) holds the run at a bounded size instead of letting outputs
-        pile up.  The throttle: ``inputs < offset + factor * outputs``.
+        pile up.  Outputs held in reorder buffers for an earlier call count
+        too (``reordered``): that call finishes without more input.  The throttle: ``inputs < offset + factor * outputs``.
         """
-        if self.out_bound and len(self.outputs) >= self.out_bound:
+        if self.out_bound and len(self.outputs) + snet_atomic_load(&self.reordered) >= self.out_bound:
             return False
         if not self.throttle_holds():
             return True

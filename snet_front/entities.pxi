@@ -18,6 +18,19 @@ from snet_front.atomics cimport snet_atomic_add, snet_atomic_load, snet_now, sne
 from snet_front.kinds cimport K_BOX, K_FILTER, K_SYNC, K_SYNCSTAR
 
 
+cdef inline int hold_in_order(Entity e, dict done, long seq, object outs, GStack st) except -1:
+    """Keep call ``seq``'s outputs in a reorder buffer until the calls before it have emitted.
+
+    They count in ``Network.reordered``: outputs made, not yet out, which
+    hold input admission back as outputs waiting for the consumer do (a call
+    that stalls would otherwise let the other workers admit and finish input
+    without bound behind it).
+    """
+    done[seq] = (outs, st)
+    snet_atomic_add(&e.rt.reordered, len(outs))
+    return 0
+
+
 cdef long emit_in_order(Entity e, Writer w, dict done, long emit_seq) except -1:
     """Emit a box's reorder buffer (seq -> (outputs, stack)) from ``emit_seq`` on while the next is there.
 
@@ -27,6 +40,7 @@ cdef long emit_in_order(Entity e, Writer w, dict done, long emit_seq) except -1:
         pair = done.pop(emit_seq, None)
         if pair is None:
             break
+        snet_atomic_add(&e.rt.reordered, -len(pair[0]))
         e.emit_list(w, pair[0], pair[1], False)
         emit_seq += 1
     return emit_seq
@@ -147,7 +161,7 @@ cdef class BoxEntity(Entity):
                     self.emit_list(w, outs, st, False)
                     self.emit_seq += 1
                 else:
-                    self.done[seq] = (outs, st)
+                    hold_in_order(self, self.done, seq, outs, st)
                 self.emit_seq = emit_in_order(self, w, self.done, self.emit_seq)
             finally:
                 snet_unlock(&self.rlock)
@@ -236,7 +250,7 @@ cdef class AsyncBoxEntity(Entity):
                 self.emit_list(w, outs, st, False)
                 self.emit_seq += 1
             else:
-                self.done[seq] = (outs, st)
+                hold_in_order(self, self.done, seq, outs, st)
             self.emit_seq = emit_in_order(self, w, self.done, self.emit_seq)
         finally:
             snet_unlock(&self.rlock)

@@ -215,6 +215,7 @@ cdef class Network:
     cdef double thr_off, thr_fac
     cdef bint thr_overridden  # the throttle was overridden once to keep a quiescent network going (warned)
     cdef long out_bound  # outputs the consumer has not taken yet, at most, before input stops (0: no bound)
+    cdef long reordered  # outputs made but held in reorder buffers for an earlier call (atomic; emit_in_order)
     cdef Ctx root_ctx
     cdef Entity root_entry
 

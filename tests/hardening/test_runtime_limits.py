@@ -44,6 +44,40 @@ def test_a_slow_consumer_holds_back_the_input(engine):
     assert pulled[0] - taken <= OUTPUT_BOUND + 64, (pulled[0], taken)
 
 
+def test_outputs_held_behind_a_stalled_call_hold_back_the_input():
+    """A call that stalls holds the calls after it in the box's reorder buffer: they count as waiting outputs.
+
+    With box concurrency 2 the second worker goes on past the stalled call;
+    what it finishes cannot leave before it, and must stop the input as
+    outputs waiting for the consumer do (it ran on without bound before).
+    """
+    from snet_front.runtime import OUTPUT_BOUND
+
+    release = threading.Event()
+    overrun = threading.Event()
+    pulled = [0]
+
+    def stalls_first(x):
+        if x == 0:
+            release.wait(30)
+        return {"y": x}
+
+    def source():
+        for i in itertools.count():
+            pulled[0] = i + 1
+            if pulled[0] > OUTPUT_BOUND + 200:
+                overrun.set()
+            yield {"x": i}
+
+    net = snet.load(PASS, boxes={"f": stalls_first})
+    with net.run(source(), engine="front", workers=2, box_concurrency=2) as execution:
+        try:
+            assert not overrun.wait(2.0), pulled[0]  # (an event that must not come: the wait only bounds the test)
+        finally:
+            release.set()
+        assert [next(execution) for _ in range(3)] == [{"y": 0}, {"y": 1}, {"y": 2}]
+
+
 @pytest.mark.slow
 def test_idle_workers_sleep():
     """A network waiting for input costs (almost) no CPU, however many workers."""
