@@ -114,13 +114,16 @@ cdef class OutputStream:
     def __iter__(self):
         return self
 
+    cdef inline object pop(self):
+        """The batch's next record, dropped from it (the batch holds one: ``at < len(batch)``)."""
+        cdef object rec = self.batch[self.at]
+        self.batch[self.at] = None
+        self.at += 1
+        return rec
+
     def __next__(self):
-        cdef object rec
         if self.at < len(self.batch):
-            rec = self.batch[self.at]
-            self.batch[self.at] = None
-            self.at += 1
-            return rec
+            return self.pop()
         try:
             batch = self.refill()
         except BaseException as e:
@@ -131,10 +134,8 @@ cdef class OutputStream:
                 end(e)
             raise
         self.batch = batch
-        self.at = 1
-        rec = self.batch[0]
-        self.batch[0] = None
-        return rec
+        self.at = 0
+        return self.pop()
 
     def take(self, one):
         """The next record for ``next()`` on the execution: the batch's next, else ``one()``, one record alone.
@@ -143,12 +144,8 @@ cdef class OutputStream:
         it always did: the backpressure bound (``OUTPUT_BOUND``) counts from
         what it has, not from a batch it has not reached.
         """
-        cdef object rec
         if self.at < len(self.batch):
-            rec = self.batch[self.at]
-            self.batch[self.at] = None
-            self.at += 1
-            return rec
+            return self.pop()
         return one()
 
     def waiting(self):

@@ -233,11 +233,12 @@ def test_skipped_failures_and_figures_are_those_of_the_boxes_alone(workers):
     assert results[0][2] == {"b0": 1000, "mid": 1000, "b1": 900} and results[0][3] == 100
 
 
-def test_a_chain_overlaps_the_calls_of_a_box_that_releases_the_gil_and_keeps_order():
-    """Two workers run two records' walks at once through the chain (its limit is its boxes')."""
+def first_call_waits_for_a_second():
+    """A box whose first call waits (releasing the GIL) until a second call begins; and the list that says
+    whether one did (``[True]``) or the wait timed out (``[False]``)."""
     inside = []
     both = threading.Event()
-    overlapped = []
+    overlapped: list = []
     lock = threading.Lock()
 
     def wait(a):
@@ -245,10 +246,16 @@ def test_a_chain_overlaps_the_calls_of_a_box_that_releases_the_gil_and_keeps_ord
             inside.append(a)
             if len(inside) == 2:
                 both.set()
-        if len(inside) == 1:  # the GIL is released while waiting: the other worker's walk comes in
+        if len(inside) == 1:
             overlapped.append(both.wait(10))
         return {"a": a}
 
+    return wait, overlapped
+
+
+def test_a_chain_overlaps_the_calls_of_a_box_that_releases_the_gil_and_keeps_order():
+    """Two workers run two records' walks at once through the chain (its limit is its boxes')."""
+    wait, overlapped = first_call_waits_for_a_second()
     net = snet.load("box b0 ((a) -> (a)); box w ((a) -> (a)); net p connect b0 .. w .. b0;",
                     boxes={"b0": inc, "w": wait})
     out, _ = run(net, [{"a": i} for i in range(40)], workers=2)
@@ -371,20 +378,7 @@ def test_a_slow_chain_takes_its_input_one_record_at_a_time():
 
 def test_a_fan_out_inside_a_chain_walks_its_outputs_on_two_workers_and_keeps_their_order():
     """One record, 40 outputs: the other worker takes (steals) parts, so two calls of ``w`` overlap."""
-    inside = []
-    both = threading.Event()
-    overlapped = []
-    lock = threading.Lock()
-
-    def wait(a):
-        with lock:
-            inside.append(a)
-            if len(inside) == 2:
-                both.set()
-        if len(inside) == 1:  # the first call waits for a second one to begin (releasing the GIL), once
-            overlapped.append(both.wait(10))
-        return {"a": a}
-
+    wait, overlapped = first_call_waits_for_a_second()
     net = snet.load("box fan ((<n>) -> (a)); box w ((a) -> (a)); net p connect fan .. w;",
                     boxes={"fan": lambda n: [{"a": i} for i in range(n)], "w": wait})
     assert len(lower(net.graph, net.boxes).fused) == 1
