@@ -28,7 +28,7 @@ cdef double PART_COST_LEAST = 50e-6
 
 cdef enum:
     TIMED = 1  # ChainEntity.sampling: time the boxes with few calls so far, and slow ones
-    SAMPLED = 2  # ... and this walk stands for SAMPLE_EVERY of the others
+    SAMPLED = 2  # ... and this walk stands for ``period`` of the others
 
 cdef enum:
     STAGE_CALLER = 0  # a bare box caller: its C-level entry, records changed in place between stages
@@ -76,8 +76,7 @@ cdef class ChainEntity(Entity):
     """
     cdef tuple ops  # per stage: the BoxCaller, the box call, the filter's raw function or its apply
     cdef tuple errors  # per stage: a raw filter's apply (for its errors), else None
-    cdef tuple ids  # per stage: its node id
-    cdef int *nodes  # the same, as C ints (read on every walk)
+    cdef int *nodes  # per stage: its node id
     cdef bytes kinds  # per stage: STAGE_*
     cdef Py_ssize_t n
     cdef int timer  # the node of the first box (its counts decide the sampling), -1: none
@@ -139,12 +138,7 @@ cdef class ChainEntity(Entity):
         """Record ``seq``'s outputs are walked: emit them, and those after them, in order (rlock not held)."""
         spin_lock(&self.rlock)
         try:
-            if seq == self.emit_seq and not self.done:
-                self.emit_list(w, outs, st, False)
-                self.emit_seq += 1
-            else:
-                hold_in_order(self, self.done, seq, outs, st)
-            self.emit_seq = emit_in_order(self, w, self.done, self.emit_seq)
+            self.emit_seq = emit_or_hold(self, w, self.done, self.emit_seq, seq, outs, st)
         finally:
             snet_unlock(&self.rlock)
         return 0
@@ -182,22 +176,26 @@ cdef class ChainEntity(Entity):
             w.write(self, part, False)
         return DISPATCHED
 
-    cdef bint slow_from(self, Writer w, Py_ssize_t i):
-        """The boxes of stages ``i`` onwards take ``PART_COST_LEAST`` a record or more, or one was never timed here."""
+    cdef double mean_cost(self, Writer w, Py_ssize_t i, long least):
+        """The boxes of stages ``i`` onwards: their mean call times, added up, as ``w`` measured them; -1 while
+        one of them has had fewer than ``least`` calls on ``w``."""
         cdef double cost = 0.0
         cdef long calls
         cdef int node
-        cdef bint any_box = False
         while i < self.n:
             if self.kinds[i] <= STAGE_BOX:
-                any_box = True
                 node = self.nodes[i]
                 calls = w.box_calls[node]
-                if calls == 0:
-                    return True
+                if calls < least:
+                    return -1.0
                 cost += w.box_time[node] / calls
             i += 1
-        return any_box and cost >= PART_COST_LEAST
+        return cost
+
+    cdef bint slow_from(self, Writer w, Py_ssize_t i):
+        """The boxes of stages ``i`` onwards take ``PART_COST_LEAST`` a record or more, or one was never timed here."""
+        cdef double cost = self.mean_cost(w, i, 1)
+        return cost < 0 or cost >= PART_COST_LEAST
 
     cdef int invoke_part(self, Writer w, Part part) except -1:
         """Walk one part of a fan-out (``fan_out``) from its stage on; the last of its gather emits them all."""
@@ -233,18 +231,9 @@ cdef class ChainEntity(Entity):
         none until each box has had ``TIMED_CALLS`` calls on it, then enough
         records to fill ``BATCH_SPAN`` (docs/runtime.md, "Input batches").
         """
-        cdef double cost = 0.0
-        cdef long calls, n
-        cdef Py_ssize_t i
-        cdef int node
-        for i in range(self.n):
-            if self.kinds[i] <= STAGE_BOX:
-                node = self.nodes[i]
-                calls = w.box_calls[node]
-                if calls < TIMED_CALLS:
-                    return 1
-                cost += w.box_time[node] / calls
-        if cost > BATCH_WALK_MOST:
+        cdef double cost = self.mean_cost(w, 0, TIMED_CALLS)
+        cdef long n
+        if cost < 0 or cost > BATCH_WALK_MOST:
             return 1
         if cost * BATCH_MOST <= BATCH_SPAN:
             return BATCH_MOST
@@ -448,7 +437,6 @@ cdef Entity make_chain(Network net, tuple chain, Ctx ctx):
     c.ops = tuple(ops)
     c.compiles = all(k == STAGE_CALLER for k in kinds)
     c.errors = tuple(errors)
-    c.ids = tuple(chain)
     c.nodes = <int *>PyMem_Malloc(len(chain) * sizeof(int))
     if c.nodes == NULL:
         raise MemoryError()

@@ -594,7 +594,8 @@ cdef class Network:
         consumer, no input is admitted, so a slow consumer (or a pipe nobody
         reads) holds the run at a bounded size instead of letting outputs
         pile up.  Outputs held in reorder buffers for an earlier call count
-        too (``reordered``): that call finishes without more input.  The throttle: ``inputs < offset + factor * outputs``.
+        too (``reordered``): that call finishes without more input.  The
+        throttle: ``inputs < offset + factor * outputs``.
         """
         if self.out_bound and len(self.outputs) + snet_atomic_load(&self.reordered) >= self.out_bound:
             return False

@@ -18,17 +18,22 @@ from snet_front.atomics cimport snet_atomic_add, snet_atomic_load, snet_now, sne
 from snet_front.kinds cimport K_BOX, K_FILTER, K_SYNC, K_SYNCSTAR
 
 
-cdef inline int hold_in_order(Entity e, dict done, long seq, object outs, GStack st) except -1:
-    """Keep call ``seq``'s outputs in a reorder buffer until the calls before it have emitted.
+cdef long emit_or_hold(Entity e, Writer w, dict done, long emit_seq, long seq, object outs, GStack st) except -1:
+    """Call ``seq``'s outputs are made: emit them if they are next in order, else keep them in the reorder buffer
+    ``done``; then emit whatever follows in order.  Returns the next sequence number to emit; the caller holds
+    the box's ``rlock``.
 
-    They count in ``Network.reordered``: outputs made, not yet out, which
+    Outputs kept count in ``Network.reordered``: made, not yet out, they
     hold input admission back as outputs waiting for the consumer do (a call
     that stalls would otherwise let the other workers admit and finish input
     without bound behind it).
     """
+    if seq == emit_seq and not done:  # the next in order: no stop in the reorder buffer
+        e.emit_list(w, outs, st, False)
+        return emit_seq + 1
     done[seq] = (outs, st)
     snet_atomic_add(&e.rt.reordered, len(outs))
-    return 0
+    return emit_in_order(e, w, done, emit_seq)
 
 
 cdef long emit_in_order(Entity e, Writer w, dict done, long emit_seq) except -1:
@@ -157,12 +162,7 @@ cdef class BoxEntity(Entity):
             w.box_calls[self.node] += 1
             spin_lock(&self.rlock)
             try:
-                if seq == self.emit_seq and not self.done:
-                    self.emit_list(w, outs, st, False)
-                    self.emit_seq += 1
-                else:
-                    hold_in_order(self, self.done, seq, outs, st)
-                self.emit_seq = emit_in_order(self, w, self.done, self.emit_seq)
+                self.emit_seq = emit_or_hold(self, w, self.done, self.emit_seq, seq, outs, st)
             finally:
                 snet_unlock(&self.rlock)
         finally:
@@ -246,12 +246,7 @@ cdef class AsyncBoxEntity(Entity):
     cdef int finish(self, Writer w, long seq, object outs, GStack st) except -1:
         spin_lock(&self.rlock)
         try:
-            if seq == self.emit_seq and not self.done:  # the next in order: no stop in the reorder buffer
-                self.emit_list(w, outs, st, False)
-                self.emit_seq += 1
-            else:
-                hold_in_order(self, self.done, seq, outs, st)
-            self.emit_seq = emit_in_order(self, w, self.done, self.emit_seq)
+            self.emit_seq = emit_or_hold(self, w, self.done, self.emit_seq, seq, outs, st)
         finally:
             snet_unlock(&self.rlock)
             snet_atomic_add(&self.running, -1)

@@ -159,7 +159,7 @@ cdef class Writer:
     cdef long *box_hist  # per node, LATENCY_BUCKETS counts: box calls by duration (time_call)
     cdef long ticks  # invocations and unfoldings since the last look at the clock (`safe_point`)
     # The concurrent walk of a fused chain this worker is in: its record's sequence number and group
-    # stack, which a fan-out inside it may hand to other workers (entities.pxi, ChainEntity); -1: none
+    # stack, which a fan-out inside it may hand to other workers (chains.pxi, ChainEntity); -1: none
     cdef long walk_seq
     cdef GStack walk_st
     cdef double next_yield  # when the worker next lets other threads take the GIL

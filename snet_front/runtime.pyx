@@ -35,18 +35,6 @@ cdef extern from *:
     """
     const char *SNET_SOURCES_DIGEST
 
-cdef extern from *:
-    """
-    #ifdef Py_GIL_DISABLED
-    #define SNET_GIL_HELD_IN_C 0
-    #else
-    #define SNET_GIL_HELD_IN_C 1
-    #endif
-    """
-    # 1 where the GIL is held through any C code that runs no Python code: two calls on the output
-    # deque in a row then see no worker's append between them (take_outputs)
-    const int SNET_GIL_HELD_IN_C
-
 # The digest of the sources this module was compiled from (snet_front/sources.py): the test suite
 # refuses to run against a module older than its sources.
 SOURCES_DIGEST = (<bytes>SNET_SOURCES_DIGEST).decode("ascii")
@@ -245,12 +233,8 @@ cdef class Runtime(Network):
         full = self.sleepers and n >= self.out_bound
         if n > most:
             n = most
-        if SNET_GIL_HELD_IN_C and n == len(self.outputs):  # all of them: copied, then cleared
-            batch = list(self.outputs)
-            self.outputs.clear()
-        else:
-            popleft = self.outputs.popleft
-            batch = [popleft() for i in range(n)]
+        popleft = self.outputs.popleft
+        batch = [popleft() for i in range(n)]
         if full:
             self.wake_idle(False)  # input was held back: admit again
         return batch
