@@ -7,7 +7,7 @@ from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.object cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 
-from snet.core.chains import compile_walk, handed_back
+from snet.core.chains import handed_back
 
 
 # Input batches of a fused chain (ChainEntity.batch_size): a worker walks as
@@ -305,7 +305,7 @@ cdef class ChainEntity(Entity):
         if i == 0 and self.compiles and not every and type(rec) is dict:  # (timed walks go stage by stage)
             compiled = self.compiled
             if compiled is None:
-                made = (tuple(rec), compile_walk(self.ops, tuple(rec)))
+                made = (tuple(rec), make_walk(self.ops, tuple(rec)))
                 # Set once, under a lock: concurrent walks may get here together, and two stores of the
                 # field on a free-threaded build could release the same old value twice.
                 spin_lock(&self.rlock)
@@ -316,7 +316,7 @@ cdef class ChainEntity(Entity):
                 finally:
                     snet_unlock(&self.rlock)
             if (<tuple>compiled)[1] is not None and same_labels(<dict>rec, <tuple>(<tuple>compiled)[0]):
-                outs = (<tuple>compiled)[1](rec)
+                outs = (<CWalk>(<tuple>compiled)[1]).run(<dict>rec)
                 if type(outs) is dict:
                     for i in range(n):
                         w.box_calls[self.nodes[i]] += 1

@@ -22,6 +22,7 @@ from snet.recordio.inputs import CheckedInputs
 # with the core as the module is initialised.
 include "core.pxi"
 include "entities.pxi"
+include "walks.pxi"
 include "chains.pxi"
 include "combinators.pxi"
 include "workers.pxi"

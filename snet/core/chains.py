@@ -40,7 +40,8 @@ cannot change the output record's.
 from __future__ import annotations
 
 import marshal
-from typing import Any, Callable, Sequence
+import sys
+from typing import Any, Callable, NamedTuple, Sequence
 
 import snet.core.boxes as _boxes
 
@@ -48,79 +49,138 @@ import snet.core.boxes as _boxes
 SHAPES = 4
 
 
-def compile_walk(callers: Sequence[Any], shape: tuple[str, ...]) -> Callable[[dict], Any] | None:
-    """The compiled walk of records with labels ``shape`` (in this order) through ``callers``, or None.
+class WalkProgram(NamedTuple):
+    """What every walk of the records of one shape through a chain of boxes does, worked out once.
+
+    A record's values live in numbered slots between stages.  ``head``:
+    ``(label, slot)`` read from the chain's input record; per stage, a
+    :class:`WalkStage`; ``output``: the chain's output record, ``(label,
+    slot)`` in order.  :func:`compile_walk` writes it down as Python source;
+    FRONT runs it in its compiled code (``snet_front``, ``CWalk``).
+    """
+
+    slots: int
+    head: tuple[tuple[str, int], ...]
+    stages: tuple[WalkStage, ...]
+    output: tuple[tuple[str, int], ...]
+    boxes: str  # the boxes' names, quoted: 'a' or 'b' (a forked child's message: snet.core.boxes.end_forked_child)
+
+
+class WalkStage(NamedTuple):
+    """One box of a :class:`WalkProgram`: called with ``arguments`` (slots), its result a dict of exactly
+    ``outputs`` (``(label, slot)`` each, read into the slot), those in ``tags`` (slots) an ``int``.
+
+    ``given``: the stage's input record as the box callers would have made
+    it, ``(label, slot)`` in order, for what the walk hands back; None for
+    the first stage, whose input is the chain's own input record.
+    """
+
+    function: Callable[..., Any]
+    arguments: tuple[int, ...]
+    outputs: tuple[tuple[str, int], ...]
+    tags: tuple[int, ...]
+    given: tuple[tuple[str, int], ...] | None
+
+
+def walk_program(callers: Sequence[Any], shape: tuple[str, ...]) -> WalkProgram | None:
+    """The walk of records with labels ``shape`` (in this order) through ``callers``, or None.
 
     None when some box's form, or the record's shape, leaves something
-    to the box callers that the compiled walk cannot know: those records
-    go through the callers.
+    to the box callers that a walk cannot know: those records go through
+    the callers.
     """
     forms = [caller.simple_form() for caller in callers]
     if not callers or any(form is None for form in forms):
         return None
-    names = iter(f"v{i}" for i in range(1_000_000))
-    record = [(label, next(names)) for label in shape]  # the record between stages: (label, variable)
-    reads = dict(record)  # input labels read from the chain's input record
-    used: set[str] = set()  # variables the function reads
-    lines: list[str] = []
-    rebuilds: list[str] = []  # per stage: its input record, as the callers would have made it
+    slots = iter(range(1_000_000))
+    # Labels interned, as the names in a box's code are: a dict lookup finds a key of the same object without
+    # comparing the strings (and the output record's keys are those a consumer's code looks up)
+    shape = tuple(map(sys.intern, shape))
+    forms = [(tuple(map(sys.intern, arguments)), tuple(map(sys.intern, outputs)), tuple(map(sys.intern, tags)))
+             for arguments, outputs, tags in forms]
+    record = [(label, next(slots)) for label in shape]  # the record between stages: (label, slot)
+    reads = list(record)  # input labels read from the chain's input record
+    used: set[int] = set()  # slots the walk reads
+    stages: list[WalkStage] = []
     for k, (caller, form) in enumerate(zip(callers, forms)):
         arguments, outputs, tags = form
         here = dict(record)
         if any(label not in here for label in arguments):
             return None  # the caller raises that the record lacks it
-        rebuilds.append("rec" if k == 0 else "{" + ", ".join(f"{label!r}: {var}" for label, var in record) + "}")
+        given = tuple(record) if k else None
         if k:
-            used.update(var for _, var in record)
+            used.update(slot for _, slot in record)
         used.update(here[label] for label in arguments)
         consumed = caller.consumed
         dropped = {label for label, _ in record if label in consumed or label[:2] == "<#"}
-        produced = {label: next(names) for label in outputs}
+        produced = {label: next(slots) for label in outputs}
         if len(dropped) == len(record):  # inherits nothing: the output is the result, in its own order
             if len(outputs) > 1:
                 return None
             record = [(label, produced[label]) for label in outputs]
         else:
-            kept = [(label, produced.get(label, var)) for label, var in record
+            kept = [(label, produced.get(label, slot)) for label, slot in record
                     if label not in dropped or label in produced]
             added = [label for label in outputs if label not in here]
             if len(added) > 1:
                 return None  # appended in the order the box's dict has them: known only at run time
             record = kept + [(label, produced[label]) for label in added]
-        given = ", ".join(here[label] for label in arguments)
-        back = f"return {k}, {rebuilds[k]}, r, False"
+        stages.append(WalkStage(caller.function, tuple(here[label] for label in arguments),
+                                tuple(produced.items()), tuple(produced[label] for label in tags), given))
+    used.update(slot for _, slot in record)
+    head = tuple((label, slot) for label, slot in reads if slot in used)
+    return WalkProgram(next(slots), head, tuple(stages), tuple(record),
+                       " or ".join(repr(caller.name) for caller in callers))
+
+
+def compile_walk(callers: Sequence[Any], shape: tuple[str, ...]) -> Callable[[dict], Any] | None:
+    """The walk of records with labels ``shape`` through ``callers`` as a Python function, or None.
+
+    The function returns the chain's output record, or hands back
+    ``(stage, the stage's input record, what the box returned or raised,
+    raised?)`` (:func:`handed_back`).
+    """
+    program = walk_program(callers, shape)
+    if program is None:
+        return None
+
+    def record(fields: tuple[tuple[str, int], ...] | None) -> str:
+        return "rec" if fields is None else "{" + ", ".join(f"{label!r}: v{slot}" for label, slot in fields) + "}"
+
+    lines = [f"    v{slot} = rec[{label!r}]" for label, slot in program.head]
+    for k, stage in enumerate(program.stages):
+        back = f"return {k}, {record(stage.given)}, r, False"
+        given = ", ".join(f"v{slot}" for slot in stage.arguments)
         lines += [
             "    try:",
             f"        r = f{k}({given})",
             "    except BaseException as e:",
-            f"        return {k}, {rebuilds[k]}, e, True",
-            f"    if type(r) is not dict or len(r) != {len(outputs)}:",
+            f"        return {k}, {record(stage.given)}, e, True",
+            f"    if type(r) is not dict or len(r) != {len(stage.outputs)}:",
             f"        {back}",
         ]
-        if outputs:
+        if stage.outputs:
             lines += ["    try:"]
-            lines += [f"        {produced[label]} = r[{label!r}]" for label in outputs]
+            lines += [f"        v{slot} = r[{label!r}]" for label, slot in stage.outputs]
             lines += ["    except KeyError:", f"        {back}"]
-        for label in tags:
-            lines += [f"    if type({produced[label]}) is not int:", f"        {back}"]
-    used.update(var for _, var in record)
-    head = [f"    {var} = rec[{label!r}]" for label, var in reads.items() if var in used]
-    boxes = " or ".join(repr(caller.name) for caller in callers)
-    functions = ", ".join(f"f{k}" for k in range(len(callers)))
+        for slot in stage.tags:
+            lines += [f"    if type(v{slot}) is not int:", f"        {back}"]
+    functions = ", ".join(f"f{k}" for k in range(len(program.stages)))
     # The walk is made inside a function whose parameters it closes over: the boxes, and the builtins its
     # checks call (a closure's cell is read faster than a global or a builtin, several times a stage)
-    body = (["def walk(rec):", "    pid = _boxes._pid"] + head + lines +
-            ["    if _boxes._pid != pid:", f"        _boxes.end_forked_child({boxes[1:-1]!r})",
-             "    return {" + ", ".join(f"{label!r}: {var}" for label, var in record) + "}"])
+    body = (["def walk(rec):", "    pid = _boxes._pid"] + lines +
+            ["    if _boxes._pid != pid:", f"        _boxes.end_forked_child({program.boxes[1:-1]!r})",
+             f"    return {record(program.output)}"])
     source = "\n".join([f"def make(_boxes, type, dict, len, KeyError, BaseException, {functions}):"]
                        + ["    " + line for line in body] + ["    return walk"])
     scope: dict[str, Any] = {"__name__": __name__}
     # through marshal, as box files are loaded (snet.core.boxfiles.BoxFileLoader): on free-threaded CPython
     # the constants of code compiled in the running process are reference-counted by every call, which
     # workers walking the same chain at once would contend on
-    code = marshal.loads(marshal.dumps(compile(source, f"<snet fused chain {boxes}>", "exec")))
+    code = marshal.loads(marshal.dumps(compile(source, f"<snet fused chain {program.boxes}>", "exec")))
     exec(code, scope)
-    return scope["make"](_boxes, type, dict, len, KeyError, BaseException, *(caller.function for caller in callers))
+    return scope["make"](_boxes, type, dict, len, KeyError, BaseException,
+                         *(stage.function for stage in program.stages))
 
 
 def chain_records(callers: Sequence[Any], records: Any) -> list:
@@ -174,4 +234,4 @@ def handed_back(callers: Sequence[Any], result: tuple) -> tuple[int, Any]:
     return k, caller.outputs_of(what, given)
 
 
-__all__ = ["chain_records", "compile_walk", "handed_back", "SHAPES"]
+__all__ = ["chain_records", "compile_walk", "handed_back", "walk_program", "SHAPES", "WalkProgram", "WalkStage"]

@@ -236,3 +236,49 @@ def test_chain_records_gives_what_the_callers_give_through_compiled_walks():
     assert compile_walk(chain, ("a", "id")) is not None  # the records of that shape took the compiled walk
     with pytest.raises(SNetBoxError, match=r"box 'tag' raised ValueError: forty-four \(input record \{a, id\}\)"):
         chain_records(chain, [{"a": 43, "id": 1}])
+
+
+def test_the_walk_front_runs_in_c_gives_what_the_python_walk_gives():
+    """FRONT runs a walk program in C (``snet_front.runtime.make_walk``); ``compile_walk`` writes it as
+    Python.  Record for record, both give the same output record, or hand back the same stage, input
+    record and result (an error: the same type and message, its traceback starting in the box)."""
+    from snet.core.chains import compile_walk, walk_program
+    from snet_front.runtime import make_walk
+
+    class Mapping(dict):
+        pass
+
+    class Int(int):
+        pass
+
+    def first(a, b):  # two arguments; a result that drops b and adds c
+        return {"a": a + b, "c": a}
+
+    def odd(a):
+        if a % 9 == 8:
+            raise ValueError(f"bad {a}")
+        return ([{"a": a}], None, Mapping(a=a), {"b": a}, {"a": a, "z": 1}, {"a": a, "<t>": Int(a)},
+                {"a": a, "<t>": True}, {"a": a, "<t>": a})[a % 9]
+
+    def last(a):
+        return {"a": -a, "<t>": 1}
+
+    _, chain = _chain_of(compiled_boxes, {"first": (first, "(a, b) -> (a, c)"), "odd": (odd, "(a) -> (a, <t>)"),
+                                          "last": (last, "(a) -> (a, <t>)")})
+    for shape in (("a", "b", "id"), ("b", "a", "id"), ("id", "a", "b", "<#g>")):
+        program = walk_program(chain, shape)
+        assert program is not None and len(program.stages) == 3
+        in_c, in_python = make_walk(chain, shape), compile_walk(chain, shape)
+        for i in range(40):
+            record = {label: i for label in shape}
+            got, want = in_c(dict(record)), in_python(dict(record))
+            if type(want) is dict:
+                assert got == want and list(got) == list(want)
+                continue
+            assert type(got) is tuple and got[0] == want[0] and got[1] == want[1] and got[3] == want[3]
+            if want[3]:  # raised
+                assert type(got[2]) is type(want[2]) and str(got[2]) == str(want[2])
+                assert got[2].__traceback__.tb_frame.f_code is odd.__code__
+            else:
+                assert got[2] == want[2] and type(got[2]) is type(want[2])
+    assert make_walk(chain, ("a", "id")) is None and compile_walk(chain, ("a", "id")) is None  # (b missing)
