@@ -120,7 +120,7 @@ from snet.tagexpr import TagExpressionError
 
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_try_lock, snet_unlock, snet_is_locked,
                                  snet_atomic_max, snet_counters_new, snet_counters_retain, snet_counters_release,
-                                 snet_flag_store, snet_debug, snet_debug_count)
+                                 snet_flag_store, snet_atomic_store, snet_debug, snet_debug_count)
 from snet_front.kinds cimport (K_NET, K_SERIAL, K_IDENT, K_INITBOX, K_BOX, K_SYNC, K_SYNCSTAR, K_SPLIT, K_EXECSPLIT,
                                NKINDS, X_NEXT, X_UP, X_POP)
 
@@ -130,6 +130,14 @@ cdef extern from "<sched.h>" nogil:
 cdef enum:
     SPARE_QUEUES = 16  # emptied queues a depth inbox keeps for reuse
     NOTIFY_BATCH = 64  # outputs queued before a waiting consumer is woken
+    OUTPUT_BOUND_GROWTH = 16  # the output bound adapts up to this many times the run's (outputs_drained)
+
+
+@cython.final
+cdef class Chunk:
+    """Output records made together, queued for the consumer as one item (``Network.output_many``)."""
+    cdef list recs
+    cdef Py_ssize_t at  # the records before it are taken (``next_output``)
 
 
 cdef void yield_cpu():
@@ -597,7 +605,8 @@ cdef class Network:
         too (``reordered``): that call finishes without more input.  The
         throttle: ``inputs < offset + factor * outputs``.
         """
-        if self.out_bound and len(self.outputs) + snet_atomic_load(&self.reordered) >= self.out_bound:
+        cdef long bound = snet_atomic_load(&self.out_bound)
+        if bound and snet_atomic_load(&self.n_out) + snet_atomic_load(&self.reordered) >= bound:
             return False
         if not self.throttle_holds():
             return True
@@ -636,9 +645,49 @@ cdef class Network:
                 return 0
             item = (<Tagged>item).rec
         self.outputs.append(item)
-        if self.consumer_waiting and len(self.outputs) >= NOTIFY_BATCH:
+        snet_atomic_add(&self.n_out, 1)  # (after the append: a consumer that counts it finds it)
+        if self.consumer_waiting and snet_atomic_load(&self.n_out) >= NOTIFY_BATCH:
             self.notify_consumer()
         return 0
+
+    cdef void outputs_drained(self):
+        """The consumer found no output waiting: was it the bound that kept the workers from making more?
+
+        With the GIL, a consumer that takes every output as it comes and a
+        worker held by the bound take turns: two thread switches each
+        ``out_bound`` records, a cheap network's largest cost.  When the
+        outputs had reached the bound and the consumer took them all in less
+        time than the workers took to make them, it is the faster of the
+        two: the bound doubles, up to ``OUTPUT_BOUND_GROWTH`` times the
+        run's (docs/runtime.md, "The output bound adapts to the consumer").
+        """
+        cdef double now = snet_now()
+        cdef long bound = snet_atomic_load(&self.out_bound)
+        if (bound and self.out_full_at and now - self.out_full_at < self.out_full_at - self.out_empty_at
+                and bound < self.out_bound_least * OUTPUT_BOUND_GROWTH):
+            snet_atomic_store(&self.out_bound, 2 * bound)
+        self.out_empty_at = now
+        self.out_full_at = 0.0
+        self.out_full_takes = 0
+
+    cdef bint outputs_taken_at_bound(self):
+        """The consumer takes outputs; True when it found the bound reached.
+
+        A consumer that finds it so twice in a row without waiting for
+        outputs between is slower than the network: the bound halves, down to
+        the run's own, so that memory stays bounded by what it was given.
+        """
+        cdef long bound = snet_atomic_load(&self.out_bound)
+        if not bound or snet_atomic_load(&self.n_out) < bound:
+            return False
+        if not self.out_full_at:
+            self.out_full_at = snet_now()
+        self.out_full_takes += 1
+        if self.out_full_takes >= 2 and bound > self.out_bound_least:
+            self.out_full_takes = 0
+            snet_atomic_store(&self.out_bound, bound // 2 if bound // 2 > self.out_bound_least
+                              else self.out_bound_least)
+        return True
 
     cdef object read_input(self):
         """The next input record (``StopIteration`` at the end); a ``CheckedInputs`` input's checked here.
@@ -668,13 +717,19 @@ cdef class Network:
     cdef int output_many(self, list recs) except -1:
         """Untracked output records, in order, from one walker that holds the only way to the sink.
 
-        What a batch of inputs made (``Worker.admit_batch``): one extend and
-        at most one wake-up for all of them.
+        What a batch of inputs made (``Worker.admit_batch``): the list goes
+        to the consumer as it is, one ``Chunk`` (which a loop over the run
+        takes whole), with at most one wake-up for all of them.  ``recs``
+        is the consumer's from now on.
         """
+        cdef Chunk chunk
         if not recs:
             return 0
         snet_atomic_add(&self.records_out, len(recs))
-        self.outputs.extend(recs)
+        chunk = Chunk.__new__(Chunk)
+        chunk.recs = recs
+        self.outputs.append(chunk)
+        snet_atomic_add(&self.n_out, len(recs))
         if self.consumer_waiting:
             self.notify_consumer()
         return 0

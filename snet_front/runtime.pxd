@@ -193,7 +193,8 @@ cdef class Network:
 
     # Records in and out
     cdef Entity sink
-    cdef object outputs
+    cdef object outputs  # for the consumer: records, and Chunks (output_many)
+    cdef long n_out  # records ``outputs`` holds, those in its chunks included (atomic)
     cdef long pending
     # Atomic counters: every worker that writes to the sink counts an output
     # (the sink's lock is not taken for that), and the throttle reads both
@@ -214,7 +215,11 @@ cdef class Network:
     cdef bint throttled
     cdef double thr_off, thr_fac
     cdef bint thr_overridden  # the throttle was overridden once to keep a quiescent network going (warned)
-    cdef long out_bound  # outputs the consumer has not taken yet, at most, before input stops (0: no bound)
+    cdef long out_bound  # outputs the consumer has not taken yet, at most, before input stops (0: no bound; atomic)
+    cdef long out_bound_least  # ... as the run was given it: ``out_bound`` adapts between this and 16 times it
+    cdef double out_empty_at  # when the consumer last found no output waiting
+    cdef double out_full_at  # when it first found the bound reached since then (0: it did not)
+    cdef int out_full_takes  # takes in a row that found the bound reached, with no wait for outputs between
     cdef long reordered  # outputs made but held in reorder buffers for an earlier call (atomic; emit_in_order)
     cdef Ctx root_ctx
     cdef Entity root_entry
@@ -279,6 +284,8 @@ cdef class Network:
     cdef void throttle_overridden(self)
     cdef int output(self, object item) except -1
     cdef object read_input(self)
+    cdef void outputs_drained(self)
+    cdef bint outputs_taken_at_bound(self)
     cdef int output_many(self, list recs) except -1
     cdef bint tracking  # some input carried a request (snet.requests): workers publish the current one
     cdef void notify(self)

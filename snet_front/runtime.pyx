@@ -71,6 +71,8 @@ LATENCY_BUCKETS_COUNT = LATENCY_BUCKETS  # for the test that compares it with sn
 
 # Outputs waiting for the consumer at which input admission stops (backpressure).
 OUTPUT_BOUND = 1024
+# ... and the most it adapts to for a consumer faster than the network (Network.outputs_drained).
+OUTPUT_BOUND_MOST = OUTPUT_BOUND * OUTPUT_BOUND_GROWTH
 # Outputs `take_outputs` hands over at most at once.
 TAKE_BATCH = 64
 # Seconds `close` waits for the workers of a stopped run: a worker still inside
@@ -185,6 +187,8 @@ cdef class Runtime(Network):
         self.cond = threading.Condition(threading.Lock())
         self.idle_cond = threading.Condition(threading.Lock())
         self.out_bound = output_bound
+        self.out_bound_least = output_bound
+        self.out_empty_at = snet_now()
         self.sink = Sink.__new__(Sink)
         self.sink.setup(self, -1, None)
         self.root_ctx = new_ctx(None, Instance.__new__(Instance), None)
@@ -215,27 +219,48 @@ cdef class Runtime(Network):
 
     def next_output(self, double timeout=0.02):
         """The next output record; raises the run's error; ``StopIteration`` at termination."""
+        cdef Chunk chunk
         self.await_output(timeout)
-        if self.sleepers and len(self.outputs) == self.out_bound:
+        full = self.outputs_taken_at_bound() and self.sleepers
+        first = self.outputs[0]  # (only the consumer takes from the left)
+        if type(first) is Chunk:
+            chunk = <Chunk>first
+            rec = chunk.recs[chunk.at]
+            chunk.recs[chunk.at] = None
+            chunk.at += 1
+            if chunk.at == len(chunk.recs):
+                self.outputs.popleft()
+        else:
+            rec = self.outputs.popleft()
+        snet_atomic_add(&self.n_out, -1)
+        if full:
             self.wake_idle(False)  # input was held back: admit again
-        return self.outputs.popleft()
+        return rec
 
     def take_outputs(self, long most=TAKE_BATCH, double timeout=0.02):
-        """The outputs waiting now (at least one, at most ``most``), in order; raises as ``next_output``.
+        """The outputs waiting now, in order: a chunk of them made together, else at most ``most``.
 
-        One call for many records: what a consumer that iterates the run
-        uses (``FrontExecution.__iter__``).  What it holds counts as not
-        yet taken by the consumer, so at most ``OUTPUT_BOUND + TAKE_BATCH``
-        outputs wait on a slow consumer.
+        Raises as ``next_output``.  One call for many records: what a
+        consumer that iterates the run uses (``FrontExecution.__iter__``).
+        What it holds counts as not yet taken by the consumer, so at most
+        ``OUTPUT_BOUND`` and one chunk (``BATCH_MOST``, chains.pxi) or
+        ``TAKE_BATCH`` outputs wait on a slow consumer.
         """
-        cdef Py_ssize_t i, n
+        cdef Chunk chunk
+        cdef list batch
         self.await_output(timeout)
-        n = len(self.outputs)
-        full = self.sleepers and n >= self.out_bound
-        if n > most:
-            n = most
-        popleft = self.outputs.popleft
-        batch = [popleft() for i in range(n)]
+        full = self.outputs_taken_at_bound() and self.sleepers
+        outputs = self.outputs
+        first = outputs[0]  # (only the consumer takes from the left)
+        if type(first) is Chunk:  # a chunk is handed over whole, as it was made
+            outputs.popleft()
+            chunk = <Chunk>first
+            batch = chunk.recs if chunk.at == 0 else chunk.recs[chunk.at:]
+        else:
+            batch = []
+            while len(batch) < most and len(outputs) and type(outputs[0]) is not Chunk:
+                batch.append(outputs.popleft())
+        snet_atomic_add(&self.n_out, -len(batch))
         if full:
             self.wake_idle(False)  # input was held back: admit again
         return batch
@@ -268,11 +293,16 @@ cdef class Runtime(Network):
                     err, self.input_error = self.input_error, None
                     raise err
                 raise StopIteration
+            self.outputs_drained()
             with self.cond:
                 self.consumer_waiting = True
                 if not len(self.outputs) and self.error is None and not snet_flag_load(&self.done):
                     self.cond.wait(timeout)
                 self.consumer_waiting = False
+
+    def output_backlog(self):
+        """``(outputs waiting for the consumer, the output bound now)``."""
+        return snet_atomic_load(&self.n_out), snet_atomic_load(&self.out_bound)
 
     def has_output(self):
         """True when an output is waiting for the consumer."""

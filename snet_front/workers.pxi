@@ -389,7 +389,7 @@ cdef class Worker(Writer):
         if out is rt.sink:
             made = []
         if rt.out_bound:  # (admits_input saw room for one at least)
-            room = rt.out_bound - len(rt.outputs)
+            room = snet_atomic_load(&rt.out_bound) - snet_atomic_load(&rt.n_out)
             if room < most:
                 most = room if room > 1 else 1
         try:
@@ -507,7 +507,7 @@ cdef class Worker(Writer):
                 if last:
                     self.busy += t0 - last
                     last = 0.0
-                if rt.out_bound and len(rt.outputs) >= rt.out_bound:
+                if rt.out_bound and snet_atomic_load(&rt.n_out) >= snet_atomic_load(&rt.out_bound):
                     # Outputs wait for the consumer: make no more (it wakes a sleeper when it
                     # takes them), or a network that unfolds many outputs from one input would
                     # hold them all (backpressure inside the network, as for its input).

@@ -78,6 +78,57 @@ def test_outputs_held_behind_a_stalled_call_hold_back_the_input():
         assert [next(execution) for _ in range(3)] == [{"y": 0}, {"y": 1}, {"y": 2}]
 
 
+def test_the_output_bound_grows_for_a_consumer_faster_than_the_network_and_falls_back_for_a_slow_one():
+    """The bound doubles when the outputs reached it and the consumer took them all faster than they came;
+    a consumer that finds it reached at two takes in a row halves it, down to the run's own."""
+    import queue
+
+    from snet_front.runtime import OUTPUT_BOUND, OUTPUT_BOUND_MOST
+
+    assert OUTPUT_BOUND_MOST == 16 * OUTPUT_BOUND
+    given: queue.Queue = queue.Queue()
+
+    def source():
+        while (record := given.get()) is not None:
+            yield record
+
+    def f(x):
+        if x == 0:
+            time.sleep(0.3)  # the network makes the first outputs slowly: far slower than they are taken
+        return {"y": x}
+
+    def give(start, count):
+        for x in range(start, start + count):
+            given.put({"x": x})
+
+    def backlog_reaches(waiting):  # (an event the test waits for; the deadline only bounds the test)
+        deadline = time.monotonic() + 60
+        while runtime.output_backlog()[0] < waiting:
+            assert time.monotonic() < deadline, runtime.output_backlog()
+            time.sleep(0.001)
+
+    net = snet.load(PASS, boxes={"f": f})
+    with net.run(source(), engine="front", workers=1) as execution:
+        runtime = execution.inner.runtime
+        give(0, OUTPUT_BOUND)
+        backlog_reaches(OUTPUT_BOUND)
+        assert runtime.output_backlog() == (OUTPUT_BOUND, OUTPUT_BOUND)
+        assert [out["y"] for out in itertools.islice(execution, OUTPUT_BOUND)] == list(range(OUTPUT_BOUND))
+        give(OUTPUT_BOUND, 1)
+        assert next(execution) == {"y": OUTPUT_BOUND}  # (it found none waiting first)
+        assert runtime.output_backlog() == (0, 2 * OUTPUT_BOUND)
+        # Slow now: the outputs are at the bound each time the consumer takes one
+        give(OUTPUT_BOUND + 1, 2 * OUTPUT_BOUND)
+        backlog_reaches(2 * OUTPUT_BOUND)
+        assert next(execution) == {"y": OUTPUT_BOUND + 1}
+        give(3 * OUTPUT_BOUND + 1, 1)
+        backlog_reaches(2 * OUTPUT_BOUND)
+        assert next(execution) == {"y": OUTPUT_BOUND + 2}
+        assert runtime.output_backlog() == (2 * OUTPUT_BOUND - 1, OUTPUT_BOUND)
+        given.put(None)
+        assert [out["y"] for out in execution] == list(range(OUTPUT_BOUND + 3, 3 * OUTPUT_BOUND + 2))
+
+
 @pytest.mark.slow
 def test_idle_workers_sleep():
     """A network waiting for input costs (almost) no CPU, however many workers."""
