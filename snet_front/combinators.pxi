@@ -195,6 +195,7 @@ cdef inline GStack mark_depth(Group mark, GStack st, long depth):
 cdef enum:
     RECLAIM_AT = 32  # replicas a split keeps before it first looks for fresh ones to drop
     SPARE_REPLICAS = 8  # fresh replicas a split keeps aside for new keys instead of dropping them
+    GONE_MOST = 4096  # keys of dropped replicas a split remembers (SplitEntity.reclaim)
 
 
 @cython.final
@@ -207,6 +208,9 @@ cdef class SplitEntity(Dispatcher):
     cdef Py_ssize_t limit  # reclaimable: look for fresh replicas when the table reaches this size
     cdef object hinted  # deque of replicas that may be fresh again (appended by their entities' workers)
     cdef list spare  # fresh replicas taken out of the table, for the next new key (docs/runtime.md)
+    cdef set gone  # keys whose replicas a look dropped lately (at most GONE_MOST): tells a key that comes back
+    cdef Py_ssize_t dropped  # replicas the last look dropped
+    cdef Py_ssize_t came_back  # replicas built again since then for keys in ``gone``
 
     cdef int invoke(self, Writer w, object item) except -1:
         cdef object rec = record_of(item)
@@ -241,6 +245,9 @@ cdef class SplitEntity(Dispatcher):
                 cst = push(self.coll.new_group(), st)
                 item = make_item(rec, cst)
             inst = self.replicas.get(v)
+            if inst is None and self.gone and v in self.gone:  # (its replica was dropped by the last looks)
+                self.gone.discard(v)
+                self.came_back += 1
             if inst is None and self.spare and (rt.ckpt_restore is None or not ckpt_restores_key(self, v)):
                 # A fresh replica is what a new one would be, whichever key it served: no entity of it
                 # holds a record or any state (fresh_entities checked each under its lock).
@@ -328,6 +335,13 @@ cdef class SplitEntity(Dispatcher):
                     r.entry = bypass(r.entry)
             self.limit = 2 * len(self.replicas)
             return 0
+        if self.dropped and 2 * self.came_back >= self.dropped:
+            # Half the keys the last look dropped came back since, and their replicas were built again: the
+            # keys in use outnumber the table's size, and dropping replicas only makes them again.  The
+            # table keeps them, and grows to four times its size before the next look.
+            self.dropped = self.came_back = 0
+            self.limit = max(<Py_ssize_t>RECLAIM_AT, 4 * len(self.replicas))
+            return 0
         dead = []
         for v, inst in self.replicas.items():
             n = fresh_entities(<Instance>inst)
@@ -335,6 +349,11 @@ cdef class SplitEntity(Dispatcher):
                 dead.append((v, n))
         for v, n in dead:
             self.retire(<Instance>self.replicas.pop(v), n)
+        if len(self.gone) + len(dead) > GONE_MOST:
+            self.gone.clear()
+        self.gone.update(v for v, _ in dead)
+        self.dropped = len(dead)
+        self.came_back = 0
         self.limit = max(<Py_ssize_t>RECLAIM_AT, 2 * len(self.replicas))
         return 0
 
@@ -750,6 +769,7 @@ cdef Entity make_split(Network rt, int n, Ctx ctx):
     sp.replicas = {}
     sp.track = rt.reclaim[n]
     sp.limit = RECLAIM_AT
+    sp.gone = set()
     sp.hinted = deque()
     sp.spare = []
     if rt.det[n]:
