@@ -2,12 +2,7 @@
 # (docs/runtime.md, "Fusion"), with its compiled walks, input batches and fan-out parts.
 # Uses the box entities' timing and sampling (entities.pxi).
 
-from cpython.dict cimport PyDict_Next
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
-from cpython.object cimport PyObject
-from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
-
-from snet.core.chains import handed_back
 
 
 # Input batches of a fused chain (ChainEntity.batch_size): a worker walks as
@@ -389,21 +384,6 @@ cdef class ChainEntity(Entity):
 
     cdef bint settled(self):
         return snet_atomic_load(&self.running) == 0 and not self.done and snet_atomic_load(&self.gathers) == 0
-
-
-cdef bint same_labels(dict rec, tuple labels) except -1:
-    """``rec`` has exactly ``labels``, in this order (walked in place: no iterator, no tuple built)."""
-    cdef Py_ssize_t pos = 0
-    cdef Py_ssize_t i = 0
-    cdef PyObject *key
-    cdef PyObject *value
-    if len(rec) != PyTuple_GET_SIZE(labels):
-        return False
-    while PyDict_Next(rec, &pos, &key, &value):
-        if key != PyTuple_GET_ITEM(labels, i) and <object>key != <object>PyTuple_GET_ITEM(labels, i):
-            return False
-        i += 1
-    return True
 
 
 cdef Entity make_chain(Network net, tuple chain, Ctx ctx):

@@ -131,7 +131,7 @@ cdef class BoxEntity(Entity):
                 if cw:
                     c0 = thread_cpu()
                 t0 = snet_now()
-            outs = self.op(rec) if self.caller is None else self.caller.hop(rec)
+            outs = self.op(rec) if self.caller is None else self.walked(rec)
             if every:
                 time_call(w, self.node, snet_now() - t0, every)
                 if cw:
@@ -168,6 +168,26 @@ cdef class BoxEntity(Entity):
         finally:
             snet_atomic_add(&self.running, -1)
         return early
+
+    cdef object walked(self, object rec):
+        """``rec``'s outputs through the box caller (one as itself, else a list), as ``BoxCaller.hop`` gives them.
+
+        The records of the first shape the node sees take a compiled walk of
+        the box alone (walks.pxi), made once for every replica of the node:
+        its call and the checks of its result in C.  Anything it does not
+        take for granted, and records of other shapes, go through the caller.
+        """
+        cdef tuple compiled
+        if type(rec) is dict:
+            compiled = self.rt.box_walks.get(self.node)
+            if compiled is None:
+                compiled = self.rt.box_walks.setdefault(self.node, (tuple(rec), make_walk((self.caller,), tuple(rec))))
+            if compiled[1] is not None and same_labels(<dict>rec, <tuple>compiled[0]):
+                res = (<CWalk>compiled[1]).run(<dict>rec)
+                if type(res) is dict:
+                    return res
+                return handed_back((self.caller,), res)[1]
+        return self.caller.hop(rec)
 
     cdef bint settled(self):
         return snet_atomic_load(&self.running) == 0 and not self.done

@@ -187,6 +187,7 @@ cdef class Network:
     cdef int *reclaim  # per split node: its replicas may be reclaimed (docs/runtime.md)
     cdef list nodes  # snet.plan templates: the operators entities are built from
     cdef dict chains  # first node of a fused chain -> the chain's node ids (None: no chain; entities.pxi)
+    cdef dict box_walks  # box node -> (record shape, its CWalk or None): set once, shared by the replicas
     cdef list children
     cdef list node_names
     cdef object span_of
@@ -210,6 +211,7 @@ cdef class Network:
     cdef long input_index  # records read from it
     cdef object input_peeked  # a record a batch read but left for the one-record path (None: none)
     cdef object input_error
+    cdef bint gil  # the interpreter runs with the GIL (Worker.admit_run)
     cdef double input_since  # when the input reader entered the iterator (0: not in it)
     cdef double input_quiet_since  # since when the iterator has said it has nothing yet (0: it had a record)
     cdef bint throttled
@@ -427,6 +429,8 @@ cdef class Licence:
 
 cdef class Worker(Writer):
     cdef list refs  # Licence, head = closest to the output
+    cdef double input_cost  # seconds from an input record's read to the end of its walk, a moving mean
+    cdef long input_costs  # the walks measured so far
     cdef dict index  # entity -> Licence
     cdef int list_lock
     cdef int steal_lock
@@ -439,6 +443,8 @@ cdef class Worker(Writer):
     cdef bint holds_work(self)
     cdef bint try_input(self) except -1
     cdef bint admit_batch(self, Entity chain, long most) except -1
+    cdef bint admit_run(self, Entity dest) except -1
+    cdef void note_input_cost(self, double seconds)
     cdef bint try_steal(self) except -1
     cdef bint try_completion(self) except -1
     cdef int park(self) except -1

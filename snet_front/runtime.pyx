@@ -9,6 +9,7 @@ continuations and being invoked) is zero, which also covers feedback loops.
 See core.pxi for the design of the runtime as a whole.
 """
 
+import sys
 import threading
 from collections import deque
 
@@ -21,8 +22,8 @@ from snet.recordio.inputs import CheckedInputs
 # what the parts share).  Entities and combinators register their factories
 # with the core as the module is initialised.
 include "core.pxi"
-include "entities.pxi"
 include "walks.pxi"
+include "entities.pxi"
 include "chains.pxi"
 include "combinators.pxi"
 include "workers.pxi"
@@ -168,6 +169,7 @@ cdef class Runtime(Network):
             self.mem_base = resident_bytes()
         self.load_plan(plan, conc)
         self.chains = {chain[0]: tuple(chain) for chain in chains} or None  # fused chains (entities.pxi)
+        self.box_walks = {}
         self.outputs = deque()
         unchecked = records.unchecked() if type(records) is CheckedInputs else None
         if unchecked is not None:  # its records are checked here (read_input)
@@ -188,6 +190,7 @@ cdef class Runtime(Network):
         self.idle_cond = threading.Condition(threading.Lock())
         self.out_bound = output_bound
         self.out_bound_least = output_bound
+        self.gil = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True
         self.out_empty_at = snet_now()
         self.sink = Sink.__new__(Sink)
         self.sink.setup(self, -1, None)

@@ -1,16 +1,17 @@
 # Compiled walks of a fused chain, run in C: the walk of the records of one shape through a chain of
 # boxes (snet.core.chains.walk_program), with the record's values in an array between the boxes.
-# Used by ChainEntity.walk (chains.pxi).
+# Used by ChainEntity.walk (chains.pxi) and BoxEntity.walked (entities.pxi).
 
 from libc.string cimport memset
 from cpython.dict cimport PyDict_New, PyDict_SetItem
 from cpython.long cimport PyLong_CheckExact
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.object cimport PyObject
-from cpython.tuple cimport PyTuple_GET_ITEM
+from cpython.dict cimport PyDict_Next
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 
 from snet.core.boxes import end_forked_child
-from snet.core.chains import walk_program
+from snet.core.chains import handed_back, walk_program
 
 
 cdef extern from "Python.h":
@@ -209,3 +210,18 @@ cpdef CWalk make_walk(tuple ops, tuple shape):
     walk = CWalk.__new__(CWalk)
     walk.setup(program)
     return walk
+
+
+cdef bint same_labels(dict rec, tuple labels) except -1:
+    """``rec`` has exactly ``labels``, in this order (walked in place: no iterator, no tuple built)."""
+    cdef Py_ssize_t pos = 0
+    cdef Py_ssize_t i = 0
+    cdef PyObject *key
+    cdef PyObject *value
+    if len(rec) != PyTuple_GET_SIZE(labels):
+        return False
+    while PyDict_Next(rec, &pos, &key, &value):
+        if key != PyTuple_GET_ITEM(labels, i) and <object>key != <object>PyTuple_GET_ITEM(labels, i):
+            return False
+        i += 1
+    return True

@@ -32,6 +32,11 @@ cdef enum:
 # handle Ctrl-C and SIGTERM, and other threads of an embedding process run.
 cdef double YIELD_S = 0.005
 
+# Input records a worker walks one at a time, measuring each, before it may take its input in runs
+# (Worker.admit_run)
+cdef enum:
+    INPUT_COSTS_KNOWN = 64
+
 # Longest sleep of an idle worker on the condition (seconds).  Writers wake a
 # sleeper when they add a licence, so this only bounds a lost wake-up (a
 # licence added just before the worker registered as a sleeper).
@@ -288,6 +293,7 @@ cdef class Worker(Writer):
         """Admit one input record (one worker at a time)."""
         cdef Network rt = self.rt
         cdef Entity dest
+        cdef double started
         if snet_flag_load(&rt.input_done) or self.holds_work() or not snet_try_lock(&rt.input_lock):
             return False
         try:
@@ -313,8 +319,14 @@ cdef class Worker(Writer):
                 most = (<ChainEntity>dest).batch_size(self)
                 if most > 1 and self.admit_batch(dest, most):
                     return True
+            elif (type(dest) is not ChainEntity and rt.gil and self.input_costs >= INPUT_COSTS_KNOWN
+                    and self.input_cost <= BATCH_WALK_MOST and rt.input_peeked is None and not rt.tracking
+                    and not rt.throttled and rt.executor is None):
+                if self.admit_run(dest):
+                    return True
             if rt.executor is not None:  # (only the split executor's batches ask how long the input waits)
                 rt.input_since = snet_now()
+            started = snet_now()
             try:
                 if rt.input_peeked is not None:  # what the last batch read and left
                     rec, rt.input_peeked = rt.input_peeked, None
@@ -354,7 +366,79 @@ cdef class Worker(Writer):
             self.cont_e = None
             self.cont_item = None
             self.process(e, item)
+            self.note_input_cost(snet_now() - started)
         return True
+
+    cdef void note_input_cost(self, double seconds):
+        """One more measure of an input record's walk (read, admission, every continuation): the moving mean."""
+        if self.input_costs == 0:
+            self.input_cost = seconds
+        else:
+            self.input_cost += (seconds - self.input_cost) * 0.125
+        self.input_costs += 1
+
+    cdef bint admit_run(self, Entity dest) except -1:
+        """Admit input records one after another, each walked to its end before the next (input lock held).
+
+        With the GIL, when an input record costs little from its read to the
+        end of its walk (``input_cost``, measured on the records admitted one
+        at a time), the worker's turn and the input lock taken per record cost
+        as much as the walk.  Here the worker holds the input lock and does
+        what ``try_input`` does, record after record, for ``BATCH_SPAN`` at
+        most: read, write to the entry, follow the continuations to the end.
+        That is one schedule of the records the workers could have made
+        anyway (one worker admits while the others find no input), so the
+        outputs and their order are those of any run.  The run ends at a
+        record that goes no further than a queue (its entry is busy with
+        another worker's record), at a record that is not a plain dict (left
+        for the one-record path, as in ``admit_batch``), at the output bound,
+        and at a safe point that stops the run.  Without the GIL the workers
+        walk admitted records at once, so this is not used there.
+
+        False when it read nothing.
+        """
+        cdef Network rt = self.rt
+        cdef long taken = 0
+        cdef double t0 = snet_now()
+        cdef double now = t0
+        cdef Entity e
+        while taken < BATCH_MOST:
+            try:
+                rec = rt.read_input()
+            except StopIteration:
+                snet_flag_store(&rt.input_done, True)
+                break
+            except BaseException as err:
+                rt.input_error = err
+                snet_flag_store(&rt.input_done, True)
+                break
+            if type(rec) is not dict:
+                rt.input_peeked = rec
+                break
+            rt.input_quiet_since = 0
+            snet_atomic_add(&rt.records_in, 1)
+            self.n_inputs += 1
+            taken += 1
+            snet_atomic_add(&rt.pending, 1)  # (taken over by the continuation, as in try_input)
+            self.write(dest, rec, True)
+            if self.cont_e is None:  # queued behind a record another worker walks
+                snet_atomic_add(&rt.pending, -1)
+                break
+            e = self.cont_e
+            item = self.cont_item
+            self.cont_e = None
+            self.cont_item = None
+            self.process(e, item)
+            now = snet_now()
+            if (now - t0 >= BATCH_SPAN or snet_flag_load(&rt.stop) or rt.error is not None or self.safe_point()
+                    or not rt.admits_input()):
+                break
+            dest = rt.root_entry
+            if dest.identity:  # (dissolved: the one-record path walks past it)
+                break
+        if taken:
+            self.note_input_cost((snet_now() - t0) / taken)
+        return taken > 0
 
     cdef bint admit_batch(self, Entity entry, long most) except -1:
         """Walk up to ``most`` input records through the fused chain ``entry``, one after another (input lock held).

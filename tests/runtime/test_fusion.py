@@ -385,6 +385,76 @@ def test_a_slow_chain_takes_its_input_one_record_at_a_time():
     assert execution.stats().front.continuations >= 300 - 1
 
 
+# -- input runs: a cheap network whose entry is no chain walks its input records one after another -----
+
+
+KEYED = "box score ((v, <k>) -> (s, <k>)); net keyed connect score ! <k>;"
+
+
+def score(v, k):
+    return {"s": (v * v + 17) % 1009, "<k>": k}
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_input_runs_keep_order_every_box_figure_and_each_keys_order(workers):
+    net = snet.load(CHEAP, boxes={"b0": inc, "b1": inc, "b2": inc})
+    out, execution = run(net, [{"a": i} for i in range(6000)], workers=workers, fuse=False)
+    assert out == [{"a": i + 3} for i in range(6000)]
+    stats = execution.stats()
+    assert {name: stats.boxes[name].calls for name in ("b0", "b1", "b2")} == {"b0": 6000, "b1": 6000, "b2": 6000}
+    assert stats.records_in == stats.records_out == 6000
+    keyed = snet.load(KEYED, boxes={"score": score})
+    records = [{"v": i, "<k>": i % 64} for i in range(20_000)]
+    got, execution = run(keyed, records, workers=workers)
+    for k in (0, 17, 63):  # the replica of a key takes its records in order
+        assert [r["s"] for r in got if r["<k>"] == k] == [score(r["v"], k)["s"] for r in records if r["<k>"] == k]
+    assert sorted(map(repr, got)) == sorted(repr(score(r["v"], r["<k>"])) for r in records)
+    # The replicas keep no state, and the 64 keys come back in turn: the split keeps their replicas rather
+    # than dropping and building them again and again (docs/runtime.md, "Reclaimed replicas")
+    assert execution.stats().front.entities.created < 400, execution.stats().front.entities
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_failure_inside_an_input_run_comes_after_the_outputs_of_the_records_before_it(workers):
+    net = snet.load(CHEAP, boxes={"b0": inc, "b1": fail_at_3000, "b2": inc})
+    got = []
+    with pytest.raises(SNetBoxError, match="three thousand"):
+        for out in net.run(({"a": i} for i in range(6000)), workers=workers, fuse=False):
+            got.append(out)
+    assert got == [{"a": i + 2} for i in range(3000)]
+
+
+def test_a_bad_input_record_inside_an_input_run_comes_after_the_outputs_before_it():
+    net = snet.load(CHEAP, boxes={"b0": inc, "b1": inc, "b2": inc})
+    records = [{"a": i} for i in range(3000)] + [{"a": 3000, "<t>": 1.5}] + [{"a": i} for i in range(10)]
+    got = []
+    with pytest.raises(snet.SNetRecordError, match=r"^error: input record 3001: tag <t> must hold an integer"):
+        for out in net.run(records, workers=1, fuse=False):
+            got.append(out)
+    assert got == [{"a": i + 3} for i in range(3000)]
+
+
+def test_a_slow_network_takes_its_input_one_record_at_a_time():
+    """A network whose records take long is not run: another worker admits the next record meanwhile.
+
+    Record 200 waits for a second call of the box to begin: one comes only
+    if another worker may admit record 201 while the first worker is inside
+    the call (a run holds the input until its record's walk ends).
+    """
+    wait, overlapped = first_call_waits_for_a_second()
+
+    def slow(a):
+        if a < 200:
+            time.sleep(0.0002)  # (releases the GIL)
+            return {"a": a}
+        return wait(a)
+
+    net = snet.load("box s ((a) -> (a)); net p connect s;", boxes={"s": slow})
+    out, _ = run(net, [{"a": i} for i in range(400)], workers=2, box_concurrency=2)
+    assert out == [{"a": i} for i in range(400)]
+    assert overlapped == [True]
+
+
 # -- a fan-out inside a concurrent walk: its outputs walk the rest of the chain as parts ------------
 
 
