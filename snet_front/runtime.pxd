@@ -285,9 +285,6 @@ cdef class Network:
     cdef bint throttle_holds(self)
     cdef void throttle_overridden(self)
     cdef int output(self, object item) except -1
-    cdef object read_input(self)
-    cdef void outputs_drained(self)
-    cdef bint outputs_taken_at_bound(self)
     cdef int output_many(self, list recs) except -1
     cdef bint tracking  # some input carried a request (snet.requests): workers publish the current one
     cdef void notify(self)
@@ -454,4 +451,6 @@ cdef class Worker(Writer):
 
 cdef class Runtime(Network):
     cdef bint failure_settled  # the workers running when the run failed have finished (or were waited for)
+    cdef void outputs_drained(self)
+    cdef bint outputs_taken_at_bound(self)
     cdef int await_output(self, double timeout) except -1

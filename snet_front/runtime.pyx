@@ -72,7 +72,7 @@ LATENCY_BUCKETS_COUNT = LATENCY_BUCKETS  # for the test that compares it with sn
 
 # Outputs waiting for the consumer at which input admission stops (backpressure).
 OUTPUT_BOUND = 1024
-# ... and the most it adapts to for a consumer faster than the network (Network.outputs_drained).
+# ... and the most it adapts to for a consumer faster than the network (Runtime.outputs_drained).
 OUTPUT_BOUND_MOST = OUTPUT_BOUND * OUTPUT_BOUND_GROWTH
 # Outputs `take_outputs` hands over at most at once.
 TAKE_BATCH = 64
@@ -219,6 +219,45 @@ cdef class Runtime(Network):
             self.threads.append(t)
         for t in self.threads:
             t.start()
+
+    cdef void outputs_drained(self):
+        """The consumer found no output waiting: was it the bound that kept the workers from making more?
+
+        With the GIL, a consumer that takes every output as it comes and a
+        worker held by the bound take turns: two thread switches each
+        ``out_bound`` records, a cheap network's largest cost.  When the
+        outputs had reached the bound and the consumer took them all in less
+        time than the workers took to make them, it is the faster of the
+        two: the bound doubles, up to ``OUTPUT_BOUND_GROWTH`` times the
+        run's (docs/runtime.md, "The output bound adapts to the consumer").
+        """
+        cdef double now = snet_now()
+        cdef long bound = snet_atomic_load(&self.out_bound)
+        if (bound and self.out_full_at and now - self.out_full_at < self.out_full_at - self.out_empty_at
+                and bound < self.out_bound_least * OUTPUT_BOUND_GROWTH):
+            snet_atomic_store(&self.out_bound, 2 * bound)
+        self.out_empty_at = now
+        self.out_full_at = 0.0
+        self.out_full_takes = 0
+
+    cdef bint outputs_taken_at_bound(self):
+        """The consumer takes outputs; True when it found the bound reached.
+
+        A consumer that finds it so twice in a row without waiting for
+        outputs between is slower than the network: the bound halves, down to
+        the run's own, so that memory stays bounded by what it was given.
+        """
+        cdef long bound = snet_atomic_load(&self.out_bound)
+        if not bound or snet_atomic_load(&self.n_out) < bound:
+            return False
+        if not self.out_full_at:
+            self.out_full_at = snet_now()
+        self.out_full_takes += 1
+        if self.out_full_takes >= 2 and bound > self.out_bound_least:
+            self.out_full_takes = 0
+            snet_atomic_store(&self.out_bound, bound // 2 if bound // 2 > self.out_bound_least
+                              else self.out_bound_least)
+        return True
 
     def next_output(self, double timeout=0.02):
         """The next output record; raises the run's error; ``StopIteration`` at termination."""

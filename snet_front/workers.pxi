@@ -48,6 +48,32 @@ cdef double PARK_WAIT_S = 0.5
 cdef object _WAKE = WakeUp.__new__(WakeUp)  # a wake-up item for a collector
 
 
+cdef object read_input(Network rt):
+    """The next input record (``StopIteration`` at the end); a ``CheckedInputs`` input's checked here.
+
+    The common case, a dict whose labels are all known (a tag's with an
+    ``int``), is tested in place; anything else goes to the input's own
+    ``check``, which raises for a bad record as its generator would.
+    """
+    cdef PyObject *key
+    cdef PyObject *value
+    cdef Py_ssize_t pos = 0
+    rec = next(rt.input_iter)
+    if rt.input_checks is None:
+        return rec
+    rt.input_index += 1
+    if type(rec) is dict:
+        while PyDict_Next(rec, &pos, &key, &value):
+            if <object>key in rt.known_fields:
+                continue
+            if type(<object>value) is int and <object>key in rt.known_tags:
+                continue
+            break
+        else:
+            return rec
+    return rt.input_checks.check(rec, rt.input_index)
+
+
 cdef Group request_group(object request):
     """The group that follows every record of one tracked input; ``drop`` finishes the request at 0."""
     cdef Group g = Group.__new__(Group)
@@ -331,7 +357,7 @@ cdef class Worker(Writer):
                 if rt.input_peeked is not None:  # what the last batch read and left
                     rec, rt.input_peeked = rt.input_peeked, None
                 else:
-                    rec = rt.read_input()
+                    rec = read_input(rt)
             except StopIteration:
                 snet_flag_store(&rt.input_done, True)
                 return False
@@ -404,7 +430,7 @@ cdef class Worker(Writer):
         cdef Entity e
         while taken < BATCH_MOST:
             try:
-                rec = rt.read_input()
+                rec = read_input(rt)
             except StopIteration:
                 snet_flag_store(&rt.input_done, True)
                 break
@@ -479,7 +505,7 @@ cdef class Worker(Writer):
         try:
             while taken < most:
                 try:
-                    rec = rt.read_input()
+                    rec = read_input(rt)
                 except StopIteration:
                     snet_flag_store(&rt.input_done, True)
                     break
