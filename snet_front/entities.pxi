@@ -101,6 +101,7 @@ cdef class BoxEntity(Entity):
     cdef long emit_seq
     cdef dict done
     cdef int rlock
+    cdef tuple compiled  # the node's (record shape, its CWalk or None), once looked up (``walked``); None: not yet
 
     cdef int invoke(self, Writer w, object item) except -1:
         cdef object rec = record_of(item)
@@ -177,12 +178,14 @@ cdef class BoxEntity(Entity):
         its call and the checks of its result in C.  Anything it does not
         take for granted, and records of other shapes, go through the caller.
         """
-        cdef tuple compiled
-        if type(rec) is dict:
+        cdef tuple compiled = self.compiled
+        if compiled is None and type(rec) is dict:
             compiled = self.rt.box_walks.get(self.node)
             if compiled is None:
                 compiled = self.rt.box_walks.setdefault(self.node, (tuple(rec), make_walk((self.caller,), tuple(rec))))
-            if compiled[1] is not None and same_labels(<dict>rec, <tuple>compiled[0]):
+            self.compiled = compiled
+        if compiled is not None and compiled[1] is not None and type(rec) is dict:
+            if same_labels(<dict>rec, <tuple>compiled[0]):
                 res = (<CWalk>compiled[1]).run(<dict>rec)
                 if type(res) is dict:
                     return res
