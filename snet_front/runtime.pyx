@@ -285,8 +285,9 @@ cdef class Runtime(Network):
         Raises as ``next_output``.  One call for many records: what a
         consumer that iterates the run uses (``FrontExecution.__iter__``).
         What it holds counts as not yet taken by the consumer, so at most
-        ``OUTPUT_BOUND`` and one chunk (``BATCH_MOST``, chains.pxi) or
-        ``TAKE_BATCH`` outputs wait on a slow consumer.
+        the output bound (``OUTPUT_BOUND`` for a slow consumer, up to
+        ``OUTPUT_BOUND_MOST`` for one that keeps up) and one chunk
+        (``BATCH_MOST``, chains.pxi) or ``TAKE_BATCH`` outputs wait.
         """
         cdef Chunk chunk
         cdef list batch

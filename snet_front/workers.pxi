@@ -350,6 +350,8 @@ cdef class Worker(Writer):
                     and not rt.throttled and rt.executor is None):
                 if self.admit_run(dest):
                     return True
+                if snet_flag_load(&rt.input_done):  # (the run's first read found the end, or an error)
+                    return False
             if rt.executor is not None:  # (only the split executor's batches ask how long the input waits)
                 rt.input_since = snet_now()
             started = snet_now()
