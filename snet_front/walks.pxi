@@ -3,7 +3,7 @@
 # Used by ChainEntity.walk (chains.pxi) and BoxEntity.walked (entities.pxi).
 
 from libc.string cimport memset
-from cpython.dict cimport PyDict_New, PyDict_SetItem
+from cpython.dict cimport PyDict_Copy, PyDict_New, PyDict_SetItem
 from cpython.long cimport PyLong_CheckExact
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.object cimport PyObject
@@ -82,6 +82,7 @@ cdef class CWalk:
     cdef tuple final  # the output record's labels
     cdef tuple givens  # per stage: its input record's (label, slot) pairs, None: the chain's input record
     cdef str boxes
+    cdef bint as_result  # the output record is a copy of the last box's result (WalkProgram.as_result)
     cdef int *ints  # one block, which the following point into
     cdef int *head_at  # per head label: its slot
     cdef int *nargs  # per stage: its arguments (0 to 2)
@@ -108,6 +109,7 @@ cdef class CWalk:
         self.outputs = tuple(label for stage in program.stages for label, _ in stage.outputs)
         self.final = tuple(label for label, _ in program.output)
         self.givens = tuple(stage.given for stage in program.stages)
+        self.as_result = program.as_result
         boxes = program.boxes
         self.boxes = boxes[1:len(boxes) - 1]
         self.ints = <int *>PyMem_Malloc(size * sizeof(int))
@@ -187,11 +189,15 @@ cdef class CWalk:
                 for j in range(self.tag_from[k], self.tag_from[k + 1]):
                     if not PyLong_CheckExact(<object>v[self.tag_at[j]]):
                         return (k, self.given(k, rec, v), <object>r, False)
-                ref_down(r)
-                r = NULL
-            result = PyDict_New()
-            for j in range(len(self.final)):
-                PyDict_SetItem(result, <object>PyTuple_GET_ITEM(self.final, j), <object>v[self.final_at[j]])
+                if k < self.n - 1 or not self.as_result:
+                    ref_down(r)
+                    r = NULL
+            if self.as_result:
+                result = PyDict_Copy(<object>r)
+            else:
+                result = PyDict_New()
+                for j in range(len(self.final)):
+                    PyDict_SetItem(result, <object>PyTuple_GET_ITEM(self.final, j), <object>v[self.final_at[j]])
         finally:
             ref_drop(r)
             for j in range(self.slots):

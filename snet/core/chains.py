@@ -64,6 +64,9 @@ class WalkProgram(NamedTuple):
     stages: tuple[WalkStage, ...]
     output: tuple[tuple[str, int], ...]
     boxes: str  # the boxes' names, quoted: 'a' or 'b' (a forked child's message: snet.core.boxes.end_forked_child)
+    # The output record is the last box's result as it is (a copy): the box inherits nothing and makes several
+    # labels, whose order is the result's own, known only at run time (``output`` has them in the declared order)
+    as_result: bool = False
 
 
 class WalkStage(NamedTuple):
@@ -102,6 +105,7 @@ def walk_program(callers: Sequence[Any], shape: tuple[str, ...]) -> WalkProgram 
     reads = list(record)  # input labels read from the chain's input record
     used: set[int] = set()  # slots the walk reads
     stages: list[WalkStage] = []
+    as_result = False
     for k, (caller, form) in enumerate(zip(callers, forms)):
         arguments, outputs, tags = form
         here = dict(record)
@@ -116,7 +120,9 @@ def walk_program(callers: Sequence[Any], shape: tuple[str, ...]) -> WalkProgram 
         produced = {label: next(slots) for label in outputs}
         if len(dropped) == len(record):  # inherits nothing: the output is the result, in its own order
             if len(outputs) > 1:
-                return None
+                if k < len(callers) - 1:
+                    return None  # the next box's input record: in an order known only at run time
+                as_result = True
             record = [(label, produced[label]) for label in outputs]
         else:
             kept = [(label, produced.get(label, slot)) for label, slot in record
@@ -130,7 +136,7 @@ def walk_program(callers: Sequence[Any], shape: tuple[str, ...]) -> WalkProgram 
     used.update(slot for _, slot in record)
     head = tuple((label, slot) for label, slot in reads if slot in used)
     return WalkProgram(next(slots), head, tuple(stages), tuple(record),
-                       " or ".join(repr(caller.name) for caller in callers))
+                       " or ".join(repr(caller.name) for caller in callers), as_result)
 
 
 def compile_walk(callers: Sequence[Any], shape: tuple[str, ...]) -> Callable[[dict], Any] | None:
@@ -170,7 +176,7 @@ def compile_walk(callers: Sequence[Any], shape: tuple[str, ...]) -> Callable[[di
     # checks call (a closure's cell is read faster than a global or a builtin, several times a stage)
     body = (["def walk(rec):", "    pid = _boxes._pid"] + lines +
             ["    if _boxes._pid != pid:", f"        _boxes.end_forked_child({program.boxes[1:-1]!r})",
-             f"    return {record(program.output)}"])
+             "    return dict(r)" if program.as_result else f"    return {record(program.output)}"])
     source = "\n".join([f"def make(_boxes, type, dict, len, KeyError, BaseException, {functions}):"]
                        + ["    " + line for line in body] + ["    return walk"])
     scope: dict[str, Any] = {"__name__": __name__}

@@ -282,3 +282,18 @@ def test_the_walk_front_runs_in_c_gives_what_the_python_walk_gives():
             else:
                 assert got[2] == want[2] and type(got[2]) is type(want[2])
     assert make_walk(chain, ("a", "id")) is None and compile_walk(chain, ("a", "id")) is None  # (b missing)
+
+    # A last box that inherits nothing and makes several labels: the output is its result, in the result's order
+    def pair(a, b):
+        return ({"c": a, "a": b}, {"a": b, "c": a}, {"a": b}, {"c": a, "a": b, "z": 0})[a % 4]
+
+    _, alone = _chain_of(compiled_boxes, {"pair": (pair, "(a, b) -> (c, a)")})
+    assert walk_program(alone, ("a", "b")).as_result
+    in_c, in_python = make_walk(alone, ("a", "b")), compile_walk(alone, ("a", "b"))
+    for i in range(8):
+        got, want = in_c({"a": i, "b": -i}), in_python({"a": i, "b": -i})
+        callers = compiled_boxes.chain_outputs(alone, [{"a": i, "b": -i}]) if i % 4 < 2 else None
+        if i % 4 < 2:
+            assert got == want == callers[0] and list(got) == list(want) == list(callers[0])
+        else:
+            assert got[:2] == want[:2] and got[2] == want[2] and not got[3]
