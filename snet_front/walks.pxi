@@ -1,13 +1,12 @@
-# Compiled walks of a fused chain, run in C: the walk of the records of one shape through a chain of
-# boxes (snet.core.chains.walk_program), with the record's values in an array between the boxes.
+# Compiled walks run in C: the walk of the records of one shape through a chain of boxes, or a box alone
+# (snet.core.chains.walk_program), with the record's values in an array between the boxes.
 # Used by ChainEntity.walk (chains.pxi) and BoxEntity.walked (entities.pxi).
 
 from libc.string cimport memset
-from cpython.dict cimport PyDict_Copy, PyDict_New, PyDict_SetItem
+from cpython.dict cimport PyDict_Copy, PyDict_New, PyDict_Next, PyDict_SetItem
 from cpython.long cimport PyLong_CheckExact
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.object cimport PyObject
-from cpython.dict cimport PyDict_Next
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 
 from snet.core.boxes import end_forked_child
@@ -101,7 +100,7 @@ cdef class CWalk:
         cdef Py_ssize_t nout = sum(len(stage.outputs) for stage in program.stages)
         cdef Py_ssize_t ntag = sum(len(stage.tags) for stage in program.stages)
         cdef Py_ssize_t size = len(program.head) + 3 * n + 2 * (n + 1) + nout + ntag + len(program.output)
-        cdef Py_ssize_t at = 0, k, j
+        cdef Py_ssize_t k, j
         self.slots = program.slots
         self.n = n
         self.functions = tuple(stage.function for stage in program.stages)
@@ -176,7 +175,8 @@ cdef class CWalk:
                 a[1] = v[self.args[2 * k + 1]]
                 r = PyObject_Vectorcall(PyTuple_GET_ITEM(self.functions, k), a, self.nargs[k], NULL)
                 if r == NULL:
-                    return (k, self.given(k, rec, v), raised_now(), True)
+                    error = raised_now()  # (first: nothing may run with the exception still set)
+                    return (k, self.given(k, rec, v), error, True)
                 if not exact_dict(r) or dict_size(r) != self.out_from[k + 1] - self.out_from[k]:
                     return (k, self.given(k, rec, v), <object>r, False)
                 for j in range(self.out_from[k], self.out_from[k + 1]):
