@@ -1,4 +1,4 @@
-"""A fused chain of boxes compiled into one Python function, for one record shape.
+"""A fused chain of boxes compiled for one record shape: its walk program, and the program as Python.
 
 FRONT runs a chain of boxes as one entity (docs/runtime.md, "Fusion").
 Through the box callers, each stage still checks the record, calls the box,
@@ -6,9 +6,12 @@ checks its result and builds the next record (:meth:`BoxCaller.hop`).  For
 the records of one shape (their labels, in order) most of that is known
 before the first call: which values each box is given, which labels each
 result must have, and which labels each record between two boxes holds,
-in which order.  :func:`compile_walk` writes that down as the source of one
-function, in which a record's values pass from box to box in local
-variables and only the chain's output record is built:
+in which order.  :func:`walk_program` works that out once, as a
+:class:`WalkProgram`; FRONT runs the program in its compiled code
+(``snet_front``, ``CWalk``), and :func:`compile_walk` writes it down as the
+source of one Python function (what a Spark task's chain runs,
+:func:`chain_records`), in which a record's values pass from box to box in
+local variables and only the chain's output record is built:
 
 .. code-block:: python
 
@@ -34,7 +37,8 @@ which give the same outputs, errors and messages as ever (the input
 record is rebuilt exactly as the callers would have made it).  A box is
 compiled in only when its form allows it (:meth:`BoxCaller.simple_form`):
 values by position, one output variant, and results whose label order
-cannot change the output record's.
+cannot change the output record's (or, for the last box, whose result is
+the output record as it is: ``WalkProgram.as_result``).
 """
 
 from __future__ import annotations
