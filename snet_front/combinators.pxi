@@ -41,14 +41,25 @@ cdef class ParallelEntity(Dispatcher):
     cdef object router
     cdef object route_cache  # the router's label set -> branch table, read here first
     cdef list branches  # entry entity per branch, created lazily
+    cdef tuple last_shape  # the labels, in order, of the last record the table routed (None: none)
+    cdef int last_branch  # ... and its branch
 
     cdef int invoke(self, Writer w, object item) except -1:
         cdef object rec = record_of(item)
         cdef GStack st = stack_of(item)
         cdef Entity dest
         cdef int b
-        found = self.route_cache.get(frozenset(rec))
-        b = self.router(rec) if found is None or found < 0 else found  # (the router raises the error)
+        if self.last_shape is not None and type(rec) is dict and same_labels(<dict>rec, self.last_shape):
+            b = self.last_branch  # a record of the last one's labels: no label set built
+        else:
+            found = self.route_cache.get(frozenset(rec))
+            if found is None or found < 0:
+                b = self.router(rec)  # (the router raises the error)
+            else:
+                b = found
+                if type(rec) is dict:
+                    self.last_shape = tuple(rec)
+                    self.last_branch = b
         if self.rt.det[self.node]:
             st = push(self.coll.new_group(), st)
             item = make_item(rec, st)
