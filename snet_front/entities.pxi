@@ -64,6 +64,7 @@ cdef enum:
     WALK_SAMPLE_EVERY = 128  # ... and one walk in this many of a fused chain whose boxes are all short
 
 cdef double SLOW_CALL = 20e-6  # seconds: a box whose calls average this long has every call timed
+cdef double QUICK_CALL = 5e-6  # seconds: with the GIL, a box whose calls average less runs them one at a time
 
 cdef enum:
     CPU_EVERY = 4  # of the sampled calls of a short box, one in this many has its CPU time read too
@@ -118,6 +119,12 @@ cdef class BoxEntity(Entity):
             # At level 1 with no call in flight, the cheap path (the lock stays held for the
             # call; a concurrent call would emit out of order, so none may be running).
             one = self.rt.conc[self.node] <= 1 and snet_atomic_load(&self.running) == 0
+        elif not one and self.rt.gil:
+            # With the GIL, calls that are all quick gain nothing from overlapping (each holds the GIL
+            # throughout) and pay the reorder buffer: the cheap path too, while none is in flight
+            calls = w.box_calls[self.node]
+            if calls >= TIMED_CALLS and w.box_time[self.node] < calls * QUICK_CALL:
+                one = snet_atomic_load(&self.running) == 0
         if one:
             # Box time: every call of a box this worker has called fewer than TIMED_CALLS times
             # or whose calls average at least SLOW_CALL; otherwise one call in SAMPLE_EVERY,
