@@ -1,8 +1,8 @@
-# Collectors and the entities of combinators: parallel, star, split, executor split, feedback.
+# Collectors and the entities of combinators: parallel, star, split, feedback (the executor split's
+# are in executors.pxi).
 #
 # Also the firing of initialisers when an instance is created
-# (:func:`fire`), and the running of the split executor's batches
-# (:func:`executor_due`, :func:`flush_executor`).  Each entity class has a
+# (:func:`fire`).  Each entity class has a
 # factory, registered with the core when the module is initialised, that
 # builds it from its node's template in the plan.  See
 # core.pxi for the design of the runtime.
@@ -10,11 +10,9 @@
 cimport cython
 from collections import deque
 
-from snet.errors import SNetRuntimeError
-
 from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_now, snet_try_lock, snet_unlock,
                                  snet_flag_load, snet_flag_store)
-from snet_front.kinds cimport (K_NET, K_SERIAL, K_PAR, K_STAR, K_SPLIT, K_FEEDBACK, K_EXECSPLIT, K_INITBOX)
+from snet_front.kinds cimport (K_NET, K_SERIAL, K_PAR, K_STAR, K_SPLIT, K_FEEDBACK, K_INITBOX)
 
 
 cdef Entity open_replica(Network rt, Writer w, int node, Ctx c, GStack st):
@@ -435,50 +433,6 @@ cdef bint replica_fresh(Instance inst) except -1:
 
 @cython.final
 @cython.trashcan(True)
-cdef class ExecutorSplitEntity(Entity):
-    """A split whose replicas run in the split executor (snet.splitexec).
-
-    A record is checked here (a missing tag fails in place, as without an
-    executor; an empty range drops it) and then waits in the executor's
-    batch with its group stack.  It stays in ``pending`` until its outputs
-    are emitted, so the run cannot end while it waits.  Whichever worker
-    fills the batch, or finds the rest of the network quiet
-    (`executor_due`), runs it (`flush_executor`) and writes each input's
-    outputs, in input order, to this split's out: so ``!!`` needs no
-    collector here, and determinism around the split comes from the group
-    stacks as everywhere else.
-    """
-    cdef object keys
-    cdef long inst
-
-    cdef int invoke(self, Writer w, object item) except -1:
-        cdef object rec = record_of(item)
-        cdef GStack st = stack_of(item)
-        cdef Network rt = self.rt
-        cdef bint full = False  # set in the with block; the C compiler cannot tell
-        if not len(self.keys.values(rec)):
-            if st is not None:
-                w.drop(st)
-            return 0
-        snet_atomic_add(&rt.pending, 1)  # released when its outputs are emitted
-        with rt.exec_lock:
-            seq = rt.executor.submit(self.inst, rec)
-            rt.exec_waiting[seq] = (self, st)
-            full = rt.executor.full()
-            snet_atomic_add(&rt.exec_buffered, 1)
-        if full:
-            flush_executor(rt, w)
-        return 0
-
-    cdef Entity resolve_out(self):
-        return self.junction_out()  # the worker running a batch writes for every split instance
-
-    cdef Entity branch_exit(self):
-        raise SNetRuntimeError("internal error: the operand of an executor split runs in the executor")
-
-
-@cython.final
-@cython.trashcan(True)
 cdef class FeedbackReturn(Entity):
     """Where the operand's outputs return: back into the operand or out."""
     cdef object matcher  # the feedback patterns' PatternMatcher (for its errors)
@@ -645,74 +599,6 @@ cdef int fire(Network rt, Writer w, int n, Ctx ctx, GStack st) except -1:
     return 0
 
 
-# -- the split executor's batches -------------------------------------------------------
-
-cdef bint executor_due(Network rt):
-    """True when the executor's batch should run although it is not full.
-
-    That is when nothing but the batch is in flight (every pending item
-    is a batched record) and no input can come soon: the input has
-    ended, the throttle holds it, or the input iterator has been waiting
-    for its next record longer than the executor's ``linger``.  While
-    input flows the batch fills up instead.
-    """
-    cdef long b = snet_atomic_load(&rt.exec_buffered)
-    if b == 0 or snet_atomic_load(&rt.pending) != b:
-        return False
-    if snet_flag_load(&rt.input_done) or not rt.admits_input():
-        return True
-    cdef double since = rt.input_since
-    if since == 0:
-        since = rt.input_quiet_since  # the iterator keeps saying it has nothing yet
-    return since > 0 and snet_now() - since >= rt.exec_linger
-
-
-cdef bint flush_executor(Network rt, Writer w) except -1:
-    """Run the executor's batch and write every input's outputs (one batch at a time).
-
-    Records that arrive meanwhile start the next batch; it runs at once if
-    it is full by the time this one is done.  An executor's error is
-    raised after the outputs of the inputs before it have been written.
-    """
-    cdef ExecutorSplitEntity e
-    cdef bint ran = False
-    while snet_try_lock(&rt.exec_flushing):
-        try:
-            while not snet_flag_load(&rt.stop):
-                with rt.exec_lock:
-                    taken = rt.executor.take()
-                if taken is None:
-                    break
-                ran = True
-                result = rt.executor.run(taken)
-                for seq, error in result.failures:  # skipped on the executor: fail its tracked input, if any
-                    with rt.exec_lock:
-                        entry = rt.exec_waiting.get(seq)
-                    if entry is not None and entry[1] is not None:
-                        request = request_of(make_item(None, entry[1]))
-                        if request is not None:
-                            request.failed(error)
-                for done in result.outputs:
-                    with rt.exec_lock:
-                        e, st = rt.exec_waiting.pop(done.seq)
-                    e.emit_list(w, done.outputs, st, False)
-                    snet_atomic_add(&rt.exec_buffered, -1)
-                    snet_atomic_add(&rt.pending, -1)
-                if result.error is not None:
-                    raise result.error
-                with rt.exec_lock:
-                    if not rt.executor.full():
-                        break
-        finally:
-            snet_unlock(&rt.exec_flushing)
-        # A worker that filled the batch just before the unlock could not take
-        # the flush: look again, so that a full batch never waits.
-        with rt.exec_lock:
-            if snet_flag_load(&rt.stop) or not rt.executor.full():
-                break
-    return ran
-
-
 # -- factories ------------------------------------------------------------------------------
 
 cdef Collector new_collector(Network rt, int n, Ctx ctx):
@@ -788,15 +674,6 @@ cdef Entity make_split(Network rt, int n, Ctx ctx):
     return sp
 
 
-cdef Entity make_executor_split(Network rt, int n, Ctx ctx):
-    cdef ExecutorSplitEntity es = ExecutorSplitEntity.__new__(ExecutorSplitEntity)
-    es.setup(rt, n, ctx)
-    es.keys = rt.nodes[n].keys
-    with rt.exec_lock:
-        es.inst = rt.executor.new_instance(n)
-    return es
-
-
 cdef Entity make_feedback(Network rt, int n, Ctx ctx):
     return new_feedback(rt, n, ctx).entry()
 
@@ -804,5 +681,4 @@ cdef Entity make_feedback(Network rt, int n, Ctx ctx):
 register_factory(K_PAR, make_parallel)
 register_factory(K_STAR, make_star)
 register_factory(K_SPLIT, make_split)
-register_factory(K_EXECSPLIT, make_executor_split)
 register_factory(K_FEEDBACK, make_feedback)

@@ -26,6 +26,7 @@ include "walks.pxi"
 include "entities.pxi"
 include "chains.pxi"
 include "combinators.pxi"
+include "executors.pxi"
 include "workers.pxi"
 include "checkpoint.pxi"
 
