@@ -84,7 +84,7 @@ cdef class ChainEntity(Entity):
     cdef bytes tuned_at  # per stage: 1 where it is one of ``tuned``
     cdef int fixed  # with ``tuned``: the least limit of the other boxes (the chain's level never passes it)
     cdef bint compiles  # every stage is a bare box caller: records of one shape may take a compiled walk
-    cdef object compiled  # (shape, walk or None) of the first record shape seen, set once; None: none yet
+    cdef object compiled  # the node's (shape, walk or None) once looked up (node_walk), set once; None: not yet
     cdef long period  # one walk in this many is timed stage by stage once every box is short (``sampling``)
     cdef long gathers  # fanned-out records whose parts are not all walked yet (atomic; ``fan_out``)
 
@@ -300,7 +300,7 @@ cdef class ChainEntity(Entity):
         if i == 0 and self.compiles and not every and type(rec) is dict:  # (timed walks go stage by stage)
             compiled = self.compiled
             if compiled is None:
-                made = (tuple(rec), make_walk(self.ops, tuple(rec)))
+                made = node_walk(self.rt, self.node, self.ops, <dict>rec)
                 # Set once, under a lock: concurrent walks may get here together, and two stores of the
                 # field on a free-threaded build could release the same old value twice.
                 spin_lock(&self.rlock)

@@ -201,9 +201,7 @@ cdef class BoxEntity(Entity):
         """
         cdef tuple compiled = self.compiled
         if compiled is None and type(rec) is dict:
-            compiled = self.rt.box_walks.get(self.node)
-            if compiled is None:
-                compiled = self.rt.box_walks.setdefault(self.node, (tuple(rec), make_walk((self.caller,), tuple(rec))))
+            compiled = node_walk(self.rt, self.node, (self.caller,), <dict>rec)
             # Set once, under a lock: concurrent calls may get here together, and two stores of the field on
             # a free-threaded build could release the same old value twice
             spin_lock(&self.rlock)

@@ -170,7 +170,7 @@ cdef class Runtime(Network):
             self.mem_base = resident_bytes()
         self.load_plan(plan, conc)
         self.chains = {chain[0]: tuple(chain) for chain in chains} or None  # fused chains (entities.pxi)
-        self.box_walks = {}
+        self.walks = {}
         self.outputs = deque()
         unchecked = records.unchecked() if type(records) is CheckedInputs else None
         if unchecked is not None:  # its records are checked here (read_input)

@@ -207,6 +207,16 @@ cdef class CWalk:
         return result
 
 
+cdef tuple node_walk(Network rt, int node, tuple ops, dict rec):
+    """``(shape, its CWalk or None)`` of node ``node`` (a box, or a fused chain's last stage) through the box
+    callers ``ops``: made for the first record shape the node sees, ``rec``'s, and shared by every entity of the
+    node (the replicas of a split build none of their own); records of other shapes go through the callers."""
+    compiled = rt.walks.get(node)
+    if compiled is None:  # (setdefault: of two made at once, every entity keeps the same)
+        compiled = rt.walks.setdefault(node, (tuple(rec), make_walk(ops, tuple(rec))))
+    return <tuple>compiled
+
+
 cpdef CWalk make_walk(tuple ops, tuple shape):
     """The compiled walk of records with labels ``shape`` through the box callers ``ops``, or None."""
     cdef CWalk walk
