@@ -440,6 +440,7 @@ cdef class Worker(Writer):
     cdef bint holds_work(self)
     cdef bint try_input(self) except -1
     cdef bint admit_batch(self, Entity chain, long most) except -1
+    cdef object admit_next(self)
     cdef bint admit_run(self, Entity dest) except -1
     cdef void note_input_cost(self, double seconds)
     cdef bint try_steal(self) except -1

@@ -405,6 +405,33 @@ cdef class Worker(Writer):
             self.input_cost += (seconds - self.input_cost) * 0.125
         self.input_costs += 1
 
+    cdef object admit_next(self):
+        """The next input record of a batch or a run (input lock held), counted in and pending; None ends it.
+
+        None when the input ended or failed (its flag set, the error kept
+        for the consumer), or when the record is not a plain dict (a tracked
+        request, ``NO_INPUT_YET``, another mapping): that one is left in
+        ``input_peeked`` for the one-record path.
+        """
+        cdef Network rt = self.rt
+        try:
+            rec = read_input(rt)
+        except StopIteration:
+            snet_flag_store(&rt.input_done, True)
+            return None
+        except BaseException as e:
+            rt.input_error = e
+            snet_flag_store(&rt.input_done, True)
+            return None
+        if type(rec) is not dict:
+            rt.input_peeked = rec
+            return None
+        rt.input_quiet_since = 0
+        snet_atomic_add(&rt.records_in, 1)
+        snet_atomic_add(&rt.pending, 1)
+        self.n_inputs += 1
+        return rec
+
     cdef bint admit_run(self, Entity dest) except -1:
         """Admit input records one after another, each walked to its end before the next (input lock held).
 
@@ -428,26 +455,12 @@ cdef class Worker(Writer):
         cdef Network rt = self.rt
         cdef long taken = 0
         cdef double t0 = snet_now()
-        cdef double now = t0
         cdef Entity e
         while taken < BATCH_MOST:
-            try:
-                rec = read_input(rt)
-            except StopIteration:
-                snet_flag_store(&rt.input_done, True)
+            rec = self.admit_next()  # (its pending count is taken over by the continuation, as in try_input)
+            if rec is None:
                 break
-            except BaseException as err:
-                rt.input_error = err
-                snet_flag_store(&rt.input_done, True)
-                break
-            if type(rec) is not dict:
-                rt.input_peeked = rec
-                break
-            rt.input_quiet_since = 0
-            snet_atomic_add(&rt.records_in, 1)
-            self.n_inputs += 1
             taken += 1
-            snet_atomic_add(&rt.pending, 1)  # (taken over by the continuation, as in try_input)
             self.write(dest, rec, True)
             if self.cont_e is None:  # queued behind a record another worker walks
                 snet_atomic_add(&rt.pending, -1)
@@ -457,8 +470,7 @@ cdef class Worker(Writer):
             self.cont_e = None
             self.cont_item = None
             self.process(e, item)
-            now = snet_now()
-            if (now - t0 >= BATCH_SPAN or snet_flag_load(&rt.stop) or rt.error is not None or self.safe_point()
+            if (snet_now() - t0 >= BATCH_SPAN or snet_flag_load(&rt.stop) or rt.error is not None or self.safe_point()
                     or not rt.admits_input()):
                 break
             dest = rt.root_entry
@@ -506,23 +518,10 @@ cdef class Worker(Writer):
                 most = room if room > 1 else 1
         try:
             while taken < most:
-                try:
-                    rec = read_input(rt)
-                except StopIteration:
-                    snet_flag_store(&rt.input_done, True)
+                rec = self.admit_next()
+                if rec is None:
                     break
-                except BaseException as e:
-                    rt.input_error = e
-                    snet_flag_store(&rt.input_done, True)
-                    break
-                if type(rec) is not dict:
-                    rt.input_peeked = rec
-                    break
-                rt.input_quiet_since = 0
-                snet_atomic_add(&rt.records_in, 1)
-                snet_atomic_add(&rt.pending, 1)
                 taken += 1
-                self.n_inputs += 1
                 self.n_invocations += 1
                 res = chain.walk(self, rec, 0, False, chain.sampling(self))
                 if made is not None:
