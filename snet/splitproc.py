@@ -19,8 +19,10 @@ the split.  The process keeps the replica of (instance, *v*) alive between
 batches (:mod:`snet.splitworker`): its synchro-cells stay where they are,
 and only records travel, pickled, one message per process and batch each
 way plus one per record back.  An operand whose replicas are all alike
-(no synchro-cell, no initialiser) is not keyed: a batch is cut into N
-equal runs of consecutive records, which balances skewed tags.
+(no synchro-cell, no initialiser) is not keyed: a batch is cut into
+runs of consecutive records, about four per process, and each process is
+given the next run as it answers the last, so skewed tags, a slower core
+or a core shared with other work leave no process waiting on another.
 
 Ordering is the protocol's (see :mod:`snet.splitexec`): a process feeds
 its records in sequence order, so replica *v* sees its records in order,
@@ -53,6 +55,7 @@ module, by file or by value).
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import pickle
@@ -73,6 +76,7 @@ from snet.spg.nodes import BoxNode, PropertyGraph, SplitNode
 
 Record = dict
 DEFAULT_BATCH = 1024
+RUNS_PER_PROCESS = 4  # runs of records per process and batch, for an operand without state
 _MASK = (1 << 64) - 1
 
 
@@ -290,6 +294,7 @@ class ProcessSplitRunner(SplitRunner):
         self.box_calls: dict[str, list] = {}
         self.final_warnings: list[str] | None = None
         self.skip_errors = skip_errors
+        self.runs_left: collections.deque = collections.deque()  # runs of this batch not given out yet
         pool.announce(node.id, skip_errors)
 
     def process_many(self, items: list[tuple[int, int, Record]]) -> list[SplitOutputs]:
@@ -302,7 +307,7 @@ class ProcessSplitRunner(SplitRunner):
         pool = self.pool
         if pool.broken is not None:
             raise SplitFailure(pool.broken, -1, [])
-        shares = self._share(items)
+        shares, self.runs_left = self._share(items)
         pool.busy = True
         finished = False
         try:
@@ -326,23 +331,35 @@ class ProcessSplitRunner(SplitRunner):
             raise SplitFailure(error, key[0], fold_outputs([item for item in keyed if item[0] < key]))
         return fold_outputs(keyed)
 
-    def _share(self, items: list[tuple[int, int, Record]]) -> list[list[tuple]]:
-        """Each process's ``(key, record, replica)`` items, in key order."""
+    def _share(self, items: list[tuple[int, int, Record]]) -> tuple[list[list[tuple]], collections.deque]:
+        """Each process's first ``(key, record, replica)`` items, in key order, and the runs given out later.
+
+        Replicas with state: every item of a tag value goes to the process
+        that owns the value, all at once.  Without state any replica will
+        do: the items are cut into runs of consecutive records, about
+        ``RUNS_PER_PROCESS`` per process, and each process starts with one;
+        :meth:`_collect` gives the next run to whichever process answers
+        its last first.
+        """
         n = self.pool.count
         shares: list[list[tuple]] = [[] for _ in range(n)]
         copies = [((seq, instance, value), record) for instance, seq, record in items
                   for value in self.keys.values(record)]
         copies.sort(key=lambda c: c[0])
         self.records += len(copies)
+        runs: collections.deque = collections.deque()
         if self.stateful:
             for key, record in copies:
                 replica = (key[1], key[2])
                 self.replicas.add(replica)
                 shares[owner(key[2], n)].append((key, record, replica))
-        else:  # any replica will do: N runs of consecutive records
-            for i, (key, record) in enumerate(copies):
-                shares[i * n // len(copies)].append((key, record, None))
-        return shares
+        elif copies:
+            size = -(-len(copies) // (n * RUNS_PER_PROCESS))
+            runs.extend([(key, record, None) for key, record in copies[i:i + size]]
+                        for i in range(0, len(copies), size))
+            for index in range(min(n, len(runs))):
+                shares[index] = runs.popleft()
+        return shares, runs
 
     def _collect(self, shares: list[list[tuple]]) -> tuple[list, list]:
         """Read every process's answers to its share: ``(keyed outputs, [(key, error)])``.
@@ -411,9 +428,13 @@ class ProcessSplitRunner(SplitRunner):
                         elif kind == "error":
                             errors.append((message[1], message[2].rebuild()))
                         else:  # "end"
+                            self._ended(index, message)
+                            if self.runs_left and not errors and pool.broken is None:  # the next run
+                                shares[index], done[index] = self.runs_left.popleft(), 0
+                                pool.send(index, ("run", self.node.id, shares[index]))
+                                continue
                             selector.unregister(fd)
                             del waiting[fd]
-                            self._ended(index, message)
         return keyed, errors
 
     def _ended(self, index: int, message: tuple) -> None:

@@ -58,6 +58,39 @@ def test_each_tag_value_lives_in_one_process_for_the_whole_run(tmp_path, engine)
     assert sorted(by_owner) == [0, 1] and all(len(p) == 1 for p in by_owner.values()), by_owner
 
 
+# no state in the replicas: record 0 holds its process until record 31 has been run (in the other one)
+HELD = """import os, time
+
+def f(a, k):
+    marker = os.path.join(os.path.dirname(__file__), "last-done")
+    if a == 0:
+        deadline = time.monotonic() + 120
+        while not os.path.exists(marker):
+            if time.monotonic() > deadline:
+                raise TimeoutError("record 31 was never run")
+            time.sleep(0.005)
+    if a == 31:
+        open(marker, "w").close()
+    return {"pid": os.getpid(), "a": a}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=["reference", "front"])
+def test_an_operand_without_state_gives_its_next_run_of_records_to_the_process_that_is_free(tmp_path, engine):
+    """32 records, 2 processes: runs of 4 consecutive records, one to each process, then the next run to
+    whichever process answers first.  Record 0 keeps the first process busy until record 31 is done, so every
+    run after the first is the other process's: cut into two fixed halves, the first process would have run
+    records 1-15 too, and a slow record would hold up the whole half behind it."""
+    net = load(tmp_path, "net held {\n  box f((a, <k>) -> (pid, a));\n} connect f ! <k>;\n", HELD)
+    outputs = list(net.run([{"a": a, "<k>": a % 4} for a in range(32)], split_processes=2, process_batch=100,
+                           **engine))
+    pid = {o["a"]: o["pid"] for o in outputs}
+    assert sorted(pid) == list(range(32))
+    first, other = pid[0], pid[4]
+    assert first != other and {pid[a] for a in range(4)} == {first}
+    assert {pid[a] for a in range(4, 32)} == {other}, pid
+
+
 def test_owner_is_a_stable_hash_that_spreads_strided_values():
     assert [owner(v, 2) for v in range(16)] == [1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 0, 1]  # across runs
     for values in (range(0, 256, 2), range(0, 512, 4), range(-300, 0)):
