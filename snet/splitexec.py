@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import importlib
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
 import attrs
@@ -184,12 +185,58 @@ class SplitRunner:
         """Release what the runner holds."""
 
 
+class BatchSizer:
+    """Batch sizes chosen while the run goes on (``--box-concurrency auto`` without a batch size given).
+
+    A batch runs as one round trip to the executor, and the run's other
+    stages get its outputs only when all of it is done: a large batch
+    spreads the executor's fixed cost per batch over many records, a small
+    one lets outputs flow (and stages after the split work) while the next
+    batch runs.  So the size aims at a batch that takes ``seconds`` of wall
+    time, long beside the executor's fixed cost per batch (a pipe's round
+    trip for split processes, a job's start on Spark) and short beside a
+    run: after each batch, ``seconds`` over the time a record took (a
+    moving mean of the batches so far, each weighed by its records), as a
+    power of two between ``FEWEST`` and ``MOST``.  The first batch is the
+    executor's :attr:`SplitExecutor.first_batch`.
+    """
+
+    FEWEST = 8
+    MOST = 65_536
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.per_record: float | None = None  # a moving mean, seconds a record
+        self.size: int | None = None  # the size chosen last
+        self.sizes: deque[int] = deque(maxlen=64)  # the sizes chosen, each change once, the latest 64
+
+    def next_size(self, records: int, seconds: float) -> int:
+        """The size of the next batch, after one of ``records`` records took ``seconds``."""
+        measured = seconds / records
+        if self.per_record is None:
+            self.per_record = measured
+        else:  # recent batches count most: a batch's weight grows with its records, up to half
+            weight = min(0.5, records / (records + 64))
+            self.per_record += weight * (measured - self.per_record)
+        wanted = self.seconds / self.per_record if self.per_record > 0 else self.MOST
+        size = self.FEWEST
+        while size * 2 <= wanted and size < self.MOST:
+            size *= 2
+        if size != self.size:
+            self.size = size
+            self.sizes.append(size)
+        return size
+
+
 class SplitExecutor:
     """The batching half of every executor; subclasses say how a split node runs (:meth:`make_runner`).
 
     Attributes:
         selected: the split node ids whose replicas run here.
-        batch_size: records per batch.
+        batch_size: records per batch (chosen after every batch when
+            :attr:`sizer` is set).
+        sizer: the :class:`BatchSizer` of a run with ``--box-concurrency
+            auto`` and no batch size given (:attr:`batch_option`), else None.
         linger: seconds an engine may let a partial batch wait for input
             before it runs it anyway (when nothing else is in flight).
         error_policy: the run's :class:`snet.errorpolicy.ErrorPolicy`, set by
@@ -202,6 +249,10 @@ class SplitExecutor:
     place = "in the split executor"  # where its splits run, for messages ("on Spark")
     linger = 0.05
     error_policy: ErrorPolicy | None = None
+    batch_option = ""  # the RunOptions attribute that gives the batch size (unset: auto may choose it)
+    batch_seconds = 0.25  # the wall time a batch aims at when the size is chosen (BatchSizer)
+    first_batch = 0  # ... and the size of the first batch then (0: the executor's default)
+    sizer: BatchSizer | None = None
 
     def __init__(self, selected: Iterable[int], batch_size: int):
         if batch_size < 1:
@@ -215,6 +266,12 @@ class SplitExecutor:
         self.seq = 0
         self.flushes = 0
         self.flush_seconds = 0.0
+
+    def choose_batch_sizes(self, options: Any) -> None:
+        """Size the batches while the run goes on (a :class:`BatchSizer`), unless ``options`` give the size."""
+        if self.batch_option and getattr(options, self.batch_option, None) is None:
+            self.sizer = BatchSizer(self.batch_seconds)
+            self.batch_size = self.first_batch or self.batch_size
 
     def make_runner(self, node_id: int) -> SplitRunner:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -266,8 +323,11 @@ class SplitExecutor:
                     return BatchResult(tuple(before), failure.error, failure.seq, tuple(failed))
                 self._skipped(runner, failed)
         finally:
+            seconds = time.perf_counter() - started
             self.flushes += 1
-            self.flush_seconds += time.perf_counter() - started
+            self.flush_seconds += seconds
+            if self.sizer is not None:
+                self.batch_size = self.sizer.next_size(sum(len(items) for items in batch.values()), seconds)
         done.sort(key=_seq)
         return BatchResult(tuple(done), failures=tuple(failed))
 
@@ -433,6 +493,6 @@ def executor_for(graph: PropertyGraph, boxes: dict[str, Callable[..., Any]], opt
     return executor
 
 
-__all__ = ["SplitExecutorProtocol", "ExecutorStats", "SplitExecutor", "SplitRunner", "SplitOutputs", "BatchResult",
+__all__ = ["SplitExecutorProtocol", "ExecutorStats", "BatchSizer", "SplitExecutor", "SplitRunner", "SplitOutputs", "BatchResult",
            "SplitFailure", "select_splits", "split_positions", "ExecutorEntry", "EXECUTORS", "register_executor",
            "executor_for", "asked_executors", "fold_outputs"]

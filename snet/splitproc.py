@@ -98,6 +98,9 @@ class ProcessSplits(SplitExecutor):
 
     name = "processes"
     place = "in split processes"
+    batch_option = "process_batch"
+    batch_seconds = 0.25  # a batch's fixed cost is a message each way per process (well under a millisecond)
+    first_batch = 64  # small: a slow split says so soon (a Spark job's start would cost too much for it)
 
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], options: Any):
         super().__init__(select_splits(graph, options.process_splits, "--process-splits"),
@@ -132,7 +135,8 @@ class ProcessSplits(SplitExecutor):
             processes=self.count, batch_size=self.batch_size,
             selected=tuple(sorted(_where(self.graph.nodes[i]) for i in self.selected)),
             flushes=self.flushes, seconds=self.flush_seconds, records=sum(r.records for r in runners),
-            replicas=sum(len(r.replicas) for r in runners), boxes=BoxStats.table(calls))
+            replicas=sum(len(r.replicas) for r in runners), boxes=BoxStats.table(calls),
+            batch_sizes=tuple(self.sizer.sizes) if self.sizer is not None else ())
 
     def cancel(self) -> None:
         if self.pool is not None:

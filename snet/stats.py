@@ -223,6 +223,7 @@ class SparkStats:
     flushes: int
     seconds: float  # total time of the flushes
     splits: Mapping[str, SplitStats]  # by position
+    batch_sizes: tuple[int, ...] = ()  # the batch sizes chosen (--box-concurrency auto): each change, in order
 
     @property
     def batches(self) -> int:
@@ -247,6 +248,13 @@ class SplitProcessStats:
     records: int  # records sent to the processes (a range split's copies counted)
     replicas: int  # replicas with state, alive in the processes
     boxes: Mapping[str, BoxStats]  # box calls in the processes
+    batch_sizes: tuple[int, ...] = ()  # the batch sizes chosen (--box-concurrency auto): each change, in order
+
+
+def _chosen(sizes: tuple[int, ...]) -> str:
+    """``; batch sizes chosen 64 → 8,192`` (the latest eight changes), or nothing."""
+    shown = " → ".join(f"{size:,}" for size in sizes[-8:])
+    return f"; batch sizes chosen {'… → ' if len(sizes) > 8 else ''}{shown}" if sizes else ""
 
 
 @attrs.frozen
@@ -373,7 +381,7 @@ class RunStats:
         spark = self.spark
         if spark is not None:
             lines.append(f"  on Spark ({spark.master}): {spark.batches} batches, {spark.records:,} records, "
-                         f"{format_duration(spark.seconds)}")
+                         f"{format_duration(spark.seconds)}{_chosen(spark.batch_sizes)}")
             for where, split in sorted(spark.splits.items()):
                 lines.append(f"    split at {where}: {split.batches} batches, {split.records:,} records, "
                              f"{split.tasks} tasks, {format_duration(split.seconds)}")
@@ -381,7 +389,8 @@ class RunStats:
         if local is not None:
             batches = f"{local.flushes} batch{'es' if local.flushes != 1 else ''}"
             lines.append(f"  in {local.processes} split processes: {batches}, {local.records:,} records, "
-                         f"{format_duration(local.seconds)}; {local.replicas:,} replicas with state")
+                         f"{format_duration(local.seconds)}; {local.replicas:,} replicas with state"
+                         f"{_chosen(local.batch_sizes)}")
             for name, box in sorted(local.boxes.items()):
                 lines.append(f"    box {name}: {box.calls:,} calls, {format_duration(box.seconds)} in the processes")
         return "\n".join(lines)

@@ -22,7 +22,7 @@ import attrs
 
 from snet.errors import SNetUsageError
 from snet.execution import Engine, Execution, Input
-from snet.options import DEFAULT_ENGINE, ENGINES, RunOptions, engine_names  # re-exported here
+from snet.options import AUTO, DEFAULT_ENGINE, ENGINES, RunOptions, engine_names  # re-exported here
 from snet.spg.nodes import BoxNode, PropertyGraph, SplitNode
 from snet.splitexec import SplitExecutor
 
@@ -53,11 +53,15 @@ def split_executor(graph: PropertyGraph, boxes: Boxes, options: RunOptions) -> S
     split in place.
 
     Executors register in :mod:`snet.splitexec`; each is imported only when
-    a run asks for it.
+    a run asks for it.  Under ``--box-concurrency auto`` the executor sizes
+    its batches itself, unless the options give the size.
     """
     from snet.splitexec import executor_for
 
-    return executor_for(graph, dict(boxes), options)
+    executor = executor_for(graph, dict(boxes), options)
+    if executor is not None and options.box_concurrency == AUTO:
+        executor.choose_batch_sizes(options)
+    return executor
 
 
 def start(engine_name: str | None, graph: PropertyGraph, boxes: Boxes, records: Iterable[Input],

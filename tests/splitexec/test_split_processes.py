@@ -19,6 +19,7 @@ import pytest
 
 import snet
 from snet.errors import SNetOptionError, SNetRuntimeError, SNetUsageError
+from snet.splitexec import BatchSizer
 from snet.splitproc import owner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,6 +90,52 @@ def test_an_operand_without_state_gives_its_next_run_of_records_to_the_process_t
     first, other = pid[0], pid[4]
     assert first != other and {pid[a] for a in range(4)} == {first}
     assert {pid[a] for a in range(4, 32)} == {other}, pid
+
+
+def test_a_batch_sizer_aims_at_its_seconds_a_batch_as_a_power_of_two():
+    sizer = BatchSizer(0.25)
+    assert sizer.next_size(64, 64 * 0.002) == 64  # 2 ms a record: 125 wanted
+    assert sizer.next_size(64, 64 * 0.002) == 64
+    quick = BatchSizer(0.25)
+    assert quick.next_size(64, 64 * 20e-6) == 8192  # 20 us a record: 12,500 wanted
+    assert quick.next_size(8192, 8192 * 20e-6) == 8192 and list(quick.sizes) == [8192]
+    # records turn slow (4 ms): a moving mean, half of it the latest batch, so the size falls at once and
+    # then settles at the power of two below 0.25 s / 4 ms = 62.5
+    falling = [quick.next_size(8192, 8192 * 0.004) for _ in range(12)]
+    assert falling == sorted(falling, reverse=True) and falling[0] == 64 and falling[-1] == 32, falling
+    assert BatchSizer(0.25).next_size(10, 100.0) == BatchSizer.FEWEST
+    assert BatchSizer(0.25).next_size(10, 0.0) == BatchSizer.MOST
+
+
+SLEEPING = "import time\n\ndef f(a, k):\n    time.sleep(0.004)\n    return {'a': a, '<k>': k}\n"
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=["reference", "front"])
+def test_under_auto_the_batches_of_a_slow_split_are_sized_to_let_outputs_flow(tmp_path, engine):
+    """4 ms a record over 2 processes: batches of about 0.25 s are 64 records at most, where the fixed
+    batch of 1,024 would have held every output of these 300 records back until the last was done."""
+    net = load(tmp_path, ONE, SLEEPING)
+    records = [{"a": i, "<k>": i % 8} for i in range(300)]
+    with net.run(records, split_processes=2, box_concurrency="auto", **engine) as execution:
+        outputs = list(execution)
+    assert sorted(o["a"] for o in outputs) == list(range(300))
+    part = execution.stats().split_processes
+    assert part.flushes >= 300 // 64 and part.batch_size <= 64 and part.batch_sizes, part
+    with net.run(records, split_processes=2, **engine) as execution:  # without auto: as given (the default)
+        assert len(list(execution)) == 300
+    assert execution.stats().split_processes.batch_size == 1024 and not execution.stats().split_processes.batch_sizes
+
+
+def test_under_auto_the_batches_of_a_quick_split_grow_and_the_stats_say_so(tmp_path):
+    load(tmp_path, ONE, "def f(a, k):\n    return {'a': a, '<k>': k}\n")
+    records = [{"a": i, "<k>": i % 8} for i in range(5000)]
+    result = snet_run("net.snet", "--split-processes", "2", "--box-concurrency", "auto", "--stats", cwd=tmp_path,
+                      stdin="".join(json.dumps(r) + "\n" for r in records))
+    assert result.returncode == 0, result.stderr
+    assert sorted(json.loads(line)["a"] for line in result.stdout.splitlines()) == list(range(5000))
+    line = next(line for line in result.stderr.splitlines() if "split processes:" in line)
+    chosen = [int(size.replace(",", "")) for size in line.split("batch sizes chosen ")[1].split(" → ")]
+    assert chosen[0] >= 1024, line  # after a first batch of 64: microseconds a record
 
 
 def test_owner_is_a_stable_hash_that_spreads_strided_values():

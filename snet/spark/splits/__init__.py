@@ -20,12 +20,13 @@ class SparkSplits(SplitExecutor):
 
     name = "spark"
     place = "on Spark (Spark retries a failed task itself)"
+    batch_option, default_batch = "spark_batch", 4096
+    batch_seconds = 4.0  # under auto: a batch's fixed cost is a Spark job's start (a few hundred milliseconds)
 
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], options: Any):
         from snet.spark.cluster.session import start_session
-        from snet.spark.splits.runner import DEFAULT_BATCH
 
-        super().__init__(select_splits(graph, options.spark_splits), options.spark_batch or DEFAULT_BATCH)
+        super().__init__(select_splits(graph, options.spark_splits), options.spark_batch or self.default_batch)
         self.graph, self.boxes = graph, boxes
         self.master, self.conf = options.spark_master, dict(options.spark_conf or {})
         if self.selected:  # now: a missing pyspark or Java is a start-up error, the 5-8 s not the first batch's
@@ -34,7 +35,7 @@ class SparkSplits(SplitExecutor):
     def make_runner(self, node_id: int):
         from snet.spark.splits.runner import SparkSplitRunner
 
-        return SparkSplitRunner(self.graph, node_id, self.boxes, self.master, self.conf, self.batch_size,
+        return SparkSplitRunner(self.graph, node_id, self.boxes, self.master, self.conf,
                                 skip_errors=self.error_policy is not None)
 
     def stats(self) -> SparkStats:
@@ -46,6 +47,7 @@ class SparkSplits(SplitExecutor):
             flushes=self.flushes,
             seconds=self.flush_seconds,
             splits={r.where: SplitStats.from_runner(r.stats()) for r in self.runners.values()},
+            batch_sizes=tuple(self.sizer.sizes) if self.sizer is not None else (),
         )
 
 

@@ -28,7 +28,6 @@ from snet.spg.nodes import PropertyGraph, SplitNode
 log = logging.getLogger("snet.spark")
 
 Record = dict
-DEFAULT_BATCH = 4096
 
 # Settings read by snet itself, not passed to Spark.
 SNET_KEYS = ("snet.path", "snet.partitions", "snet.boxes", "snet.mode")
@@ -39,7 +38,7 @@ class SparkSplitRunner(SplitRunner):
     ``snet.partitions``, ``snet.boxes``).  Instances of the node share one runner, state per (instance, value)."""
 
     def __init__(self, graph: PropertyGraph, split_node_id: int, boxes: dict[str, Callable], master: str,
-                 conf: dict[str, str] | None = None, batch_size: int | None = None, skip_errors: bool = False):
+                 conf: dict[str, str] | None = None, skip_errors: bool = False):
         from snet.spark.cluster.jobs import RunJobs
         from snet.spark.cluster.session import get_session, is_connect_session, parallelism
         from snet.spark.cluster.shipping import dump_context, make_context, ship, shipped_only
@@ -52,7 +51,6 @@ class SparkSplitRunner(SplitRunner):
         self.node, self.keys, self.master = node, SplitKeys(node), master
         self.where = node.span.location if node.span is not None else f"node {node.id}"
         self.stateful = keeps_state(node.operand)  # replicas differ: per-replica state bytes
-        self.batch_size = batch_size or DEFAULT_BATCH
         self.session = get_session(master, conf)
         self.connect = is_connect_session(self.session)
         path = own.get("snet.path", "dataframe" if self.connect else "rdd")
