@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
+import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -147,3 +148,54 @@ def test_cost_per_record(benchmark, report, tmp_path):
     report(in_process_us=per * min(w for w, _ in local), in_process_cpu_us=per * min(c for _, c in local),
            split_processes_us=per * min(w for w, _ in remote), split_processes_cpu_us=per * min(c for _, c in remote),
            load_average=round(os.getloadavg()[0], 2))
+
+
+CHAINED = ("net chained {\n  box work((x, <t>) -> (x, <t>));\n  box post((x) -> (y));\n}"
+           " connect (work ! <t>) .. post;\n")
+POST = '''
+
+def post(x):
+    s = x
+    for i in range(LOOPS // 4):
+        s = (s * 31 + i) % 1000003
+    return {"y": s}
+'''
+
+
+def test_auto_batch_sizes_let_outputs_flow(benchmark, report, tmp_path):
+    """``(work ! <t>) .. post``: the 5 ms box in 2 split processes, then a 1.25 ms box in process; 384 records.
+
+    Candidate: ``box_concurrency="auto"`` (``--box-concurrency auto``), whose
+    batch sizes aim at 0.25 s a batch (``snet.splitexec.BatchSizer``);
+    baseline: the fixed batch of 1,024 (every record in one batch, so
+    ``post`` starts when the last record has left the processes).  Both with
+    FRONT, 2 workers, ``split_processes=2``; the whole run and its first
+    output.  With free cores, ``post`` runs beside the next batch; on two
+    cores the processes already take both.
+    """
+    loops = calibrated_loops()
+    (tmp_path / "chained.py").write_text(BOX.format(loops=loops, heavy_below=TAGS * PER_TAG) + POST)
+    (tmp_path / "chained.snet").write_text(CHAINED)
+    net = snet.load(str(tmp_path / "chained.snet"))
+    records = [{"x": i, "<t>": i % TAGS} for i in range(TAGS * PER_TAG)]
+    expected = sorted(o["y"] for o in net.run(records, engine="reference"))
+    firsts: dict[str, list[float]] = {"fixed": [], "auto": []}
+
+    def run(name, **options):
+        started, first, got = time.perf_counter(), None, []
+        with net.run(records, engine="front", workers=2, split_processes=2, **options) as execution:
+            for output in execution:
+                first = first if first is not None else time.perf_counter() - started
+                got.append(output["y"])
+        assert sorted(got) == expected
+        firsts[name].append(first)
+
+    run("fixed")  # the fork server starts once
+    firsts["fixed"].clear()
+    load_before = os.getloadavg()[0]
+    result = paired(lambda: run("auto", box_concurrency="auto"), lambda: run("fixed"), rounds=3)
+    benchmark.pedantic(lambda: run("auto", box_concurrency="auto"), rounds=1, iterations=1)
+    report(speedup=1 / result["ratio"], fixed_s=result["baseline_s"], auto_s=result["candidate_s"],
+           first_output_fixed_s=statistics.median(firsts["fixed"]),
+           first_output_auto_s=statistics.median(firsts["auto"]), loops=loops, cores=os.cpu_count(),
+           load_average_before=round(load_before, 2), load_average_after=round(os.getloadavg()[0], 2))
