@@ -493,6 +493,6 @@ def executor_for(graph: PropertyGraph, boxes: dict[str, Callable[..., Any]], opt
     return executor
 
 
-__all__ = ["SplitExecutorProtocol", "ExecutorStats", "BatchSizer", "SplitExecutor", "SplitRunner", "SplitOutputs", "BatchResult",
-           "SplitFailure", "select_splits", "split_positions", "ExecutorEntry", "EXECUTORS", "register_executor",
-           "executor_for", "asked_executors", "fold_outputs"]
+__all__ = ["SplitExecutorProtocol", "ExecutorStats", "BatchSizer", "SplitExecutor", "SplitRunner", "SplitOutputs",
+           "BatchResult", "SplitFailure", "select_splits", "split_positions", "ExecutorEntry", "EXECUTORS",
+           "register_executor", "executor_for", "asked_executors", "fold_outputs"]
