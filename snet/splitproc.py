@@ -459,9 +459,12 @@ class ProcessSplitRunner(SplitRunner):
         box = entry.slot.value
         how = entry.exit_text()
         record = _shown(item[1]) if item is not None else "?"
-        after = ("the record is skipped, and a new split process runs the records after it"
-                 if item is not None and self._skips_crashes() else
-                 "the replicas that split process held are lost with it, so the run stops")
+        if item is not None and self._skips_crashes():
+            after = "the record is skipped, and a new split process runs the records after it"
+        elif self.stateful:
+            after = "the replicas that split process held are lost with it, so the run stops"
+        else:  # nothing was lost but the call: the error policy decides
+            after = "the run stops; under --on-error skip the record would be skipped alone"
         detail = f"the split's input record: {record}\n({after})"
         which = f"split process {index + 1} of {pool.count}"
         if box:

@@ -323,6 +323,16 @@ def test_under_skip_a_process_that_dies_with_replicas_that_hold_state_stops_the_
     assert "the replicas that split process held are lost with it, so the run stops" in error.value.detail
 
 
+def test_a_process_that_dies_with_replicas_without_state_says_the_error_policy_stopped_the_run(tmp_path):
+    """Nothing but the call was lost: the message says why the run stops (no replica to lose) and how not to."""
+    net = load(tmp_path, ONE, "import os\n\ndef f(a, k):\n    if a == 5:\n        os._exit(3)\n"
+                              "    return {'a': a, '<k>': k}\n")
+    with pytest.raises(SNetRuntimeError) as error:
+        list(net.run([{"a": a, "<k>": a % 4} for a in range(8)], split_processes=2))
+    assert error.value.message.startswith("box 'f' ended split process ")
+    assert "under --on-error skip the record would be skipped alone" in error.value.detail
+    assert "lost" not in error.value.detail
+
 CASES = ROOT / "tests" / "conformance" / "cases"
 
 
