@@ -204,11 +204,13 @@ class BatchSizer:
     FEWEST = 8
     MOST = 65_536
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, first: int):
         self.seconds = seconds
         self.per_record: float | None = None  # a moving mean, seconds a record
-        self.size: int | None = None  # the size chosen last
-        self.sizes: deque[int] = deque(maxlen=64)  # the sizes chosen, each change once, the latest 64
+        self.size = first  # the size set last
+        # the sizes set in turn, the latest 64: the first batch's, then each change (the last may have been
+        # set after the run's last batch)
+        self.sizes: deque[int] = deque([first], maxlen=64)
 
     def next_size(self, records: int, seconds: float) -> int:
         """The size of the next batch, after one of ``records`` records took ``seconds``."""
@@ -270,8 +272,8 @@ class SplitExecutor:
     def choose_batch_sizes(self, options: Any) -> None:
         """Size the batches while the run goes on (a :class:`BatchSizer`), unless ``options`` give the size."""
         if self.batch_option and getattr(options, self.batch_option, None) is None:
-            self.sizer = BatchSizer(self.batch_seconds)
             self.batch_size = self.first_batch or self.batch_size
+            self.sizer = BatchSizer(self.batch_seconds, self.batch_size)
 
     def make_runner(self, node_id: int) -> SplitRunner:  # pragma: no cover - abstract
         raise NotImplementedError

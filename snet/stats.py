@@ -223,7 +223,7 @@ class SparkStats:
     flushes: int
     seconds: float  # total time of the flushes
     splits: Mapping[str, SplitStats]  # by position
-    batch_sizes: tuple[int, ...] = ()  # the batch sizes chosen (--box-concurrency auto): each change, in order
+    batch_sizes: tuple[int, ...] = ()  # under --box-concurrency auto: the batch sizes set in turn (BatchSizer)
 
     @property
     def batches(self) -> int:
@@ -248,11 +248,11 @@ class SplitProcessStats:
     records: int  # records sent to the processes (a range split's copies counted)
     replicas: int  # replicas with state, alive in the processes
     boxes: Mapping[str, BoxStats]  # box calls in the processes
-    batch_sizes: tuple[int, ...] = ()  # the batch sizes chosen (--box-concurrency auto): each change, in order
+    batch_sizes: tuple[int, ...] = ()  # under --box-concurrency auto: the batch sizes set in turn (BatchSizer)
 
 
 def _chosen(sizes: tuple[int, ...]) -> str:
-    """``; batch sizes chosen 64 → 8,192`` (the latest eight changes), or nothing."""
+    """``; batch sizes chosen 64 → 8,192`` (the first batch's, then each change; the latest eight), or nothing."""
     shown = " → ".join(f"{size:,}" for size in sizes[-8:])
     return f"; batch sizes chosen {'… → ' if len(sizes) > 8 else ''}{shown}" if sizes else ""
 

@@ -93,18 +93,18 @@ def test_an_operand_without_state_gives_its_next_run_of_records_to_the_process_t
 
 
 def test_a_batch_sizer_aims_at_its_seconds_a_batch_as_a_power_of_two():
-    sizer = BatchSizer(0.25)
+    sizer = BatchSizer(0.25, 64)
     assert sizer.next_size(64, 64 * 0.002) == 64  # 2 ms a record: 125 wanted
-    assert sizer.next_size(64, 64 * 0.002) == 64
-    quick = BatchSizer(0.25)
+    assert sizer.next_size(64, 64 * 0.002) == 64 and list(sizer.sizes) == [64]
+    quick = BatchSizer(0.25, 64)
     assert quick.next_size(64, 64 * 20e-6) == 8192  # 20 us a record: 12,500 wanted
-    assert quick.next_size(8192, 8192 * 20e-6) == 8192 and list(quick.sizes) == [8192]
+    assert quick.next_size(8192, 8192 * 20e-6) == 8192 and list(quick.sizes) == [64, 8192]
     # records turn slow (4 ms): a moving mean, half of it the latest batch, so the size falls at once and
     # then settles at the power of two below 0.25 s / 4 ms = 62.5
     falling = [quick.next_size(8192, 8192 * 0.004) for _ in range(12)]
     assert falling == sorted(falling, reverse=True) and falling[0] == 64 and falling[-1] == 32, falling
-    assert BatchSizer(0.25).next_size(10, 100.0) == BatchSizer.FEWEST
-    assert BatchSizer(0.25).next_size(10, 0.0) == BatchSizer.MOST
+    assert BatchSizer(0.25, 64).next_size(10, 100.0) == BatchSizer.FEWEST
+    assert BatchSizer(0.25, 64).next_size(10, 0.0) == BatchSizer.MOST
 
 
 SLEEPING = "import time\n\ndef f(a, k):\n    time.sleep(0.004)\n    return {'a': a, '<k>': k}\n"
@@ -120,7 +120,7 @@ def test_under_auto_the_batches_of_a_slow_split_are_sized_to_let_outputs_flow(tm
         outputs = list(execution)
     assert sorted(o["a"] for o in outputs) == list(range(300))
     part = execution.stats().split_processes
-    assert part.flushes >= 300 // 64 and part.batch_size <= 64 and part.batch_sizes, part
+    assert part.flushes >= 300 // 64 and part.batch_size <= 64 and part.batch_sizes[0] == 64, part
     with net.run(records, split_processes=2, **engine) as execution:  # without auto: as given (the default)
         assert len(list(execution)) == 300
     assert execution.stats().split_processes.batch_size == 1024 and not execution.stats().split_processes.batch_sizes
@@ -135,7 +135,7 @@ def test_under_auto_the_batches_of_a_quick_split_grow_and_the_stats_say_so(tmp_p
     assert sorted(json.loads(line)["a"] for line in result.stdout.splitlines()) == list(range(5000))
     line = next(line for line in result.stderr.splitlines() if "split processes:" in line)
     chosen = [int(size.replace(",", "")) for size in line.split("batch sizes chosen ")[1].split(" → ")]
-    assert chosen[0] >= 1024, line  # after a first batch of 64: microseconds a record
+    assert chosen[0] == 64 and chosen[1] >= 1024, line  # after the first batch: microseconds a record
 
 
 def test_owner_is_a_stable_hash_that_spreads_strided_values():
@@ -321,6 +321,7 @@ def test_under_skip_a_process_that_dies_with_replicas_that_hold_state_stops_the_
         list(net.run(records, split_processes=2, on_error="skip"))
     assert error.value.message.startswith("box 'f' ended split process ")
     assert "the replicas that split process held are lost with it, so the run stops" in error.value.detail
+
 
 
 def test_a_process_that_dies_with_replicas_without_state_says_the_error_policy_stopped_the_run(tmp_path):
