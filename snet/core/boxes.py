@@ -682,11 +682,12 @@ class BoxCaller:
         detail = getattr(error, "__snet_traceback__", None)  # raised in a box process (processes.py)
         if detail is None:
             tb = error.__traceback__
-            # Skip this module's frames and the timeout/retry stand-in's (snet.core.guard): the user
-            # wants the box's own frames.  (Compiled, the frame names the .py source, not __file__, so
-            # the module is told by its globals.)
+            # Skip this module's frames, the timeout/retry stand-in's (snet.core.guard) and a split
+            # process's box wrapper (snet.splitworker): the user wants the box's own frames.  (Compiled,
+            # the frame names the .py source, not __file__, so the module is told by its globals.)
             while tb is not None and tb.tb_frame.f_globals.get("__name__") in (__name__, "snet.core.guard",
-                                                                               "snet.core.chains"):
+                                                                               "snet.core.chains",
+                                                                               "snet.splitworker"):
                 tb = tb.tb_next
             detail = "".join(traceback.format_exception(type(error), error, tb))
         # the attempts of a box given a timeout or retries (snet.core.guard), when there were several

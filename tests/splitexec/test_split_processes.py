@@ -334,6 +334,16 @@ def test_a_process_that_dies_with_replicas_without_state_says_the_error_policy_s
     assert "under --on-error skip the record would be skipped alone" in error.value.detail
     assert "lost" not in error.value.detail
 
+
+def test_a_box_error_in_a_split_process_shows_the_box_frames_alone(tmp_path):
+    net = load(tmp_path, ONE, "def f(a, k):\n    if a == 5:\n        raise ValueError('five')\n"
+                              "    return {'a': a, '<k>': k}\n")
+    with pytest.raises(SNetRuntimeError) as error:
+        list(net.run([{"a": a, "<k>": a % 4} for a in range(8)], split_processes=2))
+    detail = error.value.detail
+    assert "ValueError: five" in detail and 'net.py", line 3, in f' in detail, detail
+    assert "snet" not in detail.replace(str(tmp_path), ""), detail  # no frame of snet's own
+
 CASES = ROOT / "tests" / "conformance" / "cases"
 
 
