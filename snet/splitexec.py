@@ -207,7 +207,6 @@ class BatchSizer:
     def __init__(self, seconds: float, first: int):
         self.seconds = seconds
         self.per_record: float | None = None  # a moving mean, seconds a record
-        self.size = first  # the size set last
         # the sizes set in turn, the latest 64: the first batch's, then each change (the last may have been
         # set after the run's last batch)
         self.sizes: deque[int] = deque([first], maxlen=64)
@@ -224,8 +223,7 @@ class BatchSizer:
         size = self.FEWEST
         while size * 2 <= wanted and size < self.MOST:
             size *= 2
-        if size != self.size:
-            self.size = size
+        if size != self.sizes[-1]:
             self.sizes.append(size)
         return size
 

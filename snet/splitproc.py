@@ -298,7 +298,6 @@ class ProcessSplitRunner(SplitRunner):
         self.box_calls: dict[str, list] = {}
         self.final_warnings: list[str] | None = None
         self.skip_errors = skip_errors
-        self.runs_left: collections.deque = collections.deque()  # runs of this batch not given out yet
         pool.announce(node.id, skip_errors)
 
     def process_many(self, items: list[tuple[int, int, Record]]) -> list[SplitOutputs]:
@@ -311,7 +310,7 @@ class ProcessSplitRunner(SplitRunner):
         pool = self.pool
         if pool.broken is not None:
             raise SplitFailure(pool.broken, -1, [])
-        shares, self.runs_left = self._share(items)
+        shares, runs = self._share(items)
         pool.busy = True
         finished = False
         try:
@@ -323,7 +322,7 @@ class ProcessSplitRunner(SplitRunner):
                         raise SNetRuntimeError(f"a record that entered the split cannot be sent to a split process "
                                                f"(records travel pickled): {type(e).__name__}: {e}",
                                                self.node.span) from e
-            keyed, errors = self._collect(shares)
+            keyed, errors = self._collect(shares, runs)
             finished = True
         finally:
             pool.busy = False
@@ -365,8 +364,9 @@ class ProcessSplitRunner(SplitRunner):
                 shares[index] = runs.popleft()
         return shares, runs
 
-    def _collect(self, shares: list[list[tuple]]) -> tuple[list, list]:
-        """Read every process's answers to its share: ``(keyed outputs, [(key, error)])``.
+    def _collect(self, shares: list[list[tuple]], runs: collections.deque) -> tuple[list, list]:
+        """Read every process's answers to its share: ``(keyed outputs, [(key, error)])``; a process that
+        answers its share's last item is given the next of ``runs`` (taken from the left), if any are left.
 
         The answers are read from the pipes in large chunks and cut into
         messages here (:func:`_messages`), rather than one message per
@@ -433,8 +433,8 @@ class ProcessSplitRunner(SplitRunner):
                             errors.append((message[1], message[2].rebuild()))
                         else:  # "end"
                             self._ended(index, message)
-                            if self.runs_left and not errors and pool.broken is None:  # the next run
-                                shares[index], done[index] = self.runs_left.popleft(), 0
+                            if runs and not errors and pool.broken is None:  # the next run not given out yet
+                                shares[index], done[index] = runs.popleft(), 0
                                 pool.send(index, ("run", self.node.id, shares[index]))
                                 continue
                             selector.unregister(fd)
