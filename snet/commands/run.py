@@ -353,6 +353,8 @@ def run_command(args: argparse.Namespace) -> int:
         with contextlib.redirect_stdout(sys.stderr), _terminate_as_interrupt():
             return _run(network, records, options, writer, where, args, stats_json, input_file, metrics, top,
                         checkpointed.checkpointing if checkpointed is not None else None)
+    except KeyboardInterrupt as e:  # one that came while the engine started, before _run's loop
+        raise _interrupted(e) from None
     finally:
         if metrics is not None:
             metrics.close()
@@ -387,6 +389,11 @@ def _open_input(path: str | None):
 
 class _Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt."""
+
+
+def _interrupted(e: KeyboardInterrupt) -> SNetInterrupted:
+    what = "terminated (SIGTERM)" if isinstance(e, _Terminated) else "interrupted"
+    return SNetInterrupted(f"{what}; the outputs produced so far were written")
 
 
 @contextlib.contextmanager
@@ -434,8 +441,7 @@ def _run(network, records, options, writer, where: str, args: argparse.Namespace
         if checkpointing is not None:  # the final state, before the writer ends the output
             checkpointing.finish()
     except KeyboardInterrupt as e:
-        what = "terminated (SIGTERM)" if isinstance(e, _Terminated) else "interrupted"
-        raise SNetInterrupted(f"{what}; the outputs produced so far were written") from None
+        raise _interrupted(e) from None
     except OSError as e:
         raise _write_failed(where, e) from None
     finally:

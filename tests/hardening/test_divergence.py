@@ -205,6 +205,34 @@ def test_a_signal_ends_a_diverging_run_within_two_seconds(tmp_path, engine, sign
     assert took < 2.0, took
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["front", "reference"])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_engine_starts_is_reported_as_that_signal(tmp_path, engine, signum):
+    """Sent as soon as the run says it starts: the engine may still be starting, before its first output."""
+    (tmp_path / "net.snet").write_text(LOOP)
+    (tmp_path / "in.jsonl").write_text('{"x": 1}\n')
+    child = subprocess.Popen([sys.executable, "-m", "snet", "run", "-v", "--engine", engine, "-w", "2",
+                              "--memory-limit", "2G", "-i", str(tmp_path / "in.jsonl"), str(tmp_path / "net.snet")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(), text=True)
+    try:
+        line = "-"
+        while line and " engine" not in line:
+            line = child.stderr.readline()
+        assert line, "the child ended before its run started"
+        child.send_signal(signum)
+        child.wait(timeout=30)
+        err = child.stderr.read()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 1, err
+    what = "terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted"
+    assert err.strip().splitlines()[-1] == f"error: {what}; the outputs produced so far were written", err
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize("engine", ["front", "reference"])
 def test_snet_run_reports_the_divergence_and_exits_1(tmp_path, engine):
     (tmp_path / "net.snet").write_text(RUNSUM)
