@@ -110,13 +110,13 @@ def job_summary(error: Exception) -> str:
     return next((line for line in text if "Error" in line or "Exception" in line), text[0] if text else "").strip()
 
 
-def interrupted(error: BaseException | None) -> bool:
-    """Whether ``error`` was raised while handling a KeyboardInterrupt (py4j turns Ctrl-C during a call into
-    an error of its own, "Gateway must be connected to send cancel cmd", say)."""
+def interrupt_in(error: BaseException | None) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt ``error`` is or was raised while handling, if any (py4j turns Ctrl-C during a call
+    into an error of its own, "Gateway must be connected to send cancel cmd" or "Answer from Java side is empty")."""
     seen = set()
     while error is not None and id(error) not in seen:
         if isinstance(error, KeyboardInterrupt):
-            return True
+            return error
         seen.add(id(error))
         error = error.__cause__ or error.__context__
-    return False
+    return None

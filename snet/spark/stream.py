@@ -43,7 +43,7 @@ import attrs
 
 from snet.errors import SNetNotDistributable, SNetRuntimeError, SNetUsageError
 from snet.options import RunOptions
-from snet.spark.failures import interrupted, reason, task_error
+from snet.spark.failures import interrupt_in, reason, task_error
 
 log = logging.getLogger("snet.spark")
 
@@ -126,11 +126,8 @@ class StreamRun:
         try:
             try:
                 self._wait()
-            except KeyboardInterrupt:
-                stopped = True
-                self._stop()
-            except Exception as e:
-                if not interrupted(e):
+            except BaseException as e:  # Ctrl-C (SIGTERM), or an error py4j raised while it handled one
+                if interrupt_in(e) is None:
                     raise
                 stopped = True
                 self._stop()
@@ -157,7 +154,7 @@ class StreamRun:
             files = source_reader(session.read, request.source).load(request.input)
             schema = files.schema
         except Exception as e:
-            if interrupted(e):
+            if interrupt_in(e) is not None:
                 raise KeyboardInterrupt from None
             raise SNetUsageError(f"cannot read the input {request.input}: {reason(e)}; a stream takes its schema "
                                  f"from the files there when it starts, so put a first file there") from None

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from snet.core.compiled import SplitKeys
 from snet.errors import SNetRuntimeError, SNetUsageError
-from snet.spark.failures import crash_summary, job_summary, looks_like_crash
+from snet.spark.failures import crash_summary, interrupt_in, job_summary, looks_like_crash
 from snet.spark.splits import crash
 from snet.spark.splits.replicas import Group, TaskInput, TaskOutput, run_payload
 from snet.spark.tasks import arrow_payloads, dumps, keeps_state, loads, rdd_payloads
@@ -195,9 +195,11 @@ class SparkSplitRunner(SplitRunner):
                 df = self.session.createDataFrame([(p,) for p in payloads], "payload binary")
                 fn = functools.partial(arrow_payloads, function, self.context_bytes)
                 return [bytes(row[0]) for row in df.mapInArrow(fn, "payload binary").collect()]
-        except KeyboardInterrupt:
-            self.cancel()
-            raise
+        except BaseException as e:
+            if (interrupt := interrupt_in(e)) is None:
+                raise
+            self.cancel()  # Ctrl-C (SIGTERM), or an error py4j raised while it handled one
+            raise interrupt from None
 
     def _diagnose(self, payloads: list[bytes], description: str, job_error: str) -> list[bytes] | None:
         """The batch again, each task's groups in child processes (:mod:`snet.spark.splits.crash`); None if that

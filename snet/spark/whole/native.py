@@ -23,7 +23,7 @@ import attrs
 from snet.errors import SNetNotDistributable, SNetRuntimeError, SNetUsageError
 from snet.options import RunOptions
 from snet.records import format_labels
-from snet.spark.failures import analysis_error, interrupted, looks_like_crash, reason, task_error
+from snet.spark.failures import analysis_error, interrupt_in, looks_like_crash, reason, task_error
 
 log = logging.getLogger("snet.spark")
 
@@ -212,7 +212,7 @@ class NativeRun:
             unmark(self.session, request.output)
             raise
         except Exception as e:
-            if interrupted(e):  # Ctrl-C in a py4j call, which py4j turned into an error of its own
+            if interrupt_in(e) is not None:  # Ctrl-C in a py4j call, which py4j turned into an error of its own
                 self._stop()
                 raise KeyboardInterrupt from None
             # (the driver fallback runs the network before it writes: a refused write there is a run-time failure)
@@ -287,7 +287,7 @@ class NativeRun:
         try:
             return diagnose(self.network, self.df, order=self.order, shipped_only=self.shipped, job_error=text)
         except Exception as e:  # the diagnosis failed too: the original error stands
-            if interrupted(e):
+            if interrupt_in(e) is not None:
                 raise KeyboardInterrupt from None
             log.debug("the crash diagnosis failed: %s", e)
             return None
@@ -306,7 +306,7 @@ class NativeRun:
                             order=self.order, shipped_only=self.shipped, schema=self.schema)
             self.written = count  # (None on Spark Connect: not counted)
         except Exception as e:  # the failure stands; say that nothing was written
-            if interrupted(e):
+            if interrupt_in(e) is not None:
                 raise KeyboardInterrupt from None
             log.debug("the salvage run failed: %s", e)
             why = task_error(e)  # the snet error raised in a task, when there is one, else Spark's first line
