@@ -232,6 +232,15 @@ def _with_processes(options: Any, attribute: attrs.Attribute[Any], value: Any) -
                                               f"split_processes (--split-processes) too")
 
 
+def _with_spark(options: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value and not options.spark_master:
+        local = {"spark_splits": "process_splits (--process-splits)",
+                 "spark_batch": "process_batch (--process-batch)"}.get(attribute.name)
+        also = f"; the splits in split processes take {local}" if local and options.split_processes else ""
+        raise SNetOptionError(attribute.name, f" applies to Spark: give spark_master "
+                                              f"(--spark MASTER) too{also}")
+
+
 def _memory_limit(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None:
         return
@@ -285,10 +294,10 @@ class RunOptions:
     seed: int | None = attrs.field(default=None, validator=_seed)
     stats: bool = attrs.field(default=False, validator=_flag)  # collect statistics (cheap counters always kept)
     spark_master: str | None = attrs.field(default=None, validator=_optional_text)
-    spark_conf: dict[str, str] = attrs.field(factory=dict, converter=_dict, validator=_spark_conf)
+    spark_conf: dict[str, str] = attrs.field(factory=dict, converter=_dict, validator=[_spark_conf, _with_spark])
     # "auto", "all", or a comma list of positions / net names
-    spark_splits: str | None = attrs.field(default=None, validator=_optional_text)
-    spark_batch: int | None = attrs.field(default=None, validator=_positive_or_none)
+    spark_splits: str | None = attrs.field(default=None, validator=[_optional_text, _with_spark])
+    spark_batch: int | None = attrs.field(default=None, validator=[_positive_or_none, _with_spark])
     # the replicas of index splits in N local processes (snet.splitproc); not with spark_master
     split_processes: int | None = attrs.field(default=None, validator=[_positive_or_none, _one_executor])
     # which splits run in them: as spark_splits ("auto", "all", positions / net names)

@@ -40,6 +40,10 @@ BAD = [
     ({"spark_splits": ""}, r"^spark_splits must be a non-empty string"),
     ({"seed": 2**40}, r"^seed must be an int from"),
     ({"steal": "no"}, r"^steal must be True or False"),
+    ({"spark_batch": 64}, r"^spark_batch applies to Spark: give spark_master \(--spark MASTER\) too$"),
+    ({"spark_splits": "all", "split_processes": 2}, r"^spark_splits applies to Spark: give spark_master .*; the "
+                                                     r"splits in split processes take process_splits"),
+    ({"spark_conf": {"spark.x": "1"}}, r"^spark_conf applies to Spark"),
 ]
 
 
@@ -98,7 +102,8 @@ def test_an_unknown_option_with_nothing_close_lists_the_options(net):
 
 
 def test_good_options_are_normalised():
-    options = RunOptions.from_keywords(throttle=[4, 1], box_concurrency={"f": 2}, spark_conf={"k": "v"})
+    options = RunOptions.from_keywords(throttle=[4, 1], box_concurrency={"f": 2}, spark_conf={"k": "v"},
+                                         spark_master="local[1]")
     assert options.throttle == (4.0, 1.0)
     assert options.box_concurrency is None and options.box_concurrency_per_box == {"f": 2}
     assert RunOptions.from_keywords(box_concurrency=3).box_concurrency == 3

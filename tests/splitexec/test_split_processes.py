@@ -205,7 +205,11 @@ def test_the_options_of_the_split_processes_are_checked(tmp_path):
         list(net.run([], split_processes=2, process_splits="nowhere"))
     for words, message in ((["--split-processes", "0"], "--split-processes must be at least 1, not 0"),
                            (["--process-batch", "5"], "--process-batch applies to the splits that run in split "
-                                                      "processes: give split_processes (--split-processes) too")):
+                                                      "processes: give split_processes (--split-processes) too"),
+                           # the Spark option where the local one was meant: the error names the local one
+                           (["--split-processes", "2", "--spark-batch", "5"], "--spark-batch applies to Spark: give "
+                            "spark_master (--spark MASTER) too; the splits in split processes take process_batch "
+                            "(--process-batch)")):
         result = snet_run("net.snet", *words, cwd=tmp_path)
         assert result.returncode == 2 and message in result.stderr, result.stderr
 
