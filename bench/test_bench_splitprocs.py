@@ -166,7 +166,7 @@ def test_auto_batch_sizes_let_outputs_flow(benchmark, report, tmp_path):
     """``(work ! <t>) .. post``: the 5 ms box in 2 split processes, then a 1.25 ms box in process; 384 records.
 
     Candidate: ``box_concurrency="auto"`` (``--box-concurrency auto``), whose
-    batch sizes aim at 0.25 s a batch (``snet.splitexec.BatchSizer``);
+    batch sizes aim at 0.25 s a batch (``snet.splitexec.SplitBatchSizer``);
     baseline: the fixed batch of 1,024 (every record in one batch, so
     ``post`` starts when the last record has left the processes).  Both with
     FRONT, 2 workers, ``split_processes=2``; the whole run and its first

@@ -185,7 +185,7 @@ class SplitRunner:
         """Release what the runner holds."""
 
 
-class BatchSizer:
+class SplitBatchSizer:
     """Batch sizes chosen while the run goes on (``--box-concurrency auto`` without a batch size given).
 
     A batch runs as one round trip to the executor, and the run's other
@@ -235,7 +235,7 @@ class SplitExecutor:
         selected: the split node ids whose replicas run here.
         batch_size: records per batch (chosen after every batch when
             :attr:`sizer` is set).
-        sizer: the :class:`BatchSizer` of a run with ``--box-concurrency
+        sizer: the :class:`SplitBatchSizer` of a run with ``--box-concurrency
             auto`` and no batch size given (:attr:`batch_option`), else None.
         linger: seconds an engine may let a partial batch wait for input
             before it runs it anyway (when nothing else is in flight).
@@ -250,9 +250,9 @@ class SplitExecutor:
     linger = 0.05
     error_policy: ErrorPolicy | None = None
     batch_option = ""  # the RunOptions attribute that gives the batch size (unset: auto may choose it)
-    batch_seconds = 0.25  # the wall time a batch aims at when the size is chosen (BatchSizer)
+    batch_seconds = 0.25  # the wall time a batch aims at when the size is chosen (SplitBatchSizer)
     first_batch = 0  # ... and the size of the first batch then (0: the executor's default)
-    sizer: BatchSizer | None = None
+    sizer: SplitBatchSizer | None = None
 
     def __init__(self, selected: Iterable[int], batch_size: int):
         if batch_size < 1:
@@ -268,10 +268,10 @@ class SplitExecutor:
         self.flush_seconds = 0.0
 
     def choose_batch_sizes(self, options: Any) -> None:
-        """Size the batches while the run goes on (a :class:`BatchSizer`), unless ``options`` give the size."""
+        """Size the batches while the run goes on (a :class:`SplitBatchSizer`), unless ``options`` give the size."""
         if self.batch_option and getattr(options, self.batch_option, None) is None:
             self.batch_size = self.first_batch or self.batch_size
-            self.sizer = BatchSizer(self.batch_seconds, self.batch_size)
+            self.sizer = SplitBatchSizer(self.batch_seconds, self.batch_size)
 
     def make_runner(self, node_id: int) -> SplitRunner:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -493,6 +493,6 @@ def executor_for(graph: PropertyGraph, boxes: dict[str, Callable[..., Any]], opt
     return executor
 
 
-__all__ = ["SplitExecutorProtocol", "ExecutorStats", "BatchSizer", "SplitExecutor", "SplitRunner", "SplitOutputs",
+__all__ = ["SplitExecutorProtocol", "ExecutorStats", "SplitBatchSizer", "SplitExecutor", "SplitRunner", "SplitOutputs",
            "BatchResult", "SplitFailure", "select_splits", "split_positions", "ExecutorEntry", "EXECUTORS",
            "register_executor", "executor_for", "asked_executors", "fold_outputs"]

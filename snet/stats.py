@@ -223,7 +223,7 @@ class SparkStats:
     flushes: int
     seconds: float  # total time of the flushes
     splits: Mapping[str, SplitStats]  # by position
-    batch_sizes: tuple[int, ...] = ()  # under --box-concurrency auto: the batch sizes set in turn (BatchSizer)
+    batch_sizes: tuple[int, ...] = ()  # under --box-concurrency auto: the batch sizes set in turn (SplitBatchSizer)
 
     @property
     def batches(self) -> int:
@@ -248,7 +248,7 @@ class SplitProcessStats:
     records: int  # records sent to the processes (a range split's copies counted)
     replicas: int  # replicas with state, alive in the processes
     boxes: Mapping[str, BoxStats]  # box calls in the processes
-    batch_sizes: tuple[int, ...] = ()  # under --box-concurrency auto: the batch sizes set in turn (BatchSizer)
+    batch_sizes: tuple[int, ...] = ()  # under --box-concurrency auto: the batch sizes set in turn (SplitBatchSizer)
 
 
 def _chosen(sizes: tuple[int, ...]) -> str:

@@ -19,7 +19,7 @@ import pytest
 
 import snet
 from snet.errors import SNetOptionError, SNetRuntimeError, SNetUsageError
-from snet.splitexec import BatchSizer
+from snet.splitexec import SplitBatchSizer
 from snet.splitproc import owner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,18 +93,18 @@ def test_an_operand_without_state_gives_its_next_run_of_records_to_the_process_t
 
 
 def test_a_batch_sizer_aims_at_its_seconds_a_batch_as_a_power_of_two():
-    sizer = BatchSizer(0.25, 64)
+    sizer = SplitBatchSizer(0.25, 64)
     assert sizer.next_size(64, 64 * 0.002) == 64  # 2 ms a record: 125 wanted
     assert sizer.next_size(64, 64 * 0.002) == 64 and list(sizer.sizes) == [64]
-    quick = BatchSizer(0.25, 64)
+    quick = SplitBatchSizer(0.25, 64)
     assert quick.next_size(64, 64 * 20e-6) == 8192  # 20 us a record: 12,500 wanted
     assert quick.next_size(8192, 8192 * 20e-6) == 8192 and list(quick.sizes) == [64, 8192]
     # records turn slow (4 ms): a moving mean, half of it the latest batch, so the size falls at once and
     # then settles at the power of two below 0.25 s / 4 ms = 62.5
     falling = [quick.next_size(8192, 8192 * 0.004) for _ in range(12)]
     assert falling == sorted(falling, reverse=True) and falling[0] == 64 and falling[-1] == 32, falling
-    assert BatchSizer(0.25, 64).next_size(10, 100.0) == BatchSizer.FEWEST
-    assert BatchSizer(0.25, 64).next_size(10, 0.0) == BatchSizer.MOST
+    assert SplitBatchSizer(0.25, 64).next_size(10, 100.0) == SplitBatchSizer.FEWEST
+    assert SplitBatchSizer(0.25, 64).next_size(10, 0.0) == SplitBatchSizer.MOST
 
 
 SLEEPING = "import time\n\ndef f(a, k):\n    time.sleep(0.004)\n    return {'a': a, '<k>': k}\n"
@@ -135,7 +135,10 @@ def test_under_auto_the_batches_of_a_quick_split_grow_and_the_stats_say_so(tmp_p
     assert sorted(json.loads(line)["a"] for line in result.stdout.splitlines()) == list(range(5000))
     line = next(line for line in result.stderr.splitlines() if "split processes:" in line)
     chosen = [int(size.replace(",", "")) for size in line.split("batch sizes chosen ")[1].split(" → ")]
-    assert chosen[0] == 64 and chosen[1] >= 1024, line  # after the first batch: microseconds a record
+    # A record takes microseconds at rest (the second size is then 1,024 or more), a few hundred on a busy
+    # machine, where a batch's round trip waits for a core: how far the sizes grow follows the clock (the
+    # rule itself is checked above, with given times); that they grow does not.
+    assert chosen[0] == 64 and max(chosen) > 64, line
 
 
 def test_owner_is_a_stable_hash_that_spreads_strided_values():
