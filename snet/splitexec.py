@@ -273,6 +273,10 @@ class SplitExecutor:
             self.batch_size = self.first_batch or self.batch_size
             self.sizer = SplitBatchSizer(self.batch_seconds, self.batch_size)
 
+    def started(self) -> None:
+        """Called once the executor is ready for its run, its batch size chosen (split processes say then, under
+        ``-v``, which splits run in them)."""
+
     def make_runner(self, node_id: int) -> SplitRunner:  # pragma: no cover - abstract
         raise NotImplementedError
 

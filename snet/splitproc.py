@@ -63,6 +63,7 @@ import selectors
 import struct
 import sys
 import threading
+import time
 from typing import Any, Callable
 
 from snet.core.compiled import SplitKeys
@@ -109,7 +110,9 @@ class ProcessSplits(SplitExecutor):
         self.count = options.split_processes
         self.pool: Pool | None = None
         if self.selected:
+            began = time.perf_counter()
             self.pool = Pool(graph, boxes, self.count)
+            self.start_seconds = time.perf_counter() - began
         else:  # not an error (the same command may run another network next), but nothing runs in them: say so
             rule = options.process_splits or "auto"
             if not any(isinstance(node, SplitNode) for node in graph.nodes):
@@ -120,6 +123,16 @@ class ProcessSplits(SplitExecutor):
             else:
                 why = f"--process-splits {rule} selects no split"
             logging.getLogger("snet").warning("warning: %s: no split process is started", why)
+
+    def started(self) -> None:
+        if self.pool is None:
+            return
+        where = sorted(n.span.location for n in self.graph.nodes if n.id in self.selected and n.span is not None)
+        batches = f"first {self.batch_size:,} records, then chosen after every batch" if self.sizer is not None \
+            else f"{self.batch_size:,} records"
+        logging.getLogger("snet").info("info: %d split processes ready in %.0f ms for the split%s at %s (batches: %s)",
+                                       self.count, self.start_seconds * 1000,
+                                       "s" if len(where) != 1 else "", ", ".join(where), batches)
 
     def make_runner(self, node_id: int) -> "ProcessSplitRunner":
         assert self.pool is not None

@@ -61,6 +61,8 @@ def split_executor(graph: PropertyGraph, boxes: Boxes, options: RunOptions) -> S
     executor = executor_for(graph, dict(boxes), options)
     if executor is not None and options.box_concurrency == AUTO:
         executor.choose_batch_sizes(options)
+    if executor is not None:
+        executor.started()
     return executor
 
 

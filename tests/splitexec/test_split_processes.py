@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -215,6 +216,18 @@ def test_the_options_of_the_split_processes_are_checked(tmp_path):
                             "(--process-batch)")):
         result = snet_run("net.snet", *words, cwd=tmp_path)
         assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_verbose_says_where_the_splits_run_and_in_what_batches(tmp_path):
+    load(tmp_path, ONE, "def f(a, k):\n    return {'a': a, '<k>': k}\n")
+    records = "".join(json.dumps({"a": i, "<k>": i % 3}) + "\n" for i in range(9))
+    for words, batches in ((["--process-batch", "100"], "100 records"),
+                           (["--box-concurrency", "auto"], "first 64 records, then chosen after every batch")):
+        result = snet_run("net.snet", "-v", "--split-processes", "2", *words, cwd=tmp_path, stdin=records)
+        assert result.returncode == 0, result.stderr
+        line = next((line for line in result.stderr.splitlines() if "split processes ready" in line), result.stderr)
+        assert re.fullmatch(rf"info: 2 split processes ready in \d+ ms for the split at net\.snet:\d+:\d+ "
+                            rf"\(batches: {batches}\)", line), line
 
 
 def test_a_default_spark_master_gives_way_to_split_processes(tmp_path):
