@@ -660,10 +660,11 @@ class ReferenceEngine:
 
     # -- one replica at a time (the tasks of a split executor) ------------
 
-    def replica(self, node_id: int) -> Target:
+    def replica(self, node_id: int, path: tuple = ()) -> Target:
         """A new instance of node ``node_id`` writing to the engine's output (:attr:`sink`), for :meth:`feed`;
-        its initialisers wait for the first feed with ``fire``."""
-        target = self.build(node_id, (self.sink, 0))
+        its initialisers wait for the first feed with ``fire``.  ``path``: the instance's checkpoint path
+        (:mod:`snet.checkpoint.state`), when the engine takes part in checkpoints."""
+        target = self.build(node_id, (self.sink, 0), path)
         if not self.resident_replicas:
             self.cells.clear()  # a replica's cells travel in its state, not in this engine's warnings
         return target
@@ -755,7 +756,7 @@ def start(plan: Plan, records: Iterable[Input], options: RunOptions | None = Non
     if checkpointing is not None:
         from snet.checkpoint.reference import ReferenceCheckpoints
 
-        ReferenceCheckpoints(execution.engine, checkpointing)
+        checkpointing.bind(ReferenceCheckpoints(execution.engine, checkpointing.restore))
     return execution
 
 

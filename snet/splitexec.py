@@ -69,7 +69,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 import attrs
 
 from snet.errors import SNetRuntimeError, SNetUsageError
-from snet.spg.nodes import NetNode, Node, PropertyGraph, SplitNode
+from snet.spg.nodes import NetNode, Node, PropertyGraph, SplitNode, StarNode
 
 if TYPE_CHECKING:
     from snet.errorpolicy import ErrorPolicy
@@ -253,6 +253,7 @@ class SplitExecutor:
     batch_seconds = 0.25  # the wall time a batch aims at when the size is chosen (SplitBatchSizer)
     first_batch = 0  # ... and the size of the first batch then (0: the executor's default)
     sizer: SplitBatchSizer | None = None
+    saves_state = False  # the replicas of its single-instance splits go into checkpoints (take_checkpoints)
 
     def __init__(self, selected: Iterable[int], batch_size: int):
         if batch_size < 1:
@@ -272,6 +273,23 @@ class SplitExecutor:
         if self.batch_option and getattr(options, self.batch_option, None) is None:
             self.batch_size = self.first_batch or self.batch_size
             self.sizer = SplitBatchSizer(self.batch_seconds, self.batch_size)
+
+    def take_checkpoints(self, graph: PropertyGraph, checkpointing: Any) -> None:
+        """The run takes checkpoints (a :class:`snet.checkpoint.gate.Checkpointing`): refuse it if the state of
+        a split here would be outside its snapshots (:func:`state_outside_snapshots`).
+
+        An executor that sets :attr:`saves_state` keeps the replicas of a
+        split with one instance in the run in the snapshots: it takes their
+        part of the state resumed from before the engine sees it, and adds
+        theirs to each snapshot (:meth:`add_state`, asked at the quiescent
+        point, no batch running).
+        """
+        why = state_outside_snapshots(graph, self.selected, self.place, self.saves_state)
+        if why is not None:
+            raise SNetUsageError(why)
+
+    def add_state(self, state: dict[str, Any]) -> None:  # pragma: no cover - only for executors that set saves_state
+        raise NotImplementedError
 
     def started(self) -> None:
         """Called once the executor is ready for its run, its batch size chosen (split processes say then, under
@@ -376,6 +394,49 @@ def _outermost(root: Node, wanted: Callable[[SplitNode], bool]) -> list[SplitNod
             continue
         stack.extend(reversed(node.children()))
     return found
+
+
+def single_instance_splits(graph: PropertyGraph) -> frozenset[int]:
+    """The splits that have one instance in a run: no star and no split encloses them.
+
+    The replica of such a split for tag value ``v`` is at the checkpoint
+    path ``((split, v),)`` (:mod:`snet.checkpoint.state`) whichever
+    executor runs it; the replicas of a split inside a star or a split are
+    keyed by the enclosing replica too.
+    """
+    found: set[int] = set()
+    stack = [graph.root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, SplitNode):
+            found.add(node.id)
+        if not isinstance(node, (SplitNode, StarNode)):
+            stack.extend(node.children())
+    return frozenset(found)
+
+
+def state_outside_snapshots(graph: PropertyGraph, selected: Iterable[int], place: str,
+                            saves_single: bool = False) -> str | None:
+    """Why a run that takes checkpoints cannot run the splits ``selected`` in a split executor, or None.
+
+    Replicas of a split with no synchro-cell and no initialiser are fresh
+    for every record, so nothing of them needs saving.  ``saves_single``:
+    the executor saves the replicas of a split that has one instance in the
+    run (:func:`single_instance_splits`) with the run's snapshots.
+    """
+    single = single_instance_splits(graph) if saves_single else frozenset()
+    for node_id in sorted(selected):
+        node = graph.nodes[node_id]
+        if isinstance(node, SplitNode) and (node.operand.stateful or node.operand.has_initialisers):
+            if node_id in single:
+                continue
+            where = f"{node.span.location}: " if node.span is not None else ""
+            why = ("a star or a split encloses it, so each replica of that one has replicas of this split, with "
+                   "synchro-cells or initialisers") if saves_single else \
+                "a synchro-cell or an initialiser keeps state per tag there"
+            return (f"{where}--checkpoint cannot save the state of this split's replicas {place} ({why}, outside the "
+                    f"snapshot); run it without --checkpoint, or without the split executor")
+    return None
 
 
 def split_positions(graph: PropertyGraph) -> list[str]:
@@ -498,5 +559,6 @@ def executor_for(graph: PropertyGraph, boxes: dict[str, Callable[..., Any]], opt
 
 
 __all__ = ["SplitExecutorProtocol", "ExecutorStats", "SplitBatchSizer", "SplitExecutor", "SplitRunner", "SplitOutputs",
-           "BatchResult", "SplitFailure", "select_splits", "split_positions", "ExecutorEntry", "EXECUTORS",
+           "BatchResult", "SplitFailure", "select_splits", "split_positions", "single_instance_splits",
+           "state_outside_snapshots", "ExecutorEntry", "EXECUTORS",
            "register_executor", "executor_for", "asked_executors", "fold_outputs"]

@@ -66,6 +66,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from snet.checkpoint.state import add_state, empty_state, take_replicas
 from snet.core.compiled import SplitKeys
 from snet.core.processes import main_hidden, process_context, read_answer, shipped_function
 from snet.errorpolicy import error_record
@@ -102,6 +103,7 @@ class ProcessSplits(SplitExecutor):
     batch_option = "process_batch"
     batch_seconds = 0.25  # a batch's fixed cost is a message each way per process (well under a millisecond)
     first_batch = 64  # small: a slow split says so soon (a Spark job's start would cost too much for it)
+    saves_state = True
 
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], options: Any):
         super().__init__(select_splits(graph, options.process_splits, "--process-splits"),
@@ -109,6 +111,9 @@ class ProcessSplits(SplitExecutor):
         self.graph = graph
         self.count = options.split_processes
         self.pool: Pool | None = None
+        self.checkpointed: frozenset[int] = frozenset()  # the splits whose replicas' state goes into checkpoints
+        self.resumed: dict[int, dict] = {}  # their state resumed from, until their runner sends it out
+        self.final_state: dict | None = None  # their state when the run ended (close), for the final snapshot
         if self.selected:
             began = time.perf_counter()
             self.pool = Pool(graph, boxes, self.count)
@@ -136,7 +141,42 @@ class ProcessSplits(SplitExecutor):
 
     def make_runner(self, node_id: int) -> "ProcessSplitRunner":
         assert self.pool is not None
-        return ProcessSplitRunner(self.graph, node_id, self.pool, skip_errors=self.error_policy is not None)
+        restores = None
+        if node_id in self.checkpointed:  # the state each process's replicas resume from (empty: a fresh run)
+            part = self.resumed.pop(node_id, None) or empty_state()
+            restores = [empty_state() for _ in range(self.count)]
+            for key in ("cells", "sync_stars", "fired"):
+                for entry in part[key]:
+                    path = entry if key == "fired" else entry[0]
+                    restores[owner(path[0][1], self.count)][key].append(entry)
+        return ProcessSplitRunner(self.graph, node_id, self.pool, skip_errors=self.error_policy is not None,
+                                  restores=restores)
+
+    def take_checkpoints(self, graph: PropertyGraph, checkpointing: Any) -> None:
+        """Splits with state and one instance in the run keep their replicas in the processes, which export them
+        for each snapshot; a resumed run sends each process the replicas of the tag values it owns (however many
+        processes the run that saved them had, or none)."""
+        super().take_checkpoints(graph, checkpointing)
+        self.checkpointed = frozenset(n for n in self.selected if keeps_state(graph, n))
+        if not self.checkpointed or self.pool is None:
+            return
+        checkpointing.executor = self
+        if checkpointing.restore is not None:
+            self.resumed = take_replicas(checkpointing.restore, set(self.checkpointed))
+            for node_id in sorted(self.resumed):  # now: their cells' warnings at the end if no record comes
+                self.runners[node_id] = self.make_runner(node_id)
+
+    def add_state(self, state: dict) -> None:
+        if self.final_state is not None:
+            add_state(state, self.final_state)
+            return
+        if self.pool is None or self.pool.stopped:
+            raise SNetRuntimeError("the split processes have ended: their replicas cannot be saved for a checkpoint")
+        for node_id in sorted(self.checkpointed):
+            runner = self.runners.get(node_id)
+            if isinstance(runner, ProcessSplitRunner):  # (none: no record has reached the split)
+                for part in runner.export_states():
+                    add_state(state, part)
 
     def stats(self) -> SplitProcessStats:
         # (asked from any thread, while a batch may run: copies of what the batch changes)
@@ -158,6 +198,15 @@ class ProcessSplits(SplitExecutor):
     def close(self) -> None:
         for runner in self.runners.values():  # the replicas' warnings, before the processes end
             runner.warnings()
+        pool = self.pool
+        if self.checkpointed and pool is not None and not (pool.broken or pool.stopped or pool.busy):
+            # the run's final snapshot is taken after the engine has ended, and with it the processes
+            final = empty_state()
+            try:
+                self.add_state(final)
+                self.final_state = final
+            except SNetRuntimeError as e:  # no final snapshot then: the run fails (Checkpointing.finish)
+                logging.getLogger("snet").debug("the split processes' final state was not saved: %s", e)
         super().close()
         if self.pool is not None:
             self.pool.stop()
@@ -241,12 +290,13 @@ class Pool:
         for message in self.splits:
             self.send(index, message)
 
-    def announce(self, node_id: int, skip_errors: bool) -> None:
-        """Tell every process that split ``node_id`` runs in them."""
-        message = ("split", node_id, skip_errors)
-        self.splits.append(message)
+    def announce(self, node_id: int, skip_errors: bool, restores: list[dict] | None = None) -> None:
+        """Tell every process that split ``node_id`` runs in them; ``restores``, in a run that takes checkpoints:
+        per process, the state its replicas of the split resume from."""
+        # (a process that replaces a dead one starts with fresh replicas: the run is stopping if they held state)
+        self.splits.append(("split", node_id, skip_errors, None if restores is None else empty_state()))
         for index in range(self.count):
-            self.send(index, message)
+            self.send(index, ("split", node_id, skip_errors, None if restores is None else restores[index]))
 
     def _started(self, index: int) -> None:
         """Wait for process ``index`` to have loaded the boxes and the program; its failure is a start-up error."""
@@ -295,7 +345,8 @@ class Pool:
 class ProcessSplitRunner(SplitRunner):
     """Runs the replicas of one split node in the pool's processes."""
 
-    def __init__(self, graph: PropertyGraph, split_node_id: int, pool: Pool, skip_errors: bool = False):
+    def __init__(self, graph: PropertyGraph, split_node_id: int, pool: Pool, skip_errors: bool = False,
+                 restores: list[dict] | None = None):
         node = graph.nodes[split_node_id]
         if not isinstance(node, SplitNode):
             raise SNetUsageError(f"node {split_node_id} is a {node.kind}, not a split")
@@ -311,7 +362,7 @@ class ProcessSplitRunner(SplitRunner):
         self.box_calls: dict[str, list] = {}
         self.final_warnings: list[str] | None = None
         self.skip_errors = skip_errors
-        pool.announce(node.id, skip_errors)
+        pool.announce(node.id, skip_errors, restores)
 
     def process_many(self, items: list[tuple[int, int, Record]]) -> list[SplitOutputs]:
         """Run ``[(instance, seq, record)]`` in the processes; the outputs per input, sorted by seq.
@@ -514,6 +565,24 @@ class ProcessSplitRunner(SplitRunner):
             except (SNetRuntimeError, EOFError, OSError):
                 pass
         return found
+
+    def export_states(self) -> list[dict]:
+        """The state of this split's replicas in every process (a run that takes checkpoints, between batches)."""
+        pool = self.pool
+        if pool.broken is not None:
+            raise pool.broken
+        assert not pool.busy, "a snapshot while a batch of the split processes runs"
+        parts = []
+        for index, entry in enumerate(pool.processes):
+            pool.send(index, ("export", self.node.id))
+            try:
+                parts.append(read_answer(entry.connection.recv_bytes())[1])
+            except (EOFError, OSError):
+                pool.broken = SNetRuntimeError(f"split process {index + 1} of {pool.count} ended "
+                                               f"({entry.exit_text()}) while its replicas were saved for a "
+                                               f"checkpoint; its standard error says why", self.node.span)
+                raise pool.broken from None
+        return parts
 
     def stats(self) -> dict:
         return {"split": self.where, "records": self.records, "replicas": len(self.replicas),

@@ -16,8 +16,9 @@ over the process's pipe:
 
 * process -> parent, once: ``("ready",)`` when the box functions and the
   program are loaded, or ``("failed", message)`` (the process then ends);
-* parent -> process: ``("split", node_id, skip_errors)`` once per split
-  node, then ``("run", node_id, items)`` per batch, ``items`` a list of
+* parent -> process: ``("split", node_id, skip_errors, restore)`` once per
+  split node (``restore``: None, or in a run that takes checkpoints the
+  state dict its replicas resume from, :mod:`snet.checkpoint.state`), then ``("run", node_id, items)`` per batch, ``items`` a list of
   ``(key, record, replica)`` in key order (``key`` the parent's
   ``(seq, instance, value)``, ``replica`` the ``(instance, value)`` whose
   tree the record enters, None for an operand without state);
@@ -26,6 +27,9 @@ over the process's pipe:
   is sent as ``("error", key, report)`` and ends the batch (the run is
   failing); ``failures`` are the records skipped under ``on_error``
   "skip", as ``(error record, report)``;
+* at a checkpoint's quiescent point, ``("export", node_id)`` is answered
+  with ``("state", state)``: the node's replicas, their paths as a run
+  without split processes has them;
 * at the end of the run, ``("warnings", node_id)`` is answered with
   ``("warnings", texts)``: the synchro-cells of the node's replicas that
   hold records and never fired (computed once, not after every batch).
@@ -107,22 +111,37 @@ def keeps_state(graph: PropertyGraph, split_id: int) -> bool:
 class ReplicaTable:
     """The replicas of one split node that this process owns, alive between batches."""
 
-    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], split_id: int, skip_errors: bool):
+    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], split_id: int, skip_errors: bool,
+                 restore: dict | None = None):
         self.policy = _Collecting() if skip_errors else None
         plan = lower(graph, boxes, on_error=self.policy)
+        self.split_id = split_id
         self.operand = plan.nodes[split_id].children[0]
         self.span = graph.nodes[split_id].span
         self.engine = ReferenceEngine(plan, resident_replicas=True)
         self.replicas: dict[Any, tuple] = {}  # the replica of each tag value (None for all of a stateless operand)
+        self.checkpoints = None
+        if restore is not None:  # the run takes checkpoints: the replicas are built at their paths, and restored
+            from snet.checkpoint.reference import ReferenceCheckpoints
+
+            self.checkpoints = ReferenceCheckpoints(self.engine, restore)
 
     def feed(self, replica: Any, record: Record) -> list[Record]:
         """The outputs of ``record`` in replica ``replica``, which is built (initialisers first) if new; after
         a run-time error the engine holds nothing of that record."""
         target = self.replicas.get(replica)
         if target is None:
-            target = self.replicas[replica] = self.engine.replica(self.operand)
+            # (the path of the split's replica for its tag value, as a run without split processes has it)
+            path = ((self.split_id, replica[1]),) if self.checkpoints is not None and replica is not None else ()
+            target = self.replicas[replica] = self.engine.replica(self.operand, path)
             return self.engine.feed(target, record, fire=True)
         return self.engine.feed(target, record)
+
+    def export_state(self) -> dict:
+        """The replicas' part of a snapshot (records parked for ever stay out of it: a split process only warns
+        of them)."""
+        assert self.checkpoints is not None
+        return {**self.checkpoints.export_state(), "parked": []}
 
     def failures(self) -> list[tuple[dict, ErrorReport]]:
         if self.policy is None:
@@ -214,13 +233,15 @@ def serve(connection: Any, parent: int, path: list[str], shipped: dict[str, tupl
         except (EOFError, OSError):
             return  # the run is over
         if message[0] == "split":
-            _, node_id, skip_errors = message
-            tables[node_id] = ReplicaTable(graph, boxes, node_id, skip_errors)
+            _, node_id, skip_errors, restore = message
+            tables[node_id] = ReplicaTable(graph, boxes, node_id, skip_errors, restore)
         elif message[0] == "run":
             _, node_id, items = message
             run_items(tables[node_id], items, send)
         elif message[0] == "warnings":
             send(_dumps(("warnings", tables[message[1]].engine.termination_warnings())))
+        elif message[0] == "export":
+            send(_dumps(("state", tables[message[1]].export_state())))
 
 
 def run_items(table: ReplicaTable, items: list[tuple], send: Callable[[bytes], Any]) -> None:

@@ -23,7 +23,7 @@ import attrs
 from snet.errors import SNetUsageError
 from snet.execution import Engine, Execution, Input
 from snet.options import AUTO, DEFAULT_ENGINE, ENGINES, RunOptions, engine_names  # re-exported here
-from snet.spg.nodes import BoxNode, PropertyGraph, SplitNode
+from snet.spg.nodes import BoxNode, PropertyGraph
 from snet.splitexec import SplitExecutor
 
 if TYPE_CHECKING:
@@ -82,7 +82,11 @@ def start(engine_name: str | None, graph: PropertyGraph, boxes: Boxes, records: 
     if executor is not None:
         executor.error_policy = policy
         if getattr(records, "snet_checkpoint", None) is not None:  # a run that takes checkpoints
-            _refuse_state_in_executor(graph, executor)
+            try:
+                executor.take_checkpoints(graph, records.snet_checkpoint)  # type: ignore[attr-defined]
+            except BaseException:
+                executor.close()
+                raise
     processes = None
     try:
         # numbers only: a box given "auto" is lowered with no number, and the engine chooses (snet.autoconc)
@@ -104,30 +108,6 @@ def start(engine_name: str | None, graph: PropertyGraph, boxes: Boxes, records: 
         if processes is not None:
             processes.close()
         raise
-
-
-def state_outside_snapshots(graph: PropertyGraph, selected: Iterable[int], place: str) -> str | None:
-    """Why a run that takes checkpoints cannot run the splits ``selected`` in a split executor, or None.
-
-    A snapshot holds the engine's state only.  Replicas of a split with no
-    synchro-cell and no initialiser are fresh for every record, so nothing
-    of them needs saving: those run in the executor with checkpoints too.
-    """
-    for node_id in sorted(selected):
-        node = graph.nodes[node_id]
-        if isinstance(node, SplitNode) and (node.operand.stateful or node.operand.has_initialisers):
-            where = f"{node.span.location}: " if node.span is not None else ""
-            return (f"{where}--checkpoint cannot save the state of this split's replicas {place} (a synchro-cell "
-                    f"or an initialiser keeps state per tag there, outside the snapshot); run it without "
-                    f"--checkpoint, or without the split executor")
-    return None
-
-
-def _refuse_state_in_executor(graph: PropertyGraph, executor: Any) -> None:
-    why = state_outside_snapshots(graph, executor.selected, executor.place)
-    if why is not None:
-        executor.close()
-        raise SNetUsageError(why)
 
 
 def _warn_unguarded(graph: PropertyGraph, splits: Iterable[int], guarded: Iterable[str], place: str) -> None:

@@ -62,11 +62,10 @@ def refuse_unsupported(args: Any, options: Any, graph: Any = None) -> None:
         raise SNetUsageError("--checkpoint does not apply to runs with --spark yet: a Spark run's split replicas "
                              "live in the executors (whole-network runs inside Spark keep Spark's task retry)")
     if options.split_processes and graph is not None:
-        from snet.backends import state_outside_snapshots
-        from snet.splitexec import select_splits
+        from snet.splitexec import select_splits, state_outside_snapshots
 
         why = state_outside_snapshots(graph, select_splits(graph, options.process_splits, "--process-splits"),
-                                      "in split processes")
+                                      "in split processes", saves_single=True)
         if why is not None:
             raise SNetUsageError(why)
     if args.errors == "-":

@@ -66,6 +66,8 @@ class Checkpointing:
         self.source = source
         self.identity = identity
         self.engine: Any = None
+        # the split executor whose replicas' state goes into the snapshots too (``add_state(state)``), or None
+        self.executor: Any = None
         self.due = False  # set by the timer thread when a snapshot is due; cleared when one is taken
         self.next_due = float("inf")
         self.wake = threading.Event()  # a snapshot was taken, or the run ended: the timer looks again
@@ -121,6 +123,8 @@ class Checkpointing:
                     return False
                 with gc_paused():  # (it builds a list per record held)
                     state = engine.export_state()
+                    if self.executor is not None:
+                        self.executor.add_state(state)
                 committed = output.commit()
                 # Quiescent: every failure of the records read so far is in the error file already.
                 errors = self.errors.commit() if self.errors is not None else None

@@ -18,19 +18,20 @@ from snet.gcpause import gc_paused
 
 
 class ReferenceCheckpoints:
-    """Bound to one :class:`~snet.reference.ReferenceEngine` and its :class:`~snet.checkpoint.gate.Checkpointing`."""
+    """The checkpoint hooks of one :class:`~snet.reference.ReferenceEngine`, resuming from ``restore`` (a state
+    dict, or None for a fresh run); bound to the run's :class:`~snet.checkpoint.gate.Checkpointing` by the
+    caller (a split process's engine answers its parent instead: :mod:`snet.splitworker`)."""
 
     engine_name = "reference"
     synchronous = True
 
-    def __init__(self, engine: Any, checkpointing: Any):
+    def __init__(self, engine: Any, restore: dict | None):
         self.engine = engine
-        self.restore = Restore(checkpointing.restore) if checkpointing.restore is not None else None
+        self.restore = Restore(restore) if restore is not None else None
         self.cells: list = []  # (path, node id, SyncCell)
         self.stars: list = []  # (path, node id, _SyncStar)
         self.fired: set = set()
         engine.checkpoints = self
-        checkpointing.bind(self)
 
     # -- as the engine builds -------------------------------------------------------
 

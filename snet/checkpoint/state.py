@@ -78,6 +78,40 @@ def empty_slots(slots: list) -> list[int]:
     return [i for i, r in enumerate(slots) if r is None]
 
 
+def take_replicas(state: dict, splits: set[int]) -> dict[int, dict]:
+    """Take out of ``state`` what the replicas of ``splits`` hold, splits that have one instance in the run
+    (a path ``((split, value), ...)``): a state dict per split, for the split executor that runs them."""
+    parts: dict[int, dict] = {}
+
+    def ours(path: Path) -> int | None:
+        return path[0][0] if path and path[0][0] in splits else None
+
+    def part(split: int) -> dict:
+        return parts.setdefault(split, empty_state())
+
+    for key in ("cells", "sync_stars", "fired"):
+        kept = []
+        for entry in state[key]:
+            split = ours(tuple(entry if key == "fired" else entry[0]))
+            if split is None:
+                kept.append(entry)
+            else:
+                part(split)[key].append(entry)
+        state[key] = kept
+    return parts
+
+
+def empty_state() -> dict:
+    return {"cells": [], "sync_stars": [], "fired": [], "parked": []}
+
+
+def add_state(state: dict, part: dict) -> None:
+    """Add a split executor's ``part`` (its replicas' cells, stars and fired initialisers) to ``state``."""
+    state["cells"] = state["cells"] + list(part["cells"])
+    state["sync_stars"] = state["sync_stars"] + list(part["sync_stars"])
+    state["fired"] = sorted({*map(tuple, state["fired"]), *map(tuple, part["fired"])}, key=repr)
+
+
 def new_state(cells: list, stars: list, fired: set, parked: list, restore: Restore | None) -> dict:
     """The state dict of a snapshot, with what a restore left untouched."""
     if restore is not None:

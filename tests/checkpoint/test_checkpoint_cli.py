@@ -154,9 +154,6 @@ def test_xml_output_and_input_resume_after_a_kill(engine, tmp_path):
     (["--spark", "local[1]"], "--checkpoint does not apply to runs with --spark"),
     (["--spark", "local[1]", "-i", "in.parquet", "-o", "out.parquet"],
      "--checkpoint does not apply to a batch run with a Spark source and sink"),
-    # the per-tag synchro-cells would live in the split processes, outside the snapshot
-    (["--split-processes", "2"], "split_sync.snet:5:33: --checkpoint cannot save the state of this split's "
-                                 "replicas in split processes"),
 ])
 def test_runs_that_cannot_take_checkpoints_are_refused(args, message, tmp_path):
     SPLIT_SYNC.write_input(tmp_path)
@@ -166,6 +163,21 @@ def test_runs_that_cannot_take_checkpoints_are_refused(args, message, tmp_path):
     assert done.returncode == 2, done.stderr
     assert message in done.stderr
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_split_with_state_inside_a_star_is_refused_with_split_processes(tmp_path):
+    """Split processes save the replicas of a split with one instance in the run (tests/checkpoint/
+    test_kill_resume.py); one inside a star has replicas per star replica, and is refused before any file opens."""
+    (tmp_path / "nested.snet").write_text("net nested\n{\n  box inc ((x) -> (x));\n}\n"
+                                          "connect (([| {x}, {y} |] .. inc) !! <k>) * {x};\n")
+    (tmp_path / "in.jsonl").write_text('{"y": 1, "<k>": 1}\n')
+    cmd = [sys.executable, "-m", "snet", "run", "nested.snet", "--boxes", str(NETS / "boxes.py"), "-i", "in.jsonl",
+           "-o", "out.jsonl", "--checkpoint", "ck", "--split-processes", "2", "--process-splits", "all"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=child_env(), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert ("nested.snet:5:34: --checkpoint cannot save the state of this split's replicas in split processes (a "
+            "star or a split encloses it") in done.stderr, done.stderr
+    assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "ck").exists()
 
 
 def test_standard_input_is_refused(tmp_path):

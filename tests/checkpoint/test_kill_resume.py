@@ -100,3 +100,22 @@ def test_a_stateless_split_in_split_processes_resumes(tmp_path):
     same_output(net, (run / "out.jsonl").read_text(), want)
     assert counts["killed"] >= 1, counts
     assert counts["resumed_at"], counts  # some run went on from a snapshot taken midway
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["reference", "front-w2"])
+@pytest.mark.parametrize("name", ["split_sync", "init_split"])
+def test_a_split_with_state_in_split_processes_resumes(name, engine, tmp_path, uninterrupted):
+    """Per-tag synchro-cells, and initialisers fired once per replica, kept in split processes: killed and
+    resumed, with 2 processes, 3, and none (the replicas' state is saved at the paths a run without split
+    processes gives them, so any of these may resume from another's snapshot): the uninterrupted output."""
+    net = next(n for n in NETWORKS if n.name == name)
+    net.write_input(tmp_path)
+    base = ENGINES["reference"] if engine == "reference" else ["--engine", "front", "-w", "2"]
+    # (small batches: the outputs, and the snapshots between batches, come all through the run)
+    configs = [base + ["--split-processes", "2", "--process-batch", "16"],
+               base + ["--split-processes", "3", "--process-batch", "16"], base]
+    counts = kill_and_resume(net, tmp_path, configs, 4, sum(map(ord, name + engine)), len(uninterrupted[name]))
+    same_output(net, (tmp_path / "out.jsonl").read_text(), uninterrupted[name])
+    assert counts["killed"] >= 1, counts
+    assert counts["resumed_at"], counts
