@@ -617,6 +617,9 @@ class ReferenceEngine:
         if self.parked:
             node, record = self.parked[0]
             raise cannot_terminate(node.span, len(self.parked), record)
+        stuck = self.executor.stuck() if self.executor is not None else None
+        if stuck is not None:
+            raise stuck
 
     def run_request(self, inst: _Receiver, port: int, request: Request) -> Iterator[Record]:
         """One tracked input (snet.requests): everything drained now comes from it.

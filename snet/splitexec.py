@@ -20,7 +20,11 @@ protocol:
 5. a run-time error inside the executor does not raise: the
    :class:`BatchResult` carries it, with the outputs of the inputs before
    the failing one, so the engine writes those first and then fails;
-6. ``warnings()``, ``stats()``, ``cancel()`` (from any thread, to stop a
+6. ``stuck()``: once the input has ended and every record has left the
+   engine, the error that ends the run because records stay in a
+   synchro-cell star of the executor's replicas for ever (None: none do),
+   as the engine ends a run that keeps records in one of its own;
+7. ``warnings()``, ``stats()``, ``cancel()`` (from any thread, to stop a
    running batch) and ``close()``.
 
 :class:`SplitExecutorProtocol` declares exactly that, for the type
@@ -151,6 +155,8 @@ class SplitExecutorProtocol(Protocol):
     def flush(self) -> BatchResult: ...
 
     def warnings(self) -> list[str]: ...
+
+    def stuck(self) -> SNetRuntimeError | None: ...
 
     def stats(self) -> ExecutorStats: ...
 
@@ -287,6 +293,12 @@ class SplitExecutor:
         why = state_outside_snapshots(graph, self.selected, self.place, self.saves_state)
         if why is not None:
             raise SNetUsageError(why)
+
+    def stuck(self) -> SNetRuntimeError | None:
+        """Once the input has ended and every record has left the engine: the error that ends the run because
+        records stay in a synchro-cell star of this executor's replicas for ever (None: none do), as the engine
+        ends a run whose records stay in one of its own."""
+        return None
 
     def add_state(self, state: dict[str, Any]) -> None:  # pragma: no cover - only for executors that set saves_state
         raise NotImplementedError

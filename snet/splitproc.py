@@ -166,6 +166,14 @@ class ProcessSplits(SplitExecutor):
             for node_id in sorted(self.resumed):  # now: their cells' warnings at the end if no record comes
                 self.runners[node_id] = self.make_runner(node_id)
 
+    def stuck(self) -> SNetRuntimeError | None:
+        for node_id in sorted(self.runners):
+            runner = self.runners[node_id]
+            error = runner.stuck_error() if isinstance(runner, ProcessSplitRunner) else None
+            if error is not None:
+                return error
+        return None
+
     def add_state(self, state: dict) -> None:
         if self.final_state is not None:
             add_state(state, self.final_state)
@@ -361,6 +369,7 @@ class ProcessSplitRunner(SplitRunner):
         self.failures: list[tuple] = []  # (seq, error record, error) of the records skipped in the processes
         self.box_calls: dict[str, list] = {}
         self.final_warnings: list[str] | None = None
+        self.stuck: dict[int, Any] = {}  # per process: (count, report) of the records its replicas keep for ever
         self.skip_errors = skip_errors
         pool.announce(node.id, skip_errors, restores)
 
@@ -506,8 +515,9 @@ class ProcessSplitRunner(SplitRunner):
         return keyed, errors
 
     def _ended(self, index: int, message: tuple) -> None:
-        """Process ``index``'s ``("end", box_calls)`` after its share of a batch."""
+        """Process ``index``'s ``("end", box_calls, stuck)`` after its share of a batch."""
         add_box_calls(self.box_calls, message[1])
+        self.stuck[index] = message[2]
 
     def _skips_crashes(self) -> bool:
         """Does a record on which a process died fail alone? Under ``on_error`` "skip", for replicas without
@@ -565,6 +575,17 @@ class ProcessSplitRunner(SplitRunner):
             except (SNetRuntimeError, EOFError, OSError):
                 pass
         return found
+
+    def stuck_error(self) -> SNetRuntimeError | None:
+        """The error that ends the run when the records a replica keeps for ever are all that is left."""
+        found = [entry for entry in self.stuck.values() if entry is not None]
+        if not found:
+            return None
+        error = found[0][1].rebuild()
+        count = sum(n for n, _ in found)
+        if count != found[0][0]:  # the first process's count, in the message: say every process's
+            error.message = error.message.replace(f"{found[0][0]} record(s)", f"{count} record(s)", 1)
+        return error
 
     def export_states(self) -> list[dict]:
         """The state of this split's replicas in every process (a run that takes checkpoints, between batches)."""

@@ -23,7 +23,9 @@ over the process's pipe:
   ``(seq, instance, value)``, ``replica`` the ``(instance, value)`` whose
   tree the record enters, None for an operand without state);
 * process -> parent: ``("out", key, outputs, failures)`` after each item,
-  then ``("end", box_calls)`` after the batch.  A run-time error
+  then ``("end", box_calls, stuck)`` after the batch (``stuck``: None, or
+  ``(count, report)`` for the records that stay in a synchro-cell star of
+  the node's replicas for ever).  A run-time error
   is sent as ``("error", key, report)`` and ends the batch (the run is
   failing); ``failures`` are the records skipped under ``on_error``
   "skip", as ``(error record, report)``;
@@ -55,6 +57,7 @@ from typing import Any, Callable
 import attrs
 
 from snet.errorpolicy import ErrorPolicy, error_record
+from snet.core.semantics import cannot_terminate
 from snet.errors import SNetError, SNetRuntimeError
 from snet.spg.lower import lower
 from snet.reference import ReferenceEngine
@@ -138,10 +141,10 @@ class ReplicaTable:
         return self.engine.feed(target, record)
 
     def export_state(self) -> dict:
-        """The replicas' part of a snapshot (records parked for ever stay out of it: a split process only warns
-        of them)."""
+        """The replicas' part of a snapshot; the records parked for ever in a synchro-cell star with it (a resumed
+        run keeps them in its engine, which ends the run with the same error)."""
         assert self.checkpoints is not None
-        return {**self.checkpoints.export_state(), "parked": []}
+        return self.checkpoints.export_state()
 
     def failures(self) -> list[tuple[dict, ErrorReport]]:
         if self.policy is None:
@@ -262,7 +265,11 @@ def run_items(table: ReplicaTable, items: list[tuple], send: Callable[[bytes], A
             send(_dumps(("error", key, ErrorReport.of(error))))
             break
         send(data)
-    send(_dumps(("end", engine.box_calls)))
+    stuck = None
+    if engine.parked:  # records that stay in a synchro-cell star for ever: the run cannot end (the parent says so)
+        node, record = engine.parked[0]
+        stuck = (len(engine.parked), ErrorReport.of(cannot_terminate(node.span, len(engine.parked), record)))
+    send(_dumps(("end", engine.box_calls, stuck)))
 
 
 def _dumps(message: tuple) -> bytes:

@@ -639,6 +639,11 @@ cdef class Worker(Writer):
                 # in `pending` (without the GIL, loads may otherwise pass).
                 if snet_flag_load(&rt.input_done):
                     left = snet_atomic_load(&rt.pending)
+                    if left == 0 and rt.executor is not None:
+                        stuck = rt.executor.stuck()  # records its replicas keep for ever (snet.splitexec)
+                        if stuck is not None:
+                            rt.fail(stuck)
+                            break
                     if left == 0:
                         snet_flag_store(&rt.done, True)
                         rt.notify()

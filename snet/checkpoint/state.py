@@ -106,8 +106,10 @@ def empty_state() -> dict:
 
 
 def add_state(state: dict, part: dict) -> None:
-    """Add a split executor's ``part`` (its replicas' cells, stars and fired initialisers) to ``state``."""
+    """Add a split executor's ``part`` (its replicas' cells, stars, fired initialisers and records parked for
+    ever) to ``state``."""
     state["cells"] = state["cells"] + list(part["cells"])
+    state["parked"] = state["parked"] + list(part["parked"])
     state["sync_stars"] = state["sync_stars"] + list(part["sync_stars"])
     state["fired"] = sorted({*map(tuple, state["fired"]), *map(tuple, part["fired"])}, key=repr)
 

@@ -142,6 +142,22 @@ def test_under_auto_the_batches_of_a_quick_split_grow_and_the_stats_say_so(tmp_p
     assert chosen[0] == 64 and max(chosen) > 64, line
 
 
+@pytest.mark.parametrize("engine", ["front", "reference"])
+def test_records_kept_for_ever_in_a_replica_end_the_run_as_in_process(engine):
+    """A record no pattern of a synchro-cell star matches stays in its replica; once the input has ended and
+    only such records are left, the run fails saying how many, in split processes as in process (the
+    other records' outputs first)."""
+    net = snet.load("net stuck connect ([| {a}, {b} |] * {a, b}) ! <k>;")
+    records = [{"a": 1, "<k>": 0}, {"c": 5, "<k>": 1}, {"b": 2, "<k>": 0}, {"c": 6, "<k>": 2}, {"c": 7, "<k>": 3}]
+    for options in ({}, {"split_processes": 2, "process_splits": "all"}):
+        got = []
+        with pytest.raises(SNetRuntimeError, match=r"cannot terminate: 3 record\(s\) stay in the synchro-cell "
+                                                   r"star for ever.*\(the first: \{c, <k>\}\)"):
+            for record in net.run(records, engine=engine, **options):
+                got.append(record)
+        assert got == [{"a": 1, "b": 2, "<k>": 0}], options
+
+
 def test_owner_is_a_stable_hash_that_spreads_strided_values():
     assert [owner(v, 2) for v in range(16)] == [1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 0, 1]  # across runs
     for values in (range(0, 256, 2), range(0, 512, 4), range(-300, 0)):
