@@ -166,9 +166,17 @@ class SplitExecutorProtocol(Protocol):
 
 
 class SplitRunner:
-    """Runs the replicas of one split node (all its instances); what an executor is made of."""
+    """Runs the replicas of one split node (all its instances); what an executor is made of.
+
+    The runners of an executor that keeps each replica as bytes between
+    batches (``saves_state = "bytes"``: Spark) hold them in ``states``, per
+    ``(instance, tag value)``, with the termination warnings of each one's
+    cells in ``pending_warnings``; checkpoints save and restore them there.
+    """
 
     where: str
+    states: dict[tuple[int, Any], bytes]
+    pending_warnings: dict[tuple[int, Any], list[str]]
 
     def process_many(self, items: list[tuple[int, int, Record]]) -> list[SplitOutputs]:  # pragma: no cover
         """Run ``[(instance, seq, record)]``; outputs sorted by seq.  Raises :class:`SplitFailure`."""
@@ -259,7 +267,11 @@ class SplitExecutor:
     batch_seconds = 0.25  # the wall time a batch aims at when the size is chosen (SplitBatchSizer)
     first_batch = 0  # ... and the size of the first batch then (0: the executor's default)
     sizer: SplitBatchSizer | None = None
-    saves_state = False  # the replicas of its single-instance splits go into checkpoints (take_checkpoints)
+    # the replicas of its single-instance splits go into checkpoints (take_checkpoints): "paths" (as the
+    # engines keep them) or "bytes" (as the runners do); None: refused
+    saves_state: str | None = None
+    checkpointed: frozenset[int]  # the splits whose replicas' state goes into checkpoints
+    resumed_bytes: dict[int, dict[Any, tuple[bytes, list[str]]]]  # ("bytes") until a runner takes them
 
     def __init__(self, selected: Iterable[int], batch_size: int):
         if batch_size < 1:
@@ -273,6 +285,9 @@ class SplitExecutor:
         self.seq = 0
         self.flushes = 0
         self.flush_seconds = 0.0
+        self.checkpointed = frozenset()
+        self.resumed_bytes = {}
+        self.final_bytes: dict[int, dict[Any, tuple[bytes, list[str]]]] | None = None  # as the run ended (close)
 
     def choose_batch_sizes(self, options: Any) -> None:
         """Size the batches while the run goes on (a :class:`SplitBatchSizer`), unless ``options`` give the size."""
@@ -288,11 +303,29 @@ class SplitExecutor:
         split with one instance in the run in the snapshots: it takes their
         part of the state resumed from before the engine sees it, and adds
         theirs to each snapshot (:meth:`add_state`, asked at the quiescent
-        point, no batch running).
+        point, no batch running).  Here, the ``"bytes"`` form: each
+        replica's bytes as the runner keeps them (:class:`SplitRunner`),
+        under the state's key :data:`SAVED_REPLICAS`; such a snapshot is
+        resumed by a run of the same executor only (:func:`check_resume`).
         """
-        why = state_outside_snapshots(graph, self.selected, self.place, self.saves_state)
+        why = state_outside_snapshots(graph, self.selected, self.place, bool(self.saves_state))
         if why is not None:
             raise SNetUsageError(why)
+        self.checkpointed = frozenset(n for n in self.selected if keeps_state(graph.nodes[n]))
+        if self.saves_state and self.checkpointed:
+            checkpointing.executor = self
+        if self.saves_state == "bytes" and checkpointing.restore is not None:
+            self.resumed_bytes = dict(checkpointing.restore.pop(SAVED_REPLICAS, None) or {})
+
+    def _resume_runner(self, node_id: int, runner: SplitRunner) -> None:
+        """Give a new runner the replicas resumed from (the ``"bytes"`` form; a split with one instance)."""
+        saved = self.resumed_bytes.pop(node_id, None)
+        if saved:
+            instance = self.instance_node.index(node_id)
+            for value, (data, warnings) in saved.items():
+                runner.states[(instance, value)] = data
+                if warnings:
+                    runner.pending_warnings[(instance, value)] = list(warnings)
 
     def stuck(self) -> SNetRuntimeError | None:
         """Once the input has ended and every record has left the engine: the error that ends the run because
@@ -300,8 +333,22 @@ class SplitExecutor:
         ends a run whose records stay in one of its own."""
         return None
 
-    def add_state(self, state: dict[str, Any]) -> None:  # pragma: no cover - only for executors that set saves_state
-        raise NotImplementedError
+    def add_state(self, state: dict[str, Any]) -> None:
+        """Add the replicas of the splits checkpointed here to a snapshot's ``state`` (the ``"bytes"`` form:
+        ``{split: {tag value: (bytes, warnings)}}`` under :data:`SAVED_REPLICAS`)."""
+        if self.final_bytes is not None:
+            state[SAVED_REPLICAS] = self.final_bytes
+            return
+        saved: dict[int, dict[Any, tuple[bytes, list[str]]]] = {}
+        for node_id in sorted(self.checkpointed):
+            replicas = dict(self.resumed_bytes.get(node_id, {}))  # (not handed to a runner yet)
+            runner = self.runners.get(node_id)
+            if runner is not None:
+                for (instance, value), data in runner.states.items():
+                    replicas[value] = (data, list(runner.pending_warnings.get((instance, value), ())))
+            if replicas:
+                saved[node_id] = replicas
+        state[SAVED_REPLICAS] = saved
 
     def started(self) -> None:
         """Called once the executor is ready for its run, its batch size chosen (split processes say then, under
@@ -349,6 +396,7 @@ class SplitExecutor:
                 runner = self.runners.get(node_id)
                 if runner is None:
                     runner = self.runners[node_id] = self.make_runner(node_id)
+                    self._resume_runner(node_id, runner)
                 try:
                     done.extend(runner.process_many(batch[node_id]))
                 except SplitFailure as failure:
@@ -373,7 +421,8 @@ class SplitExecutor:
                 failed.append((seq, error))
 
     def warnings(self) -> list[str]:
-        return [w for node_id in sorted(self.runners) for w in self.runners[node_id].warnings()]
+        return ([w for node_id in sorted(self.runners) for w in self.runners[node_id].warnings()]
+                + [w for saved in self.resumed_bytes.values() for _, ws in saved.values() for w in ws])
 
     def stats(self) -> ExecutorStats:  # pragma: no cover - abstract
         """The figures so far (``batch_size``, ``flushes``, ``flush_seconds`` and each runner's ``stats()``)."""
@@ -384,6 +433,11 @@ class SplitExecutor:
             runner.cancel()
 
     def close(self) -> None:
+        if self.saves_state == "bytes" and self.checkpointed and self.final_bytes is None:
+            # the run's final snapshot is taken after the engine has ended, and the runners with it
+            final: dict[str, Any] = {}
+            self.add_state(final)
+            self.final_bytes = final[SAVED_REPLICAS]
         for runner in self.runners.values():
             runner.close()
 
@@ -427,6 +481,38 @@ def single_instance_splits(graph: PropertyGraph) -> frozenset[int]:
     return frozenset(found)
 
 
+SAVED_REPLICAS = "split_replicas"  # a snapshot's key for replicas saved as bytes (SplitExecutor.add_state)
+
+
+def keeps_state(split: SplitNode | Node) -> bool:
+    """Whether the replicas of ``split`` differ from one another (a synchro-cell, or an initialiser)."""
+    return isinstance(split, SplitNode) and bool(split.operand.stateful or split.operand.has_initialisers)
+
+
+def check_resume(graph: PropertyGraph, restore: dict[str, Any], executor: "SplitExecutor | None",
+                 directory: str = "the checkpoint") -> None:
+    """Refuse to resume from a snapshot whose split replicas this run would keep in another form: bytes
+    (Spark's) where the engine or split processes run the split, or the engines' form where Spark does."""
+    form = executor.saves_state if executor is not None else None
+    ours = {n for n in executor.selected if keeps_state(graph.nodes[n])} if executor is not None else set()
+    for node_id in sorted(restore.get(SAVED_REPLICAS) or {}):
+        if form != "bytes" or node_id not in ours:
+            raise SNetUsageError(f"{_at(graph, node_id)}{directory} holds this split's replicas as a run on Spark "
+                                 f"keeps them: resume it with --spark, as the run that took it")
+    if form == "bytes":
+        paths = {tuple(e[0]) for key in ("cells", "sync_stars") for e in restore[key]} | \
+            {tuple(p) for p in restore["fired"]}
+        for node_id in sorted(ours):
+            if any(path and path[0][0] == node_id for path in paths):
+                raise SNetUsageError(f"{_at(graph, node_id)}{directory} holds this split's replicas as a run "
+                                     f"without Spark keeps them: resume it without --spark, as the run that took it")
+
+
+def _at(graph: PropertyGraph, node_id: int) -> str:
+    span = graph.nodes[node_id].span
+    return f"{span.location}: " if span is not None else ""
+
+
 def state_outside_snapshots(graph: PropertyGraph, selected: Iterable[int], place: str,
                             saves_single: bool = False) -> str | None:
     """Why a run that takes checkpoints cannot run the splits ``selected`` in a split executor, or None.
@@ -439,7 +525,7 @@ def state_outside_snapshots(graph: PropertyGraph, selected: Iterable[int], place
     single = single_instance_splits(graph) if saves_single else frozenset()
     for node_id in sorted(selected):
         node = graph.nodes[node_id]
-        if isinstance(node, SplitNode) and (node.operand.stateful or node.operand.has_initialisers):
+        if keeps_state(node):
             if node_id in single:
                 continue
             where = f"{node.span.location}: " if node.span is not None else ""
@@ -572,5 +658,5 @@ def executor_for(graph: PropertyGraph, boxes: dict[str, Callable[..., Any]], opt
 
 __all__ = ["SplitExecutorProtocol", "ExecutorStats", "SplitBatchSizer", "SplitExecutor", "SplitRunner", "SplitOutputs",
            "BatchResult", "SplitFailure", "select_splits", "split_positions", "single_instance_splits",
-           "state_outside_snapshots", "ExecutorEntry", "EXECUTORS",
+           "state_outside_snapshots", "check_resume", "keeps_state", "SAVED_REPLICAS", "ExecutorEntry", "EXECUTORS",
            "register_executor", "executor_for", "asked_executors", "fold_outputs"]

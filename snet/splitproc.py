@@ -103,7 +103,7 @@ class ProcessSplits(SplitExecutor):
     batch_option = "process_batch"
     batch_seconds = 0.25  # a batch's fixed cost is a message each way per process (well under a millisecond)
     first_batch = 64  # small: a slow split says so soon (a Spark job's start would cost too much for it)
-    saves_state = True
+    saves_state = "paths"
 
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], options: Any):
         super().__init__(select_splits(graph, options.process_splits, "--process-splits"),
@@ -111,7 +111,6 @@ class ProcessSplits(SplitExecutor):
         self.graph = graph
         self.count = options.split_processes
         self.pool: Pool | None = None
-        self.checkpointed: frozenset[int] = frozenset()  # the splits whose replicas' state goes into checkpoints
         self.resumed: dict[int, dict] = {}  # their state resumed from, until their runner sends it out
         self.final_state: dict | None = None  # their state when the run ended (close), for the final snapshot
         if self.selected:

@@ -73,6 +73,7 @@ def start(engine_name: str | None, graph: PropertyGraph, boxes: Boxes, records: 
 
     from snet.core.guard import guard_boxes
     from snet.errorpolicy import policy_for
+    from snet.splitexec import check_resume
 
     options = options or RunOptions()
     check_box_names(graph, options)
@@ -81,12 +82,17 @@ def start(engine_name: str | None, graph: PropertyGraph, boxes: Boxes, records: 
     executor = split_executor(graph, boxes, options)  # with the functions themselves: they travel
     if executor is not None:
         executor.error_policy = policy
-        if getattr(records, "snet_checkpoint", None) is not None:  # a run that takes checkpoints
-            try:
-                executor.take_checkpoints(graph, records.snet_checkpoint)  # type: ignore[attr-defined]
-            except BaseException:
+    checkpointing = getattr(records, "snet_checkpoint", None)  # a run that takes checkpoints
+    if checkpointing is not None:
+        try:
+            if checkpointing.restore is not None:  # the split replicas saved in the form this run keeps them
+                check_resume(graph, checkpointing.restore, executor, checkpointing.store.path)
+            if executor is not None:
+                executor.take_checkpoints(graph, checkpointing)
+        except BaseException:
+            if executor is not None:
                 executor.close()
-                raise
+            raise
     processes = None
     try:
         # numbers only: a box given "auto" is lowered with no number, and the engine chooses (snet.autoconc)

@@ -207,8 +207,6 @@ def session_checkpointing(network: Any, options: Any, directory: str, reset: boo
 
 def _open_store(network: Any, options: Any, directory: str, reset: bool) -> tuple:
     """The store, the run's identity and the state to restore (None: a fresh run); a changed run is refused."""
-    if options.spark_master:
-        raise SNetUsageError("checkpoint= does not apply to runs with Spark yet")
     engine = options.engine or DEFAULT_ENGINE
     store = CheckpointStore(os.fspath(directory), reset=reset)
     now = _identity(network, engine)

@@ -58,14 +58,13 @@ def refuse_unsupported(args: Any, options: Any, graph: Any = None) -> None:
     if args.output in (None, "-"):
         raise SNetUsageError("--checkpoint needs an output file (-o FILE): standard output cannot be cut back "
                              "to the committed position on a resume")
-    if options.spark_master:
-        raise SNetUsageError("--checkpoint does not apply to runs with --spark yet: a Spark run's split replicas "
-                             "live in the executors (whole-network runs inside Spark keep Spark's task retry)")
-    if options.split_processes and graph is not None:
+    if (options.split_processes or options.spark_master) and graph is not None:
         from snet.splitexec import select_splits, state_outside_snapshots
 
-        why = state_outside_snapshots(graph, select_splits(graph, options.process_splits, "--process-splits"),
-                                      "in split processes", saves_single=True)
+        selected = select_splits(graph, options.process_splits, "--process-splits") if options.split_processes \
+            else select_splits(graph, options.spark_splits)
+        why = state_outside_snapshots(graph, selected, "in split processes" if options.split_processes else
+                                      "on Spark", saves_single=True)
         if why is not None:
             raise SNetUsageError(why)
     if args.errors == "-":

@@ -22,6 +22,7 @@ class SparkSplits(SplitExecutor):
     place = "on Spark (Spark retries a failed task itself)"
     batch_option, default_batch = "spark_batch", 4096
     batch_seconds = 4.0  # under auto: a batch's fixed cost is a Spark job's start (a few hundred milliseconds)
+    saves_state = "bytes"  # checkpoints hold each replica's bytes, as the driver keeps them between batches
 
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], options: Any):
         from snet.spark.cluster.session import start_session
