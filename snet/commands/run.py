@@ -343,14 +343,15 @@ def run_command(args: argparse.Namespace) -> int:
     where = "standard output" if args.output in (None, "-") else f"output file {args.output}"
     if watched and options.spark_master:
         log_spark_batches()
-    log.info("info: %s engine%s; input %s (%s), output %s (%s)", options.engine or DEFAULT_ENGINE,
-             f", {options.workers or os.cpu_count() or 1} workers" if (options.engine or DEFAULT_ENGINE) == "front"
-             else "", _shown(args.input, "standard input"), in_format, _shown(args.output, "standard output"),
-             out_format)
     # Boxes that print write to standard error from the start: standard output carries the records only.
-    # SIGTERM (what service managers send) stops the run as Ctrl-C does.
+    # SIGTERM (what service managers send) stops the run as Ctrl-C does, from the line that says it starts on.
     try:
         with contextlib.redirect_stdout(sys.stderr), _terminate_as_interrupt():
+            log.info("info: %s engine%s; input %s (%s), output %s (%s)", options.engine or DEFAULT_ENGINE,
+                     f", {options.workers or os.cpu_count() or 1} workers"
+                     if (options.engine or DEFAULT_ENGINE) == "front" else "",
+                     _shown(args.input, "standard input"), in_format, _shown(args.output, "standard output"),
+                     out_format)
             return _run(network, records, options, writer, where, args, stats_json, input_file, metrics, top,
                         checkpointed.checkpointing if checkpointed is not None else None)
     except KeyboardInterrupt as e:  # one that came while the engine started, before _run's loop
