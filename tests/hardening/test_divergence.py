@@ -152,8 +152,9 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _start_run(tmp_path, program: str, records: list, *extra: str) -> subprocess.Popen:
-    """`snet run -v` on ``program``; returns once the child says it starts and has run for 0.2 s of CPU."""
+def _start_run(tmp_path, program: str, records: list, *extra: str, busy: bool = True) -> subprocess.Popen:
+    """`snet run -v` on ``program``; returns once the child says it starts and (``busy``) has run for 0.2 s of
+    CPU."""
     (tmp_path / "net.snet").write_text(program)
     (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     child = subprocess.Popen([sys.executable, "-m", "snet", "run", "-v", "-i", str(tmp_path / "in.jsonl"),
@@ -164,9 +165,9 @@ def _start_run(tmp_path, program: str, records: list, *extra: str) -> subprocess
         while line and " engine" not in line:  # "info: front engine; input ...": the run starts now
             line = child.stderr.readline()
         assert line, "the child ended before its run started"
-        started = _cpu_seconds(child.pid)
+        started = _cpu_seconds(child.pid) if busy else 0.0
         deadline = time.monotonic() + 30
-        while _cpu_seconds(child.pid) - started < 0.2:  # the network is running (it takes a core)
+        while busy and _cpu_seconds(child.pid) - started < 0.2:  # the network is running (it takes a core)
             assert child.poll() is None, child.stderr.read()
             assert time.monotonic() < deadline, "the child never got busy"
             time.sleep(0.01)
@@ -175,6 +176,19 @@ def _start_run(tmp_path, program: str, records: list, *extra: str) -> subprocess
         child.wait()
         raise
     return child
+
+
+def _signalled(child: subprocess.Popen, signum: int) -> tuple[str, float]:
+    """Send ``signum`` to the child: its standard error, and the seconds it took to end."""
+    try:
+        sent = time.monotonic()
+        child.send_signal(signum)
+        child.wait(timeout=30)
+        return child.stderr.read(), time.monotonic() - sent
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
 
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to see the child busy")
@@ -189,16 +203,7 @@ needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
                          ids=["identity-star", "runsum-unbounded"])
 def test_a_signal_ends_a_diverging_run_within_two_seconds(tmp_path, engine, signum, program, records, bound):
     child = _start_run(tmp_path, program, records, "--engine", engine, "-w", "2", "--memory-limit", "2G", *bound)
-    try:
-        sent = time.monotonic()
-        child.send_signal(signum)
-        child.wait(timeout=30)
-        took = time.monotonic() - sent
-        err = child.stderr.read()
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+    err, took = _signalled(child, signum)
     assert child.returncode == 1, err
     assert ("terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted") in err
     assert "Traceback" not in err
@@ -210,23 +215,8 @@ def test_a_signal_ends_a_diverging_run_within_two_seconds(tmp_path, engine, sign
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_while_the_engine_starts_is_reported_as_that_signal(tmp_path, engine, signum):
     """Sent as soon as the run says it starts: the engine may still be starting, before its first output."""
-    (tmp_path / "net.snet").write_text(LOOP)
-    (tmp_path / "in.jsonl").write_text('{"x": 1}\n')
-    child = subprocess.Popen([sys.executable, "-m", "snet", "run", "-v", "--engine", engine, "-w", "2",
-                              "--memory-limit", "2G", "-i", str(tmp_path / "in.jsonl"), str(tmp_path / "net.snet")],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(), text=True)
-    try:
-        line = "-"
-        while line and " engine" not in line:
-            line = child.stderr.readline()
-        assert line, "the child ended before its run started"
-        child.send_signal(signum)
-        child.wait(timeout=30)
-        err = child.stderr.read()
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+    child = _start_run(tmp_path, LOOP, [{"x": 1}], "--engine", engine, "-w", "2", "--memory-limit", "2G", busy=False)
+    err, _ = _signalled(child, signum)
     assert child.returncode == 1, err
     what = "terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted"
     assert err.strip().splitlines()[-1] == f"error: {what}; the outputs produced so far were written", err
