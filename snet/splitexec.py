@@ -68,7 +68,7 @@ from __future__ import annotations
 import importlib
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
 
 import attrs
 
@@ -177,6 +177,19 @@ class SplitRunner:
     where: str
     states: dict[tuple[int, Any], bytes]
     pending_warnings: dict[tuple[int, Any], list[str]]
+    # (node id, span, record) of each record its replicas keep for ever in a synchro-cell star (Spark's runner;
+    # split processes keep theirs and say how many)
+    parked: Sequence[tuple[int, Any, Record]] = ()
+
+    def stuck(self) -> SNetRuntimeError | None:
+        """The error that ends the run if records stay in the replicas for ever (asked once every record has
+        left the engine), as the engine ends a run whose records stay in one of its own; None when none do."""
+        if not self.parked:
+            return None
+        from snet.core.semantics import cannot_terminate
+
+        _, span, record = self.parked[0]
+        return cannot_terminate(span, len(self.parked), record)
 
     def process_many(self, items: list[tuple[int, int, Record]]) -> list[SplitOutputs]:  # pragma: no cover
         """Run ``[(instance, seq, record)]``; outputs sorted by seq.  Raises :class:`SplitFailure`."""
@@ -287,7 +300,7 @@ class SplitExecutor:
         self.flush_seconds = 0.0
         self.checkpointed = frozenset()
         self.resumed_bytes = {}
-        self.final_bytes: dict[int, dict[Any, tuple[bytes, list[str]]]] | None = None  # as the run ended (close)
+        self.final_part: dict[str, Any] | None = None  # ("bytes") the replicas' part as the run ended (close)
 
     def choose_batch_sizes(self, options: Any) -> None:
         """Size the batches while the run goes on (a :class:`SplitBatchSizer`), unless ``options`` give the size."""
@@ -330,25 +343,33 @@ class SplitExecutor:
     def stuck(self) -> SNetRuntimeError | None:
         """Once the input has ended and every record has left the engine: the error that ends the run because
         records stay in a synchro-cell star of this executor's replicas for ever (None: none do), as the engine
-        ends a run whose records stay in one of its own."""
+        ends a run whose records stay in one of its own (:meth:`SplitRunner.stuck`)."""
+        for node_id in sorted(self.runners):
+            error = self.runners[node_id].stuck()
+            if error is not None:
+                return error
         return None
 
     def add_state(self, state: dict[str, Any]) -> None:
         """Add the replicas of the splits checkpointed here to a snapshot's ``state`` (the ``"bytes"`` form:
         ``{split: {tag value: (bytes, warnings)}}`` under :data:`SAVED_REPLICAS`)."""
-        if self.final_bytes is not None:
-            state[SAVED_REPLICAS] = self.final_bytes
-            return
-        saved: dict[int, dict[Any, tuple[bytes, list[str]]]] = {}
-        for node_id in sorted(self.checkpointed):
-            replicas = dict(self.resumed_bytes.get(node_id, {}))  # (not handed to a runner yet)
-            runner = self.runners.get(node_id)
-            if runner is not None:
-                for (instance, value), data in runner.states.items():
-                    replicas[value] = (data, list(runner.pending_warnings.get((instance, value), ())))
-            if replicas:
-                saved[node_id] = replicas
-        state[SAVED_REPLICAS] = saved
+        if self.final_part is None:
+            saved: dict[int, dict[Any, tuple[bytes, list[str]]]] = {}
+            parked: list[tuple[int, Record]] = []  # (the engine's form: a resumed run keeps them in its engine)
+            for node_id in sorted(self.checkpointed):
+                replicas = dict(self.resumed_bytes.get(node_id, {}))  # (not handed to a runner yet)
+                runner = self.runners.get(node_id)
+                if runner is not None:
+                    for (instance, value), data in runner.states.items():
+                        replicas[value] = (data, list(runner.pending_warnings.get((instance, value), ())))
+                    parked.extend((node, record) for node, _, record in runner.parked)
+                if replicas:
+                    saved[node_id] = replicas
+            part: dict[str, Any] = {SAVED_REPLICAS: saved, "parked": parked}
+        else:
+            part = self.final_part
+        state[SAVED_REPLICAS] = part[SAVED_REPLICAS]
+        state["parked"] = list(state.get("parked", [])) + part["parked"]
 
     def started(self) -> None:
         """Called once the executor is ready for its run, its batch size chosen (split processes say then, under
@@ -433,11 +454,11 @@ class SplitExecutor:
             runner.cancel()
 
     def close(self) -> None:
-        if self.saves_state == "bytes" and self.checkpointed and self.final_bytes is None:
+        if self.saves_state == "bytes" and self.checkpointed and self.final_part is None:
             # the run's final snapshot is taken after the engine has ended, and the runners with it
             final: dict[str, Any] = {}
             self.add_state(final)
-            self.final_bytes = final[SAVED_REPLICAS]
+            self.final_part = final
         for runner in self.runners.values():
             runner.close()
 
@@ -484,9 +505,9 @@ def single_instance_splits(graph: PropertyGraph) -> frozenset[int]:
 SAVED_REPLICAS = "split_replicas"  # a snapshot's key for replicas saved as bytes (SplitExecutor.add_state)
 
 
-def keeps_state(split: SplitNode | Node) -> bool:
-    """Whether the replicas of ``split`` differ from one another (a synchro-cell, or an initialiser)."""
-    return isinstance(split, SplitNode) and bool(split.operand.stateful or split.operand.has_initialisers)
+def keeps_state(split: Node) -> bool:
+    """Whether ``split`` is a split whose replicas differ from one another (``Node.holds_state``)."""
+    return isinstance(split, SplitNode) and split.operand.holds_state
 
 
 def check_resume(graph: PropertyGraph, restore: dict[str, Any], executor: "SplitExecutor | None",

@@ -71,9 +71,10 @@ from snet.core.compiled import SplitKeys
 from snet.core.processes import main_hidden, process_context, read_answer, shipped_function
 from snet.errorpolicy import error_record
 from snet.errors import SNetBindingError, SNetBoxError, SNetRuntimeError, SNetUsageError
-from snet.splitexec import SplitExecutor, SplitFailure, SplitOutputs, SplitRunner, fold_outputs, select_splits
+from snet.splitexec import (SplitExecutor, SplitFailure, SplitOutputs, SplitRunner, fold_outputs, keeps_state,
+                            select_splits)
 from snet.stats import BoxStats, SplitProcessStats, add_box_calls
-from snet.splitworker import PROTOCOL, keeps_state
+from snet.splitworker import PROTOCOL
 from snet.spg.nodes import BoxNode, PropertyGraph, SplitNode
 
 Record = dict
@@ -156,7 +157,7 @@ class ProcessSplits(SplitExecutor):
         for each snapshot; a resumed run sends each process the replicas of the tag values it owns (however many
         processes the run that saved them had, or none)."""
         super().take_checkpoints(graph, checkpointing)
-        self.checkpointed = frozenset(n for n in self.selected if keeps_state(graph, n))
+        self.checkpointed = frozenset(n for n in self.selected if keeps_state(graph.nodes[n]))
         if not self.checkpointed or self.pool is None:
             return
         checkpointing.executor = self
@@ -164,14 +165,6 @@ class ProcessSplits(SplitExecutor):
             self.resumed = take_replicas(checkpointing.restore, set(self.checkpointed))
             for node_id in sorted(self.resumed):  # now: their cells' warnings at the end if no record comes
                 self.runners[node_id] = self.make_runner(node_id)
-
-    def stuck(self) -> SNetRuntimeError | None:
-        for node_id in sorted(self.runners):
-            runner = self.runners[node_id]
-            error = runner.stuck_error() if isinstance(runner, ProcessSplitRunner) else None
-            if error is not None:
-                return error
-        return None
 
     def add_state(self, state: dict) -> None:
         if self.final_state is not None:
@@ -362,13 +355,13 @@ class ProcessSplitRunner(SplitRunner):
         self.pool = pool
         self.where = _where(node)
         self.keys = SplitKeys(node)
-        self.stateful = keeps_state(graph, split_node_id)
+        self.stateful = node.operand.holds_state
         self.replicas: set[tuple[int, int]] = set()
         self.records = 0
         self.failures: list[tuple] = []  # (seq, error record, error) of the records skipped in the processes
         self.box_calls: dict[str, list] = {}
         self.final_warnings: list[str] | None = None
-        self.stuck: dict[int, Any] = {}  # per process: (count, report) of the records its replicas keep for ever
+        self.kept: dict[int, Any] = {}  # per process: (count, report) of the records its replicas keep for ever
         self.skip_errors = skip_errors
         pool.announce(node.id, skip_errors, restores)
 
@@ -516,7 +509,7 @@ class ProcessSplitRunner(SplitRunner):
     def _ended(self, index: int, message: tuple) -> None:
         """Process ``index``'s ``("end", box_calls, stuck)`` after its share of a batch."""
         add_box_calls(self.box_calls, message[1])
-        self.stuck[index] = message[2]
+        self.kept[index] = message[2]
 
     def _skips_crashes(self) -> bool:
         """Does a record on which a process died fail alone? Under ``on_error`` "skip", for replicas without
@@ -575,9 +568,10 @@ class ProcessSplitRunner(SplitRunner):
                 pass
         return found
 
-    def stuck_error(self) -> SNetRuntimeError | None:
-        """The error that ends the run when the records a replica keeps for ever are all that is left."""
-        found = [entry for entry in self.stuck.values() if entry is not None]
+    def stuck(self) -> SNetRuntimeError | None:
+        """The error that ends the run when the records the replicas keep for ever are all that is left (each
+        process says, after each batch, how many its replicas keep and the first one's error)."""
+        found = [entry for entry in self.kept.values() if entry is not None]
         if not found:
             return None
         error = found[0][1].rebuild()

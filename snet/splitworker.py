@@ -61,7 +61,7 @@ from snet.core.semantics import cannot_terminate
 from snet.errors import SNetError, SNetRuntimeError
 from snet.spg.lower import lower
 from snet.reference import ReferenceEngine
-from snet.spg.nodes import PropertyGraph, SplitNode
+from snet.spg.nodes import PropertyGraph
 
 Record = dict
 PROTOCOL = 5
@@ -98,17 +98,6 @@ class _Collecting(ErrorPolicy):
 
     def failed(self, error: SNetRuntimeError, record: Record, box: str | None) -> None:
         self.caught.append((error_record(error, record, box), ErrorReport.of(error)))
-
-
-def keeps_state(graph: PropertyGraph, split_id: int) -> bool:
-    """True if the replicas of the split's operand differ from one another.
-
-    A synchro-cell holds records; an initialiser fires once per replica, and
-    which nested replicas exist decides where initialisers still fire.
-    """
-    node = graph.nodes[split_id]
-    assert isinstance(node, SplitNode)
-    return bool(node.operand.stateful or node.operand.has_initialisers)
 
 
 class ReplicaTable:
@@ -282,4 +271,4 @@ def _dumps(message: tuple) -> bytes:
         return cloudpickle.dumps(message, protocol=PROTOCOL)
 
 
-__all__ = ["ErrorReport", "ReplicaTable", "keeps_state", "run_items", "serve"]
+__all__ = ["ErrorReport", "ReplicaTable", "run_items", "serve"]

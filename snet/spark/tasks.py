@@ -92,11 +92,6 @@ def run_plan(plan, records, engine: str = "front"):
     return found.start(plan, records, RunOptions.from_keywords(engine=engine, workers=1))
 
 
-def keeps_state(node) -> bool:
-    """True if ``node`` holds state (a synchro-cell, an initialiser): its replicas differ from one another."""
-    return bool(node.stateful or node.has_initialisers)
-
-
 def rows(batch, drop: tuple[str, ...] = ()) -> list[dict]:
     """The records of one Arrow batch: a dict per row, nulls (absent labels) and ``drop`` columns left out."""
     names = batch.schema.names

@@ -81,6 +81,12 @@ class Node:
 
     kind = "node"
 
+    @property
+    def holds_state(self) -> bool:
+        """A synchro-cell or an initialiser inside: the replicas of this node differ from one another (which of
+        its nested replicas exist decides where initialisers still fire)."""
+        return self.stateful or self.has_initialisers
+
     def children(self) -> tuple["Node", ...]:
         return ()
 

@@ -18,8 +18,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import handmade  # noqa: E402
 
+import snet  # noqa: E402
 from snet.backends import RunOptions, start  # noqa: E402
-from snet.errors import SNetBoxError  # noqa: E402
+from snet.errors import SNetBoxError, SNetRuntimeError  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -57,6 +58,18 @@ def test_synchro_cells_keep_state_across_small_batches(spark_options, batch):
     assert stats.batches == -(-len(records) // batch)
     assert stats.records == len(records)
     assert stats.replicas == 6
+
+
+def test_records_kept_for_ever_in_a_replica_on_spark_end_the_run_as_in_process(spark_options):
+    """A record no pattern of a synchro-cell star matches stays in its replica on the executor; once the input
+    has ended, the run fails saying how many, as in process (the other records' outputs first)."""
+    net = snet.load("net stuck connect ([| {a}, {b} |] * {a, b}) ! <k>;")
+    records = [{"a": 1, "<k>": 0}, {"c": 5, "<k>": 1}, {"b": 2, "<k>": 0}, {"c": 6, "<k>": 2}, {"c": 7, "<k>": 3}]
+    got = []
+    with pytest.raises(SNetRuntimeError, match=r"cannot terminate: 3 record\(s\) stay in the synchro-cell star"):
+        for record in net.run(records, **spark_options(spark_batch=2)):
+            got.append(record)
+    assert got == [{"a": 1, "b": 2, "<k>": 0}]
 
 
 def test_range_split_copies_in_ascending_order(spark_options):

@@ -2,7 +2,7 @@
 
 A :class:`ReplicaHost` holds, per run and Python worker, a reference engine
 for the whole program, which builds and feeds the replicas; a replica with
-state (:func:`keeps_state`) travels between batches as bytes
+state (``Node.holds_state``) travels between batches as bytes
 (:func:`dump_replica`, :func:`load_replica`: static objects replaced by ids).
 A task gets a :class:`TaskInput` of :class:`Group` s and returns a
 :class:`TaskOutput`; a run-time error travels back as an :class:`ErrorReport`.
@@ -23,7 +23,7 @@ from snet.errors import SNetRuntimeError
 from snet import isolation
 from snet.plan import PlanNode, operators
 from snet.spg.lower import lower
-from snet.spark.tasks import PROTOCOL, RUNS, cloudpickle_module, dumps, keeps_state, loads
+from snet.spark.tasks import PROTOCOL, RUNS, cloudpickle_module, dumps, loads
 from snet.spg.nodes import PropertyGraph, SplitNode
 
 Record = dict
@@ -81,6 +81,7 @@ class GroupResult:
     error: ErrorReport | None = None
     # (input seq, error record, ErrorReport) of the records skipped (on_error "skip")
     failures: list = field(default_factory=list)
+    parked: list = field(default_factory=list)  # (node id, span, record) kept for ever in a synchro-cell star
 
 
 @dataclass(slots=True)
@@ -200,7 +201,7 @@ class ReplicaHost:
         self.operand = self.plan.nodes[split_node_id].children[0]
         split = graph.nodes[split_node_id]
         assert isinstance(split, SplitNode), f"node {split_node_id} is a {split.kind}, not a split (the runner checks)"
-        self.stateful = keeps_state(split.operand)
+        self.stateful = split.operand.holds_state
         self.engine = ReferenceEngine(self.plan)
         # the static objects a replica refers to, pickled as (node id, field name)
         self.op_ids = {id(value): (node.id, name) for node in self.plan.nodes
@@ -237,8 +238,9 @@ class ReplicaHost:
             result.error = ErrorReport.of(key, e)
             return result
         finally:
-            result.failures = self.failures[:]
+            result.failures, result.parked = self.failures[:], [(n.id, n.span, r) for n, r in engine.parked]
             self.failures.clear()
+            engine.parked.clear()
         if self.stateful:
             result.state, cells = dump_replica(self, target)
             result.warnings = pending_warnings(cells)

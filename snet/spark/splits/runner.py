@@ -20,7 +20,7 @@ from snet.errors import SNetRuntimeError, SNetUsageError
 from snet.spark.failures import crash_summary, interrupt_in, job_summary, looks_like_crash
 from snet.spark.splits import crash
 from snet.spark.splits.replicas import Group, TaskInput, TaskOutput, run_payload
-from snet.spark.tasks import arrow_payloads, dumps, keeps_state, loads, rdd_payloads
+from snet.spark.tasks import arrow_payloads, dumps, loads, rdd_payloads
 from snet.splitexec import SplitFailure, SplitOutputs, SplitRunner, fold_outputs
 from snet.stats import add_box_calls
 from snet.spg.nodes import PropertyGraph, SplitNode
@@ -50,7 +50,7 @@ class SparkSplitRunner(SplitRunner):
         own = {k: conf.pop(k) for k in SNET_KEYS if k in conf}
         self.node, self.keys, self.master = node, SplitKeys(node), master
         self.where = node.span.location if node.span is not None else f"node {node.id}"
-        self.stateful = keeps_state(node.operand)  # replicas differ: per-replica state bytes
+        self.stateful = node.operand.holds_state  # replicas differ: per-replica state bytes
         self.session = get_session(master, conf)
         self.connect = is_connect_session(self.session)
         path = own.get("snet.path", "dataframe" if self.connect else "rdd")
@@ -61,6 +61,7 @@ class SparkSplitRunner(SplitRunner):
         self.run_id = uuid.uuid4().hex
         context = make_context(graph, split_node_id, boxes, skip_errors, shipped_only(own.get("snet.boxes")))
         self.failures: list[tuple] = []  # (seq, error record, ErrorReport) of records skipped on the executors
+        self.parked: list[tuple] = []  # (node id, span, record) kept for ever in the replicas (SplitRunner.stuck)
         self.context_bytes = dump_context(context)
         ship(self.session, context, self.connect)
         self.jobs = RunJobs(self.session, f"snet-split-{self.run_id}")
@@ -100,6 +101,7 @@ class SparkSplitRunner(SplitRunner):
             for result in out.results:
                 keyed.extend(result.outputs)
                 self.failures.extend(result.failures)
+                self.parked.extend(result.parked)
                 if result.error is not None:
                     errors.append(result.error)
                 elif self.stateful:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import attrs
 
 from snet.errors import SNetNotDistributable
-from snet.spark.tasks import keeps_state
 from snet.spg.nodes import (BoxNode, FilterNode, NetNode, Node, ParallelNode, PropertyGraph, SerialNode, SplitNode,
                             SyncNode)
 
@@ -41,7 +40,7 @@ def _state_holder(node: Node) -> Node:
     node = _unwrap(node)
     if isinstance(node, (SyncNode, BoxNode)) or not node.children():
         return node
-    holders = [c for c in node.children() if keeps_state(c)]
+    holders = [c for c in node.children() if c.holds_state]
     if isinstance(node, (SerialNode, ParallelNode)):
         return _state_holder(holders[0]) if holders else node
     return node  # a star, a feedback loop or a split holding state
@@ -97,10 +96,10 @@ def keeps_tag(node: Node, tag: str) -> bool:
 def distribution(graph: PropertyGraph) -> Distribution:
     """How the input of a Spark-native run must be partitioned; raises SNetNotDistributable (see module)."""
     root = _unwrap(graph.root)
-    if not keeps_state(root):
+    if not root.holds_state:
         return Distribution()
     stages = [_unwrap(s) for s in root.stages] if isinstance(root, SerialNode) else [root]
-    keyed = [i for i, s in enumerate(stages) if keeps_state(s)]
+    keyed = [i for i, s in enumerate(stages) if s.holds_state]
     key: str | None = None
     split: Node | None = None
     for i in keyed:
