@@ -71,8 +71,7 @@ from snet.core.compiled import SplitKeys
 from snet.core.processes import main_hidden, process_context, read_answer, shipped_function
 from snet.errorpolicy import error_record
 from snet.errors import SNetBindingError, SNetBoxError, SNetRuntimeError, SNetUsageError
-from snet.splitexec import (SplitExecutor, SplitFailure, SplitOutputs, SplitRunner, fold_outputs, keeps_state,
-                            select_splits)
+from snet.splitexec import SplitExecutor, SplitFailure, SplitOutputs, SplitRunner, fold_outputs, select_splits
 from snet.stats import BoxStats, SplitProcessStats, add_box_calls
 from snet.splitworker import PROTOCOL
 from snet.spg.nodes import BoxNode, PropertyGraph, SplitNode
@@ -156,12 +155,8 @@ class ProcessSplits(SplitExecutor):
         """Splits with state and one instance in the run keep their replicas in the processes, which export them
         for each snapshot; a resumed run sends each process the replicas of the tag values it owns (however many
         processes the run that saved them had, or none)."""
-        super().take_checkpoints(graph, checkpointing)
-        self.checkpointed = frozenset(n for n in self.selected if keeps_state(graph.nodes[n]))
-        if not self.checkpointed or self.pool is None:
-            return
-        checkpointing.executor = self
-        if checkpointing.restore is not None:
+        super().take_checkpoints(graph, checkpointing)  # (which sets checkpointed, and the executor to ask)
+        if self.checkpointed and self.pool is not None and checkpointing.restore is not None:
             self.resumed = take_replicas(checkpointing.restore, set(self.checkpointed))
             for node_id in sorted(self.resumed):  # now: their cells' warnings at the end if no record comes
                 self.runners[node_id] = self.make_runner(node_id)
