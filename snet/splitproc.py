@@ -68,6 +68,7 @@ from typing import Any, Callable
 
 from snet.checkpoint.state import add_state, empty_state, take_replicas
 from snet.core.compiled import SplitKeys
+from snet.core.semantics import cannot_terminate
 from snet.core.processes import main_hidden, process_context, read_answer, shipped_function
 from snet.errorpolicy import error_record
 from snet.errors import SNetBindingError, SNetBoxError, SNetRuntimeError, SNetUsageError
@@ -356,7 +357,7 @@ class ProcessSplitRunner(SplitRunner):
         self.failures: list[tuple] = []  # (seq, error record, error) of the records skipped in the processes
         self.box_calls: dict[str, list] = {}
         self.final_warnings: list[str] | None = None
-        self.kept: dict[int, Any] = {}  # per process: (count, report) of the records its replicas keep for ever
+        self.kept: dict[int, Any] = {}  # per process: (count, span, first record) its replicas keep for ever
         self.skip_errors = skip_errors
         pool.announce(node.id, skip_errors, restores)
 
@@ -565,15 +566,12 @@ class ProcessSplitRunner(SplitRunner):
 
     def stuck(self) -> SNetRuntimeError | None:
         """The error that ends the run when the records the replicas keep for ever are all that is left (each
-        process says, after each batch, how many its replicas keep and the first one's error)."""
+        process says, after each batch, how many its replicas keep, and the first one)."""
         found = [entry for entry in self.kept.values() if entry is not None]
         if not found:
             return None
-        error = found[0][1].rebuild()
-        count = sum(n for n, _ in found)
-        if count != found[0][0]:  # the first process's count, in the message: say every process's
-            error.message = error.message.replace(f"{found[0][0]} record(s)", f"{count} record(s)", 1)
-        return error
+        _, span, record = found[0]
+        return cannot_terminate(span, sum(count for count, _, _ in found), record)
 
     def export_states(self) -> list[dict]:
         """The state of this split's replicas in every process (a run that takes checkpoints, between batches)."""

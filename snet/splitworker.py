@@ -18,14 +18,15 @@ over the process's pipe:
   program are loaded, or ``("failed", message)`` (the process then ends);
 * parent -> process: ``("split", node_id, skip_errors, restore)`` once per
   split node (``restore``: None, or in a run that takes checkpoints the
-  state dict its replicas resume from, :mod:`snet.checkpoint.state`), then ``("run", node_id, items)`` per batch, ``items`` a list of
+  state dict its replicas resume from, :mod:`snet.checkpoint.state`),
+  then ``("run", node_id, items)`` per batch, ``items`` a list of
   ``(key, record, replica)`` in key order (``key`` the parent's
   ``(seq, instance, value)``, ``replica`` the ``(instance, value)`` whose
   tree the record enters, None for an operand without state);
 * process -> parent: ``("out", key, outputs, failures)`` after each item,
   then ``("end", box_calls, stuck)`` after the batch (``stuck``: None, or
-  ``(count, report)`` for the records that stay in a synchro-cell star of
-  the node's replicas for ever).  A run-time error
+  ``(count, span, first record)`` of the records that stay in a
+  synchro-cell star of the node's replicas for ever).  A run-time error
   is sent as ``("error", key, report)`` and ends the batch (the run is
   failing); ``failures`` are the records skipped under ``on_error``
   "skip", as ``(error record, report)``;
@@ -57,7 +58,6 @@ from typing import Any, Callable
 import attrs
 
 from snet.errorpolicy import ErrorPolicy, error_record
-from snet.core.semantics import cannot_terminate
 from snet.errors import SNetError, SNetRuntimeError
 from snet.spg.lower import lower
 from snet.reference import ReferenceEngine
@@ -257,7 +257,7 @@ def run_items(table: ReplicaTable, items: list[tuple], send: Callable[[bytes], A
     stuck = None
     if engine.parked:  # records that stay in a synchro-cell star for ever: the run cannot end (the parent says so)
         node, record = engine.parked[0]
-        stuck = (len(engine.parked), ErrorReport.of(cannot_terminate(node.span, len(engine.parked), record)))
+        stuck = (len(engine.parked), node.span, record)
     send(_dumps(("end", engine.box_calls, stuck)))
 
 
