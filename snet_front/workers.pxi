@@ -493,7 +493,9 @@ cdef class Worker(Writer):
         outputs are out, so a checkpoint waits for the batch to end.  A record
         that is not a plain dict (a tracked request, ``NO_INPUT_YET``, a
         mapping) ends the batch and is left for the one-record path.  A failing
-        walk ends it too, after the outputs made before it are out.
+        walk ends it too, after the outputs made before it are out, and leaves
+        the chain locked, as ``process`` leaves a failing entity: no later
+        record passes the chain before the worker's loop records the failure.
 
         False (nothing read) when the chain is busy: the caller admits one
         record as ever.
@@ -504,6 +506,7 @@ cdef class Worker(Writer):
         cdef list made = None
         cdef long taken = 0
         cdef long room
+        cdef bint failed = True
         if not snet_try_lock(&chain.lock):
             return False
         if len(chain.inbox) or not chain.settled():
@@ -535,13 +538,15 @@ cdef class Worker(Writer):
                     chain.emit_list(self, res, None, False)
                 if self.safe_point():
                     break
+            failed = False
         finally:
             try:
                 if made is not None:
                     rt.output_many(made)
             finally:
                 snet_atomic_add(&rt.pending, -taken)
-                snet_unlock(&chain.lock)
+                if not failed:
+                    snet_unlock(&chain.lock)
         return True
 
     cdef bint try_completion(self) except -1:
