@@ -1,4 +1,4 @@
-"""The cyclic garbage collector paused while the front end builds a program.
+"""The cyclic garbage collector paused while the front end builds a program, and while a split batch is out.
 
 Parsing and checking a program allocates hundreds of thousands of objects
 that all stay alive (tokens, parse-tree nodes, the AST, types, the graph).
@@ -10,6 +10,8 @@ everything that is not in a cycle while the collector is paused, and the
 collector runs again as soon as the outermost pause ends.  ``compile_source``
 pauses it for the whole compile; ``resolve`` and ``find_warnings`` (the check
 stage's entries for embedders that call them directly) pause it themselves.
+A split executor's batch (``snet.splitexec.SplitExecutor.run``) is the same
+case at run time: its items, groups and results live until it returns.
 
 The pause is process-wide, as the collector is: when several threads
 compile at once, the collector stays paused until the last of them is done.
