@@ -157,7 +157,8 @@ def run_killed(cmd: list, output: Path, threshold: int | None, log: Path | None 
             if time.monotonic() > deadline:
                 raise AssertionError(f"{cmd} ran past {RUN_LIMIT_S} s")
             time.sleep(0.002)  # polling the file: the event is its growth
-        assert child.returncode == 0, f"{cmd} failed with status {child.returncode}"
+        said = log.read_text()[-3000:] if log is not None else "(its standard error was not kept)"
+        assert child.returncode == 0, f"{cmd} failed with status {child.returncode}; its standard error:\n{said}"
         return child.returncode
     finally:
         if child.poll() is None:
