@@ -602,7 +602,12 @@ class ReferenceEngine:
         for record in records:
             if self.stopped:
                 return
-            if record is NO_INPUT_YET:  # a session waiting for its caller: nothing to do until it feeds
+            if record is NO_INPUT_YET:
+                # Nothing yet: a session's caller is quiet, or a due snapshot waits for the split executor's
+                # partial batch (snet.checkpoint.gate).  Run the batch, so that its outputs flow.
+                if self.executor is not None and self.executor.pending:
+                    self.flush_executor()
+                    yield from self.drain()
                 continue
             self.records_in += 1
             if isinstance(record, Request):

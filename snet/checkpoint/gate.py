@@ -20,8 +20,10 @@ commits all three together.  The gate then hands out the next record.
 
 The engine calls the gate from its input reader: the reference engine
 between two inputs, when its work stack is empty, so a due snapshot is
-taken at once; FRONT from whichever worker admits input, which finds the
-network quiescent after a few tries once the records in flight have drained.
+taken at once, unless records wait in a split executor's partial batch:
+the gate then says "nothing yet", the engine runs the batch and asks again;
+FRONT from whichever worker admits input, which finds the network quiescent
+after a few tries once the records in flight have drained.
 """
 
 from __future__ import annotations
@@ -169,7 +171,9 @@ class InputGate:
     def __next__(self) -> Any:
         ck = self.snet_checkpoint
         if ck.due and not ck.try_snapshot():
-            if getattr(ck.engine, "synchronous", False):  # the reference engine asks between inputs only
+            # The reference engine asks between inputs only: nothing can be in flight then but records waiting in
+            # the split executor's partial batch, which it runs when told "nothing yet" (snet.reference)
+            if getattr(ck.engine, "synchronous", False) and not ck.engine.batch_waits():
                 raise SNetRuntimeError("internal error: the engine asked for input while records were in flight")
             return NO_INPUT_YET
         record = next(self.records)

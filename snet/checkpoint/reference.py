@@ -1,8 +1,9 @@
 """The reference engine's checkpoint hooks (:mod:`snet.checkpoint.state` gives the format).
 
 The engine asks the gate for input only when its work stack is empty, so
-every call of the gate is a quiescent point: a due snapshot is taken there
-and then (``synchronous``).  The engine tells this object about every
+every call of the gate is a quiescent point, or records wait in a split
+executor's partial batch, which the engine runs when the gate says "nothing
+yet": a due snapshot is taken there and then (``synchronous``).  The engine tells this object about every
 synchro-cell, synchro-cell star and initialiser it builds, with the path
 of the replica it builds them in; this object restores their saved state
 and lists them for the next snapshot.
@@ -78,6 +79,12 @@ class ReferenceCheckpoints:
     def quiescent(self) -> bool:
         e = self.engine
         return not e.stack and not (e.executor is not None and e.executor.pending)
+
+    def batch_waits(self) -> bool:
+        """Between two inputs, records wait in the split executor's partial batch: the engine runs it when the
+        gate says "nothing yet" (a snapshot came due while the batch filled)."""
+        e = self.engine
+        return not e.stack and e.executor is not None and bool(e.executor.pending)
 
     def records_out(self) -> int:
         return self.engine.records_out
