@@ -29,7 +29,10 @@ The input stream
 * :data:`~snet.requests.NO_INPUT_YET`: the stream has nothing now but may
   have more later (a session waiting for its caller).  The engine goes on
   with the work it has and asks again; it does not count it as an input,
-  and it must not block on the iterator while records are inside.
+  and it must not block on the iterator while records are inside.  A
+  split executor's partial batch is work it has: run it then (a run that
+  takes checkpoints says "nothing yet" when a snapshot is due, and the
+  snapshot waits for the batch).
 
 Contract of every execution
 ===========================
