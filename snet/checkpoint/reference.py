@@ -1,12 +1,12 @@
 """The reference engine's checkpoint hooks (:mod:`snet.checkpoint.state` gives the format).
 
 The engine asks the gate for input only when its work stack is empty, so
-every call of the gate is a quiescent point, or records wait in a split
+every call of the gate is a quiescent point, unless records wait in a split
 executor's partial batch, which the engine runs when the gate says "nothing
-yet": a due snapshot is taken there and then (``synchronous``).  The engine tells this object about every
-synchro-cell, synchro-cell star and initialiser it builds, with the path
-of the replica it builds them in; this object restores their saved state
-and lists them for the next snapshot.
+yet": a due snapshot is taken there and then (``synchronous``).  The engine
+tells this object about every synchro-cell, synchro-cell star and
+initialiser it builds, with the path of the replica it builds them in; this
+object restores their saved state and lists them for the next snapshot.
 """
 
 from __future__ import annotations
