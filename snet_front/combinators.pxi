@@ -163,19 +163,7 @@ cdef class StarEntity(Entity):
         if dest.identity:
             dest = bypass(dest)
         self.op_entry = dest
-        if not sh.loops and not leader and not self.identity and (
-                (type(dest) is StarEntity and (<StarEntity>dest).sh is sh)
-                or (snet_flag_load(&dest.identity) and dest.out is self.nxt)):
-            # The operand dissolved completely (its entry is a later
-            # incarnation, or an identity leading straight to the next, which
-            # another worker may hold right now): this incarnation tests
-            # exactly what the next one tests, so it becomes an identity
-            # forwarding to its operand entry, and writers skip it.  (`out`
-            # of an identity is only compared here, never followed: a pointer
-            # comparison, no reference taken, so it is safe without its lock;
-            # the release store below publishes `out` before the flag.)
-            self.out = dest
-            snet_flag_store(&self.identity, True)
+        self.dissolve(dest)
         if sh.loops:
             # Mark the replica the record enters (docs/runtime.md, "Depth-first
             # stars"): incarnation 1 takes the deepest record first.
@@ -184,6 +172,28 @@ cdef class StarEntity(Entity):
         w.write(dest, item, True)
         return 0
 
+    cdef bint dissolve(self, Entity dest):
+        """Become an identity if the operand dissolved completely (``dest``: its entry, bypassed); lock held.
+
+        The operand dissolved when its entry is a later incarnation, or an
+        identity leading straight to the next (which another worker may hold
+        right now): this incarnation then tests exactly what the next one
+        tests, so it becomes an identity forwarding to its operand entry, and
+        writers skip it.  (``out`` of an identity is only compared here,
+        never followed: a pointer comparison, no reference taken, so it is
+        safe without its lock; the release store below publishes ``out``
+        before the flag.)  Not the leader of a deterministic star (it opens
+        the records' groups), nor a looping star's.
+        """
+        if self.sh.loops or self.identity or (self.k == 0 and self.sh.det):
+            return False
+        if ((type(dest) is StarEntity and (<StarEntity>dest).sh is self.sh)
+                or (snet_flag_load(&dest.identity) and dest.out is self.nxt)):
+            self.out = dest
+            snet_flag_store(&self.identity, True)
+            return True
+        return False
+
     cdef Entity branch_exit(self):
         return self
 
@@ -191,6 +201,37 @@ cdef class StarEntity(Entity):
         # Its operand instances' entities are the replica's too and checked themselves;
         # an incarnation that became an identity is a state a fresh star does not have.
         return not self.identity
+
+
+cdef Entity settle_entry(Entity d):
+    """The network's entry ``d`` past the star incarnations that dissolved after the last record passed them.
+
+    An incarnation finds its operand dissolved when a record passes it
+    (``StarEntity.invoke``); one that the last records of a stretch of input
+    passed just before its operand's cells fired stays a non-identity, and
+    the entry keeps it, and every incarnation after it, alive until the next
+    input.  A worker that finds the input quiet calls this (input lock held),
+    so a session's graph shrinks back between its batches.
+    """
+    cdef StarEntity star
+    cdef Entity op
+    cdef bint done
+    while type(d) is StarEntity and not d.identity and snet_try_lock(&d.lock):
+        star = <StarEntity>d
+        try:
+            op = star.op_entry
+            done = False
+            if op is not None:
+                if op.identity:
+                    op = bypass(op)
+                    star.op_entry = op
+                done = star.dissolve(op)
+        finally:
+            snet_unlock(&d.lock)
+        if not done:
+            break
+        d = bypass(d)
+    return d
 
 
 cdef inline GStack mark_depth(Group mark, GStack st, long depth):

@@ -372,6 +372,8 @@ cdef class Worker(Writer):
             if rec is NO_INPUT_YET:  # nothing now, more later: go on with other work (snet.requests)
                 if rt.input_quiet_since == 0:
                     rt.input_quiet_since = snet_now()
+                if type(rt.root_entry) is StarEntity:  # (the entry may hold a stretch of dissolved incarnations)
+                    rt.root_entry = settle_entry(rt.root_entry)
                 return False
             rt.input_quiet_since = 0
             if type(rec) is Request:  # a tracked input: its records carry its group (snet.requests)

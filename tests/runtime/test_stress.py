@@ -180,6 +180,26 @@ def stream_in_batches(workers: int, batches: int, size: int, **options):
     return alive_after, entities
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_quiet_session_lets_go_of_the_incarnations_its_last_records_passed(workers):
+    """Down to the sink and the incarnation the next record will enter, once the input is quiet.
+
+    A batch's last records pass the star's newest incarnations before those
+    incarnations' cells fire, so no record finds them dissolved; the
+    network's entry kept them, and every incarnation after them, alive until
+    the next input (4 entities here; under load, a stretch of 80 dissolved
+    incarnations was seen kept for a minute).  A worker that finds the
+    input quiet now finds them dissolved.
+    """
+    net = snet.load(TWO_CELLS)
+    with net.session(engine="front", workers=workers) as session:
+        for b in range(3):
+            session.feed_many(triples(100, start=b * 100))
+            outputs = [session.get(timeout=WAIT) for _ in range(100)]
+            assert sorted(r["a"] for r in outputs) == list(range(b * 100, (b + 1) * 100))
+            until(lambda: session.stats().front.entities.alive <= 2, f"the entity graph letting go after batch {b}")
+
+
 def test_stateful_star_shrinks_back_with_several_workers_on_a_stream():
     """The same net streamed through 2 and 4 workers, with the throttle: the graph never keeps its dead."""
     for workers in (2, 4):
