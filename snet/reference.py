@@ -294,11 +294,11 @@ class _ExecutorSplit(_Instance):
 
     __slots__ = ("keys", "instance", "executor")
 
-    def __init__(self, node: ExecutorSplitPlan, out: Target, executor: SplitExecutorProtocol):
+    def __init__(self, node: ExecutorSplitPlan, out: Target, executor: SplitExecutorProtocol, path: tuple):
         super().__init__(node, out)
         self.keys = node.keys
         self.executor = executor
-        self.instance = executor.new_instance(node.id)
+        self.instance = executor.new_instance(node.id, path)
 
     def receive(self, engine: ReferenceEngine, port: int, record: Record) -> None:
         if len(self.keys.values(record)):  # a missing tag fails here, as in place
@@ -459,7 +459,7 @@ class ReferenceEngine:
                 self.stars.append(star)
                 return self._gated(node, (star, 0))
             case ExecutorSplitPlan():
-                split = _ExecutorSplit(node, out, self._executor())
+                split = _ExecutorSplit(node, out, self._executor(), path)
                 self.executor_splits.append(split)
                 return (split, 0)
             case SplitPlan():

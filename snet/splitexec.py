@@ -5,9 +5,13 @@ run elsewhere: on Spark executors (:mod:`snet.spark`), say.  Engines do not
 know where; they talk to a :class:`SplitExecutor` through this small
 protocol:
 
-1. ``new_instance(node_id) -> instance``: the engine built an instance of
-   an executor split (an :class:`~snet.plan.ExecutorSplitPlan` node; a split
-   inside a star has one per star replica);
+1. ``new_instance(node_id, path) -> instance``: the engine built an
+   instance of an executor split (an :class:`~snet.plan.ExecutorSplitPlan`
+   node; a split inside a star has one per star replica); ``path`` names
+   the replica the instance is in, as checkpoints name it
+   (:mod:`snet.checkpoint.state`: ``()`` at the top, ``((star, k),)`` in
+   replica ``k`` of a star, and so on), so that its replicas' state is
+   saved and resumed at the paths a run without the executor gives it;
 2. ``submit(instance, record) -> seq``: a record entered that instance (the
    engine has checked its tag already); it waits in the executor's batch
    under a global sequence number;
@@ -72,14 +76,16 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
 
 import attrs
 
+from snet.checkpoint.state import replica_value
 from snet.errors import SNetRuntimeError, SNetUsageError
 from snet.gcpause import gc_paused
-from snet.spg.nodes import NetNode, Node, PropertyGraph, SplitNode, StarNode
+from snet.spg.nodes import NetNode, Node, PropertyGraph, SplitNode
 
 if TYPE_CHECKING:
     from snet.errorpolicy import ErrorPolicy
 
 Record = dict[str, Any]
+Path = tuple[tuple[int, Any], ...]  # the replica an instance is in, as checkpoints name it (snet.checkpoint.state)
 
 
 @attrs.frozen
@@ -143,7 +149,7 @@ class SplitExecutorProtocol(Protocol):
     @property
     def pending(self) -> int: ...
 
-    def new_instance(self, node_id: int) -> int: ...
+    def new_instance(self, node_id: int, path: Path = ()) -> int: ...
 
     def submit(self, instance: int, record: Record) -> int: ...
 
@@ -281,11 +287,15 @@ class SplitExecutor:
     batch_seconds = 0.25  # the wall time a batch aims at when the size is chosen (SplitBatchSizer)
     first_batch = 0  # ... and the size of the first batch then (0: the executor's default)
     sizer: SplitBatchSizer | None = None
-    # the replicas of its single-instance splits go into checkpoints (take_checkpoints): "paths" (as the
-    # engines keep them) or "bytes" (as the runners do); None: refused
+    # whether the boxes of its splits are called with their timeouts and retries (snet.core.guard); if not, a
+    # run that gives them says so in a warning
+    applies_guards = False
+    # the replicas of its splits go into checkpoints (take_checkpoints): "paths" (as the engines keep them)
+    # or "bytes" (as the runners do); None: a split whose replicas keep state is refused
     saves_state: str | None = None
     checkpointed: frozenset[int]  # the splits whose replicas' state goes into checkpoints
-    resumed_bytes: dict[int, dict[Any, tuple[bytes, list[str]]]]  # ("bytes") until a runner takes them
+    # ("bytes") per split, {instance path: {tag value: (bytes, warnings)}} until an instance there takes them
+    resumed_bytes: dict[int, dict[Path, dict[Any, tuple[bytes, list[str]]]]]
 
     def __init__(self, selected: Iterable[int], batch_size: int):
         if batch_size < 1:
@@ -294,6 +304,7 @@ class SplitExecutor:
         self.batch_size = batch_size
         self.runners: dict[int, SplitRunner] = {}
         self.instance_node: list[int] = []
+        self.instance_path: list[Path] = []  # the replica each instance is in (new_instance)
         self.buffers: Batch = {}
         self.pending = 0
         self.seq = 0
@@ -313,16 +324,19 @@ class SplitExecutor:
         """The run takes checkpoints (a :class:`snet.checkpoint.gate.Checkpointing`): refuse it if the state of
         a split here would be outside its snapshots (:func:`state_outside_snapshots`).
 
-        An executor that sets :attr:`saves_state` keeps the replicas of a
-        split with one instance in the run in the snapshots: it takes their
-        part of the state resumed from before the engine sees it, and adds
-        theirs to each snapshot (:meth:`add_state`, asked at the quiescent
-        point, no batch running).  Here, the ``"bytes"`` form: each
-        replica's bytes as the runner keeps them (:class:`SplitRunner`),
-        under the state's key :data:`SAVED_REPLICAS`; such a snapshot is
-        resumed by a run of the same executor only (:func:`check_resume`).
+        An executor that sets :attr:`saves_state` keeps the replicas of its
+        splits in the snapshots: it takes their part of the state resumed
+        from before the engine sees it, and adds theirs to each snapshot
+        (:meth:`add_state`, asked at the quiescent point, no batch running).
+        Here, the ``"bytes"`` form: each replica's bytes as the runner keeps
+        them (:class:`SplitRunner`), under the state's key
+        :data:`SAVED_REPLICAS`, per split, keyed by the path of the
+        instance's replica (``new_instance``) and the tag value, so that a
+        split inside a star finds each star replica's own again; such a
+        snapshot is resumed by a run of the same executor only
+        (:func:`check_resume`).
         """
-        why = state_outside_snapshots(graph, self.selected, self.place, bool(self.saves_state))
+        why = None if self.saves_state else state_outside_snapshots(graph, self.selected, self.place)
         if why is not None:
             raise SNetUsageError(why)
         self.checkpointed = frozenset(n for n in self.selected if keeps_state(graph.nodes[n]))
@@ -332,14 +346,18 @@ class SplitExecutor:
             self.resumed_bytes = dict(checkpointing.restore.pop(SAVED_REPLICAS, None) or {})
 
     def _resume_runner(self, node_id: int, runner: SplitRunner) -> None:
-        """Give a new runner the replicas resumed from (the ``"bytes"`` form; a split with one instance)."""
-        saved = self.resumed_bytes.pop(node_id, None)
-        if saved:
-            instance = self.instance_node.index(node_id)
-            for value, (data, warnings) in saved.items():
-                runner.states[(instance, value)] = data
-                if warnings:
-                    runner.pending_warnings[(instance, value)] = list(warnings)
+        """Give a new runner the replicas resumed from of every instance of its split built so far."""
+        for instance, node in enumerate(self.instance_node):
+            if node == node_id:
+                self._resume_instance(runner, instance)
+
+    def _resume_instance(self, runner: SplitRunner, instance: int) -> None:
+        """Give ``runner`` the replicas of ``instance`` resumed from (the ``"bytes"`` form), if any."""
+        saved = self.resumed_bytes.get(self.instance_node[instance], {}).pop(self.instance_path[instance], {})
+        for value, (data, warnings) in saved.items():
+            runner.states[(instance, value)] = data
+            if warnings:
+                runner.pending_warnings[(instance, value)] = list(warnings)
 
     def stuck(self) -> SNetRuntimeError | None:
         """Once the input has ended and every record has left the engine: the error that ends the run because
@@ -353,16 +371,18 @@ class SplitExecutor:
 
     def add_state(self, state: dict[str, Any]) -> None:
         """Add the replicas of the splits checkpointed here to a snapshot's ``state`` (the ``"bytes"`` form:
-        ``{split: {tag value: (bytes, warnings)}}`` under :data:`SAVED_REPLICAS`)."""
+        ``{split: {instance path: {tag value: (bytes, warnings)}}}`` under :data:`SAVED_REPLICAS`)."""
         if self.final_part is None:
-            saved: dict[int, dict[Any, tuple[bytes, list[str]]]] = {}
+            saved: dict[int, dict[Path, dict[Any, tuple[bytes, list[str]]]]] = {}
             parked: list[tuple[int, Record]] = []  # (the engine's form: a resumed run keeps them in its engine)
             for node_id in sorted(self.checkpointed):
-                replicas = dict(self.resumed_bytes.get(node_id, {}))  # (not handed to a runner yet)
+                # (those no instance has taken yet, then the runner's)
+                replicas = {path: dict(values) for path, values in self.resumed_bytes.get(node_id, {}).items()}
                 runner = self.runners.get(node_id)
                 if runner is not None:
                     for (instance, value), data in runner.states.items():
-                        replicas[value] = (data, list(runner.pending_warnings.get((instance, value), ())))
+                        warnings = list(runner.pending_warnings.get((instance, value), ()))
+                        replicas.setdefault(self.instance_path[instance], {})[value] = (data, warnings)
                     parked.extend((node, record) for node, _, record in runner.parked)
                 if replicas:
                     saved[node_id] = replicas
@@ -379,11 +399,16 @@ class SplitExecutor:
     def make_runner(self, node_id: int) -> SplitRunner:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def new_instance(self, node_id: int) -> int:
+    def new_instance(self, node_id: int, path: Path = ()) -> int:
         if node_id not in self.selected:
             raise SNetUsageError(f"node {node_id} is not a split of this executor")
         self.instance_node.append(node_id)
-        return len(self.instance_node) - 1
+        self.instance_path.append(tuple(path))
+        instance = len(self.instance_node) - 1
+        runner = self.runners.get(node_id)
+        if runner is not None:  # (an instance built after the split's first batch: a new replica of a star)
+            self._resume_instance(runner, instance)
+        return instance
 
     def submit(self, instance: int, record: Record) -> int:
         """Add a record that entered ``instance`` to the batch; returns its sequence number."""
@@ -458,7 +483,8 @@ class SplitExecutor:
 
     def warnings(self) -> list[str]:
         return ([w for node_id in sorted(self.runners) for w in self.runners[node_id].warnings()]
-                + [w for saved in self.resumed_bytes.values() for _, ws in saved.values() for w in ws])
+                + [w for saved in self.resumed_bytes.values() for values in saved.values()
+                   for _, ws in values.values() for w in ws])
 
     def stats(self) -> ExecutorStats:  # pragma: no cover - abstract
         """The figures so far (``batch_size``, ``flushes``, ``flush_seconds`` and each runner's ``stats()``)."""
@@ -498,25 +524,6 @@ def _outermost(root: Node, wanted: Callable[[SplitNode], bool]) -> list[SplitNod
     return found
 
 
-def single_instance_splits(graph: PropertyGraph) -> frozenset[int]:
-    """The splits that have one instance in a run: no star and no split encloses them.
-
-    The replica of such a split for tag value ``v`` is at the checkpoint
-    path ``((split, v),)`` (:mod:`snet.checkpoint.state`) whichever
-    executor runs it; the replicas of a split inside a star or a split are
-    keyed by the enclosing replica too.
-    """
-    found: set[int] = set()
-    stack = [graph.root]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, SplitNode):
-            found.add(node.id)
-        if not isinstance(node, (SplitNode, StarNode)):
-            stack.extend(node.children())
-    return frozenset(found)
-
-
 SAVED_REPLICAS = "split_replicas"  # a snapshot's key for replicas saved as bytes (SplitExecutor.add_state)
 
 
@@ -539,7 +546,7 @@ def check_resume(graph: PropertyGraph, restore: dict[str, Any], executor: "Split
         paths = {tuple(e[0]) for key in ("cells", "sync_stars") for e in restore[key]} | \
             {tuple(p) for p in restore["fired"]}
         for node_id in sorted(ours):
-            if any(path and path[0][0] == node_id for path in paths):
+            if any(replica_value(path, node_id) is not None for path in paths):
                 raise SNetUsageError(f"{_at(graph, node_id)}{directory} holds this split's replicas as a run "
                                      f"without Spark keeps them: resume it without --spark, as the run that took it")
 
@@ -549,27 +556,20 @@ def _at(graph: PropertyGraph, node_id: int) -> str:
     return f"{span.location}: " if span is not None else ""
 
 
-def state_outside_snapshots(graph: PropertyGraph, selected: Iterable[int], place: str,
-                            saves_single: bool = False) -> str | None:
-    """Why a run that takes checkpoints cannot run the splits ``selected`` in a split executor, or None.
+def state_outside_snapshots(graph: PropertyGraph, selected: Iterable[int], place: str) -> str | None:
+    """Why a run that takes checkpoints cannot run the splits ``selected`` in a split executor that keeps no
+    state in the snapshots (``saves_state`` None), or None.
 
     Replicas of a split with no synchro-cell and no initialiser are fresh
-    for every record, so nothing of them needs saving.  ``saves_single``:
-    the executor saves the replicas of a split that has one instance in the
-    run (:func:`single_instance_splits`) with the run's snapshots.
+    for every record, so nothing of them needs saving.
     """
-    single = single_instance_splits(graph) if saves_single else frozenset()
     for node_id in sorted(selected):
         node = graph.nodes[node_id]
         if keeps_state(node):
-            if node_id in single:
-                continue
             where = f"{node.span.location}: " if node.span is not None else ""
-            why = ("a star or a split encloses it, so each replica of that one has replicas of this split, with "
-                   "synchro-cells or initialisers") if saves_single else \
-                "a synchro-cell or an initialiser keeps state per tag there"
-            return (f"{where}--checkpoint cannot save the state of this split's replicas {place} ({why}, outside the "
-                    f"snapshot); run it without --checkpoint, or without the split executor")
+            return (f"{where}--checkpoint cannot save the state of this split's replicas {place} (a synchro-cell "
+                    f"or an initialiser keeps state per tag there, outside the snapshot); run it without "
+                    f"--checkpoint, or without the split executor")
     return None
 
 
@@ -693,6 +693,6 @@ def executor_for(graph: PropertyGraph, boxes: dict[str, Callable[..., Any]], opt
 
 
 __all__ = ["SplitExecutorProtocol", "ExecutorStats", "SplitBatchSizer", "SplitExecutor", "SplitRunner", "SplitOutputs",
-           "BatchResult", "SplitFailure", "select_splits", "split_positions", "single_instance_splits",
+           "BatchResult", "SplitFailure", "select_splits", "split_positions",
            "state_outside_snapshots", "check_resume", "keeps_state", "SAVED_REPLICAS", "ExecutorEntry", "EXECUTORS",
            "register_executor", "executor_for", "asked_executors", "fold_outputs"]

@@ -64,16 +64,17 @@ import struct
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
-from snet.checkpoint.state import add_state, empty_state, take_replicas
+from snet.checkpoint.state import add_state, empty_state, replica_value, take_replicas
 from snet.core.compiled import SplitKeys
+from snet.core.guard import Guard, guards_for
 from snet.core.semantics import cannot_terminate
 from snet.core.processes import main_hidden, process_context, read_answer, shipped_function
 from snet.errorpolicy import error_record
 from snet.errors import SNetBindingError, SNetBoxError, SNetRuntimeError, SNetUsageError
 from snet.splitexec import SplitExecutor, SplitFailure, SplitOutputs, SplitRunner, fold_outputs, select_splits
-from snet.stats import BoxStats, SplitProcessStats, add_box_calls
+from snet.stats import BoxStats, SplitProcessStats, add_box_calls, add_guard_counts, box_entries
 from snet.splitworker import PROTOCOL
 from snet.spg.nodes import BoxNode, PropertyGraph, SplitNode
 
@@ -105,6 +106,7 @@ class ProcessSplits(SplitExecutor):
     batch_seconds = 0.25  # a batch's fixed cost is a message each way per process (well under a millisecond)
     first_batch = 64  # small: a slow split says so soon (a Spark job's start would cost too much for it)
     saves_state = "paths"
+    applies_guards = True  # each process calls the boxes through their timeouts and retries (snet.core.guard)
 
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], options: Any):
         super().__init__(select_splits(graph, options.process_splits, "--process-splits"),
@@ -116,7 +118,7 @@ class ProcessSplits(SplitExecutor):
         self.final_state: dict | None = None  # their state when the run ended (close), for the final snapshot
         if self.selected:
             began = time.perf_counter()
-            self.pool = Pool(graph, boxes, self.count)
+            self.pool = Pool(graph, boxes, self.count, guards_for(graph, options))
             self.start_seconds = time.perf_counter() - began
         else:  # not an error (the same command may run another network next), but nothing runs in them: say so
             rule = options.process_splits or "auto"
@@ -148,14 +150,15 @@ class ProcessSplits(SplitExecutor):
             for key in ("cells", "sync_stars", "fired"):
                 for entry in part[key]:
                     path = entry if key == "fired" else entry[0]
-                    restores[owner(path[0][1], self.count)][key].append(entry)
+                    restores[owner(replica_value(path, node_id), self.count)][key].append(entry)
         return ProcessSplitRunner(self.graph, node_id, self.pool, skip_errors=self.error_policy is not None,
-                                  restores=restores)
+                                  restores=restores, instance_paths=self.instance_path)
 
     def take_checkpoints(self, graph: PropertyGraph, checkpointing: Any) -> None:
-        """Splits with state and one instance in the run keep their replicas in the processes, which export them
-        for each snapshot; a resumed run sends each process the replicas of the tag values it owns (however many
-        processes the run that saved them had, or none)."""
+        """Splits with state keep their replicas in the processes, which export them for each snapshot at the
+        paths a run without split processes gives them (the instance's path, from ``new_instance``, then
+        ``(split, tag value)``); a resumed run sends each process the replicas of the tag values it owns
+        (however many processes the run that saved them had, or none)."""
         super().take_checkpoints(graph, checkpointing)  # (which sets checkpointed, and the executor to ask)
         if self.checkpointed and self.pool is not None and checkpointing.restore is not None:
             self.resumed = take_replicas(checkpointing.restore, set(self.checkpointed))
@@ -180,11 +183,14 @@ class ProcessSplits(SplitExecutor):
         calls: dict[str, list] = {}
         for runner in runners:
             add_box_calls(calls, dict(runner.box_calls))
+        guarded: dict[str, tuple[int, int]] = {}
+        for runner in runners:
+            guarded = add_guard_counts(guarded, runner.guard_counts)
         return SplitProcessStats(
             processes=self.count, batch_size=self.batch_size,
             selected=tuple(sorted(_where(self.graph.nodes[i]) for i in self.selected)),
             flushes=self.flushes, seconds=self.flush_seconds, records=sum(r.records for r in runners),
-            replicas=sum(len(r.replicas) for r in runners), boxes=BoxStats.table(calls),
+            replicas=sum(len(r.replicas) for r in runners), boxes=BoxStats.table(box_entries(calls, guarded)),
             batch_sizes=tuple(self.sizer.sizes) if self.sizer is not None else ())
 
     def cancel(self) -> None:
@@ -241,12 +247,15 @@ class _Process:
 class Pool:
     """The N split processes of one run, shared by every split run in them."""
 
-    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], count: int):
+    def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], count: int,
+                 guards: dict[str, Guard] | None = None):
         self.count = count
         self.box_names = sorted(graph.used_boxes())
         shipped = {name: shipped_function(name, boxes[name]) for name in self.box_names}
-        # what every process starts with (a process that replaces a dead one too)
-        self._start_args = ([p for p in sys.path if p], shipped, pickle.dumps(graph, PROTOCOL), self.box_names)
+        # what every process starts with (a process that replaces a dead one too); ``guards``: the timeout and
+        # retries of each box given them, which the processes call through them
+        self._start_args = ([p for p in sys.path if p], shipped, pickle.dumps(graph, PROTOCOL), self.box_names,
+                            dict(guards or {}))
         self._context = process_context()
         self._context.set_forkserver_preload(["snet.core.processes", "snet.splitworker"])  # before the server starts
         self.processes: list[_Process] = []
@@ -269,8 +278,7 @@ class Pool:
 
         here, there = self._context.Pipe()
         slot = self._context.Value("i", 0, lock=False)
-        process = self._context.Process(target=serve, args=(there, os.getpid(), *self._start_args[:3],
-                                                            self._start_args[3], slot),
+        process = self._context.Process(target=serve, args=(there, os.getpid(), *self._start_args, slot),
                                         daemon=True, name=f"snet-split-{index + 1}")
         process.start()
         there.close()
@@ -342,7 +350,7 @@ class ProcessSplitRunner(SplitRunner):
     """Runs the replicas of one split node in the pool's processes."""
 
     def __init__(self, graph: PropertyGraph, split_node_id: int, pool: Pool, skip_errors: bool = False,
-                 restores: list[dict] | None = None):
+                 restores: list[dict] | None = None, instance_paths: Sequence[tuple] = ()):
         node = graph.nodes[split_node_id]
         if not isinstance(node, SplitNode):
             raise SNetUsageError(f"node {split_node_id} is a {node.kind}, not a split")
@@ -358,7 +366,11 @@ class ProcessSplitRunner(SplitRunner):
         self.box_calls: dict[str, list] = {}
         self.final_warnings: list[str] | None = None
         self.kept: dict[int, Any] = {}  # per process: (count, span, first record) its replicas keep for ever
+        self.guard_counts: dict[str, tuple[int, int]] = {}  # box -> (retries, timeouts) in the processes
         self.skip_errors = skip_errors
+        # in a run that takes checkpoints, the path of each instance's replica (the executor's list, which
+        # grows): each new replica's path goes to its process with its first record
+        self.instance_paths = instance_paths if restores is not None else None
         pool.announce(node.id, skip_errors, restores)
 
     def process_many(self, items: list[tuple[int, int, Record]]) -> list[SplitOutputs]:
@@ -371,14 +383,14 @@ class ProcessSplitRunner(SplitRunner):
         pool = self.pool
         if pool.broken is not None:
             raise SplitFailure(pool.broken, -1, [])
-        shares, runs = self._share(items)
+        shares, runs, paths = self._share(items)
         pool.busy = True
         finished = False
         try:
             for index, share in enumerate(shares):
                 if share:
                     try:
-                        pool.send(index, ("run", self.node.id, share))
+                        pool.send(index, ("run", self.node.id, share, paths[index]))
                     except (pickle.PicklingError, TypeError, AttributeError) as e:
                         raise SNetRuntimeError(f"a record that entered the split cannot be sent to a split process "
                                                f"(records travel pickled): {type(e).__name__}: {e}",
@@ -395,8 +407,10 @@ class ProcessSplitRunner(SplitRunner):
             raise SplitFailure(error, key[0], fold_outputs([item for item in keyed if item[0] < key]))
         return fold_outputs(keyed)
 
-    def _share(self, items: list[tuple[int, int, Record]]) -> tuple[list[list[tuple]], collections.deque]:
-        """Each process's first ``(key, record, replica)`` items, in key order, and the runs given out later.
+    def _share(self, items: list[tuple[int, int, Record]]) -> tuple[list[list[tuple]], collections.deque,
+                                                                    list[dict]]:
+        """Each process's first ``(key, record, replica)`` items, in key order, the runs given out later, and
+        per process the checkpoint paths of the replicas new to it (a run that takes checkpoints).
 
         Replicas with state: every item of a tag value goes to the process
         that owns the value, all at once.  Without state any replica will
@@ -412,18 +426,24 @@ class ProcessSplitRunner(SplitRunner):
         copies.sort(key=lambda c: c[0])
         self.records += len(copies)
         runs: collections.deque = collections.deque()
+        paths: list[dict] = [{} for _ in range(n)]
         if self.stateful:
+            instance_paths, split = self.instance_paths, self.node.id
             for key, record in copies:
                 replica = (key[1], key[2])
-                self.replicas.add(replica)
-                shares[owner(key[2], n)].append((key, record, replica))
+                index = owner(key[2], n)
+                if replica not in self.replicas:
+                    self.replicas.add(replica)
+                    if instance_paths is not None:
+                        paths[index][replica] = instance_paths[key[1]] + ((split, key[2]),)
+                shares[index].append((key, record, replica))
         elif copies:
             size = -(-len(copies) // (n * RUNS_PER_PROCESS))
             runs.extend([(key, record, None) for key, record in copies[i:i + size]]
                         for i in range(0, len(copies), size))
             for index in range(min(n, len(runs))):
                 shares[index] = runs.popleft()
-        return shares, runs
+        return shares, runs, paths
 
     def _collect(self, shares: list[list[tuple]], runs: collections.deque) -> tuple[list, list]:
         """Read every process's answers to its share: ``(keyed outputs, [(key, error)])``; a process that
@@ -469,7 +489,7 @@ class ProcessSplitRunner(SplitRunner):
                         shares[index] = share[done[index] + 1:]
                         done[index], buffers[index] = 0, bytearray()
                         pool.replace(index)
-                        pool.send(index, ("run", self.node.id, shares[index]))  # answered with "end" if empty
+                        pool.send(index, ("run", self.node.id, shares[index], {}))  # answered with "end" if empty
                         fd = pool.processes[index].connection.fileno()
                         waiting[fd] = index
                         selector.register(fd, selectors.EVENT_READ)
@@ -496,16 +516,17 @@ class ProcessSplitRunner(SplitRunner):
                             self._ended(index, message)
                             if runs and not errors and pool.broken is None:  # the next run not given out yet
                                 shares[index], done[index] = runs.popleft(), 0
-                                pool.send(index, ("run", self.node.id, shares[index]))
+                                pool.send(index, ("run", self.node.id, shares[index], {}))  # (no state)
                                 continue
                             selector.unregister(fd)
                             del waiting[fd]
         return keyed, errors
 
     def _ended(self, index: int, message: tuple) -> None:
-        """Process ``index``'s ``("end", box_calls, stuck)`` after its share of a batch."""
+        """Process ``index``'s ``("end", box_calls, stuck, guards)`` after its share of a batch."""
         add_box_calls(self.box_calls, message[1])
         self.kept[index] = message[2]
+        self.guard_counts = add_guard_counts(self.guard_counts, message[3])
 
     def _skips_crashes(self) -> bool:
         """Does a record on which a process died fail alone? Under ``on_error`` "skip", for replicas without

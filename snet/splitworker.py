@@ -19,14 +19,18 @@ over the process's pipe:
 * parent -> process: ``("split", node_id, skip_errors, restore)`` once per
   split node (``restore``: None, or in a run that takes checkpoints the
   state dict its replicas resume from, :mod:`snet.checkpoint.state`),
-  then ``("run", node_id, items)`` per batch, ``items`` a list of
+  then ``("run", node_id, items, paths)`` per batch, ``items`` a list of
   ``(key, record, replica)`` in key order (``key`` the parent's
   ``(seq, instance, value)``, ``replica`` the ``(instance, value)`` whose
-  tree the record enters, None for an operand without state);
+  tree the record enters, None for an operand without state) and
+  ``paths``, in a run that takes checkpoints, the checkpoint path of each
+  replica new to the process (the path of the instance's own replica, a
+  star's say, then ``(split, value)``), where it is built;
 * process -> parent: ``("out", key, outputs, failures)`` after each item,
-  then ``("end", box_calls, stuck)`` after the batch (``stuck``: None, or
-  ``(count, span, first record)`` of the records that stay in a
-  synchro-cell star of the node's replicas for ever).  A run-time error
+  then ``("end", box_calls, stuck, guards)`` after the batch (``stuck``:
+  None, or ``(count, span, first record)`` of the records that stay in a
+  synchro-cell star of the node's replicas for ever; ``guards``: the
+  retries and timeouts of each box given them, since the last batch).  A run-time error
   is sent as ``("error", key, report)`` and ends the batch (the run is
   failing); ``failures`` are the records skipped under ``on_error``
   "skip", as ``(error record, report)``;
@@ -57,6 +61,7 @@ from typing import Any, Callable
 
 import attrs
 
+from snet.core.guard import Guard, GuardCounters, apply_guards
 from snet.errorpolicy import ErrorPolicy, error_record
 from snet.errors import SNetError, SNetRuntimeError
 from snet.spg.lower import lower
@@ -112,6 +117,7 @@ class ReplicaTable:
         self.span = graph.nodes[split_id].span
         self.engine = ReferenceEngine(plan, resident_replicas=True)
         self.replicas: dict[Any, tuple] = {}  # the replica of each tag value (None for all of a stateless operand)
+        self.paths: dict[Any, tuple] = {}  # (checkpoints) where each new replica is built, until it is
         self.checkpoints = None
         if restore is not None:  # the run takes checkpoints: the replicas are built at their paths, and restored
             from snet.checkpoint.reference import ReferenceCheckpoints
@@ -124,7 +130,7 @@ class ReplicaTable:
         target = self.replicas.get(replica)
         if target is None:
             # (the path of the split's replica for its tag value, as a run without split processes has it)
-            path = ((self.split_id, replica[1]),) if self.checkpoints is not None and replica is not None else ()
+            path = self.paths.pop(replica, ()) if self.checkpoints is not None else ()
             target = self.replicas[replica] = self.engine.replica(self.operand, path)
             return self.engine.feed(target, record, fire=True)
         return self.engine.feed(target, record)
@@ -199,8 +205,9 @@ def _alive(pid: int) -> bool:
 
 
 def serve(connection: Any, parent: int, path: list[str], shipped: dict[str, tuple], graph_bytes: bytes,
-          box_names: list[str], slot: Any) -> None:
-    """A split process: answer the parent's messages (see the module docstring) until its pipe ends."""
+          box_names: list[str], guards: dict[str, Guard], slot: Any) -> None:
+    """A split process: answer the parent's messages (see the module docstring) until its pipe ends; the boxes
+    in ``guards`` are called through their timeout and retries (:mod:`snet.core.guard`), as in the parent."""
     from snet.core.processes import load_functions
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the processes
@@ -217,7 +224,8 @@ def serve(connection: Any, parent: int, path: list[str], shipped: dict[str, tupl
         send(_dumps(("failed", message)))
         return
     send(_dumps(("ready",)))
-    boxes = {name: announcing(box_names.index(name), f, slot) for name, f in functions.items()}
+    boxes, counters = apply_guards({name: announcing(box_names.index(name), f, slot) for name, f in functions.items()},
+                                   guards)
     tables: dict[int, ReplicaTable] = {}
     while True:
         try:
@@ -228,15 +236,17 @@ def serve(connection: Any, parent: int, path: list[str], shipped: dict[str, tupl
             _, node_id, skip_errors, restore = message
             tables[node_id] = ReplicaTable(graph, boxes, node_id, skip_errors, restore)
         elif message[0] == "run":
-            _, node_id, items = message
-            run_items(tables[node_id], items, send)
+            _, node_id, items, paths = message
+            tables[node_id].paths.update(paths)
+            run_items(tables[node_id], items, send, counters)
         elif message[0] == "warnings":
             send(_dumps(("warnings", tables[message[1]].engine.termination_warnings())))
         elif message[0] == "export":
             send(_dumps(("state", tables[message[1]].export_state())))
 
 
-def run_items(table: ReplicaTable, items: list[tuple], send: Callable[[bytes], Any]) -> None:
+def run_items(table: ReplicaTable, items: list[tuple], send: Callable[[bytes], Any],
+              counters: GuardCounters | None = None) -> None:
     """Feed ``items`` to their replicas in order, sending each one's outputs; an error ends the batch."""
     engine = table.engine
     engine.box_calls = {}
@@ -258,7 +268,7 @@ def run_items(table: ReplicaTable, items: list[tuple], send: Callable[[bytes], A
     if engine.parked:  # records that stay in a synchro-cell star for ever: the run cannot end (the parent says so)
         node, record = engine.parked[0]
         stuck = (len(engine.parked), node.span, record)
-    send(_dumps(("end", engine.box_calls, stuck)))
+    send(_dumps(("end", engine.box_calls, stuck, counters.take() if counters is not None else {})))
 
 
 def _dumps(message: tuple) -> bytes:

@@ -120,13 +120,14 @@ class BoxStats:
     def table(cls, entries: Mapping[str, Any]) -> dict[str, "BoxStats"]:
         """``{name: [calls, seconds]}`` or ``{name: {"calls": .., "seconds": .., ...}}``, sorted by name.
 
-        A mapping may also give ``histogram``, ``queued`` and ``limit``.
+        A mapping may also give ``histogram``, ``queued``, ``limit``, ``retries`` and ``timeouts``.
         """
         out = {}
         for name, entry in sorted(entries.items()):
             if isinstance(entry, Mapping):
                 out[name] = cls(entry["calls"], entry["seconds"], histogram=tuple(entry.get("histogram", ())),
-                                queued=entry.get("queued"), limit=entry.get("limit"))
+                                queued=entry.get("queued"), limit=entry.get("limit"), retries=entry.get("retries"),
+                                timeouts=entry.get("timeouts"))
             else:  # [calls, seconds] or [calls, seconds, histogram]
                 out[name] = cls(entry[0], entry[1], histogram=tuple(entry[2]) if len(entry) > 2 else ())
         return out
@@ -297,10 +298,18 @@ class RunStats:
                    held_in_cells=held_in_cells, resident_bytes=resident_bytes, **executor_part(executor))
 
     def with_guards(self, table: Mapping[str, tuple[int, int]]) -> "RunStats":
-        """These statistics with the retries and timeouts of the boxes given them (``{name: (retries, timeouts)}``)."""
+        """These statistics with the retries and timeouts of the boxes given them (``{name: (retries, timeouts)}``),
+        counted in this process: a box called only in split processes or on Spark has its own there
+        (``split_processes``, ``spark``)."""
         boxes = dict(self.boxes)
+        elsewhere = set(self.split_processes.boxes) if self.split_processes is not None else set()
+        if self.spark is not None:
+            elsewhere.update(name for split in self.spark.splits.values() for name in split.boxes)
         for name, (retries, timeouts) in table.items():
-            boxes[name] = attrs.evolve(boxes.get(name, BoxStats()), retries=retries, timeouts=timeouts)
+            here = boxes.get(name, BoxStats())
+            if not (here.calls or retries or timeouts) and name in elsewhere:
+                continue
+            boxes[name] = attrs.evolve(here, retries=retries, timeouts=timeouts)
         return attrs.evolve(self, boxes=boxes)
 
     def with_auto(self, summary: Mapping[str, Any]) -> "RunStats":
@@ -385,6 +394,9 @@ class RunStats:
             for where, split in sorted(spark.splits.items()):
                 lines.append(f"    split at {where}: {split.batches} batches, {split.records:,} records, "
                              f"{split.tasks} tasks, {format_duration(split.seconds)}")
+                lines.extend(f"      box {name}: {box.retries:,} call{'s' if box.retries != 1 else ''} retried, "
+                             f"{box.timeouts:,} timed out" for name, box in sorted(split.boxes.items())
+                             if box.retries is not None)
         local = self.split_processes
         if local is not None:
             batches = f"{local.flushes} batch{'es' if local.flushes != 1 else ''}"
@@ -392,7 +404,9 @@ class RunStats:
                          f"{format_duration(local.seconds)}; {local.replicas:,} replicas with state"
                          f"{_chosen(local.batch_sizes)}")
             for name, box in sorted(local.boxes.items()):
-                lines.append(f"    box {name}: {box.calls:,} calls, {format_duration(box.seconds)} in the processes")
+                guarded = f", {box.retries:,} retried, {box.timeouts:,} timed out" if box.retries is not None else ""
+                lines.append(f"    box {name}: {box.calls:,} calls, {format_duration(box.seconds)} in the processes"
+                             f"{guarded}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -413,6 +427,28 @@ def _boxes_json(boxes: Mapping[str, BoxStats]) -> dict[str, dict[str, Any]]:
 __all__ = ["LATENCY_BOUNDS", "LATENCY_BUCKETS", "latency_bucket", "add_box_calls", "RunStats", "AutoStats",
            "BoxStats", "FrontStats", "EntityStats", "WorkerStats", "ReferenceStats", "SparkStats", "SplitStats",
            "SplitProcessStats"]
+
+
+def add_guard_counts(into: Mapping[str, tuple[int, int]], counts: Mapping[str, tuple[int, int]]
+                     ) -> dict[str, tuple[int, int]]:
+    """``into`` with ``counts`` added, box by box (``{name: (retries, timeouts)}``): the figures of guarded boxes
+    (snet.core.guard) called elsewhere, summed; a new dict, so that another thread may read the old one."""
+    out = dict(into)
+    for name, (retries, timeouts) in counts.items():
+        before = out.get(name, (0, 0))
+        out[name] = (before[0] + retries, before[1] + timeouts)
+    return out
+
+
+def box_entries(calls: Mapping[str, Any], guards: Mapping[str, tuple[int, int]]) -> dict[str, dict[str, Any]]:
+    """The entries of :meth:`BoxStats.table` for the boxes of a split run elsewhere: their ``[calls, seconds,
+    histogram]`` (``add_box_calls``) and the retries and timeouts of those given a guard (``add_guard_counts``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in calls.items():
+        out[name] = dict(zip(("calls", "seconds", "histogram"), entry))
+        if name in guards:
+            out[name]["retries"], out[name]["timeouts"] = guards[name]
+    return out
 
 
 def add_box_calls(into: dict[str, list[Any]], entries: Mapping[str, Any]) -> None:

@@ -130,7 +130,7 @@ cdef Entity make_executor_split(Network rt, int n, Ctx ctx):
     es.setup(rt, n, ctx)
     es.keys = rt.nodes[n].keys
     with rt.exec_lock:
-        es.inst = rt.executor.new_instance(n)
+        es.inst = rt.executor.new_instance(n, ctx_path(ctx))  # (its place, for checkpoints)
     return es
 
 

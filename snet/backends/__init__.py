@@ -99,7 +99,7 @@ def start(engine_name: str | None, graph: PropertyGraph, boxes: Boxes, records: 
         per_box = {name: limit for name, limit in options.box_concurrency_per_box.items() if isinstance(limit, int)}
         processes, boxes, options = _box_processes(graph, boxes, options, per_box)
         boxes, guards = guard_boxes(graph, boxes, options)  # timeouts, retries
-        if executor is not None and guards is not None:
+        if executor is not None and guards is not None and not executor.applies_guards:
             _warn_unguarded(graph, executor.selected, guards.table(), executor.place)
         fixed = options.box_concurrency if isinstance(options.box_concurrency, int) else None
         plan = lower(graph, boxes, box_concurrency=fixed, box_concurrency_per_box=per_box,

@@ -50,7 +50,7 @@ class CheckpointedRun:
             self.errors.close()
 
 
-def refuse_unsupported(args: Any, options: Any, graph: Any = None) -> None:
+def refuse_unsupported(args: Any) -> None:
     """Refuse, before anything is opened, a run that cannot take checkpoints."""
     if args.input in (None, "-"):
         raise SNetUsageError("--checkpoint needs an input file (-i FILE): standard input cannot be read again "
@@ -58,15 +58,6 @@ def refuse_unsupported(args: Any, options: Any, graph: Any = None) -> None:
     if args.output in (None, "-"):
         raise SNetUsageError("--checkpoint needs an output file (-o FILE): standard output cannot be cut back "
                              "to the committed position on a resume")
-    if (options.split_processes or options.spark_master) and graph is not None:
-        from snet.splitexec import select_splits, state_outside_snapshots
-
-        selected = select_splits(graph, options.process_splits, "--process-splits") if options.split_processes \
-            else select_splits(graph, options.spark_splits)
-        why = state_outside_snapshots(graph, selected, "in split processes" if options.split_processes else
-                                      "on Spark", saves_single=True)
-        if why is not None:
-            raise SNetUsageError(why)
     if args.errors == "-":
         raise SNetUsageError("--checkpoint needs an error file (--errors FILE), not standard output: it is cut "
                              "back to the committed position on a resume")

@@ -78,13 +78,29 @@ def empty_slots(slots: list) -> list[int]:
     return [i for i, r in enumerate(slots) if r is None]
 
 
+def replica_value(path: Path, split: int) -> Any:
+    """The tag value of the replica of ``split`` that ``path`` goes through, or None when it goes through none."""
+    for node, value in path:
+        if node == split:
+            return value
+    return None
+
+
 def take_replicas(state: dict, splits: set[int]) -> dict[int, dict]:
-    """Take out of ``state`` what the replicas of ``splits`` hold, splits that have one instance in the run
-    (a path ``((split, value), ...)``): a state dict per split, for the split executor that runs them."""
+    """Take out of ``state`` what the replicas of ``splits`` hold, wherever their instances are (a path
+    ``(..., (split, value), ...)``): a state dict per split, for the split executor that runs them.
+
+    No split of ``splits`` encloses another (an executor runs the
+    outermost splits it selects), so a path goes through one of them at
+    most.
+    """
     parts: dict[int, dict] = {}
 
     def ours(path: Path) -> int | None:
-        return path[0][0] if path and path[0][0] in splits else None
+        for node, _ in path:
+            if node in splits:
+                return node
+        return None
 
     def part(split: int) -> dict:
         return parts.setdefault(split, empty_state())

@@ -298,7 +298,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.checkpoint is not None:
         from snet.checkpoint.command import refuse_unsupported
 
-        refuse_unsupported(args, options, network.graph)
+        refuse_unsupported(args)
     elif args.checkpoint_interval is not None or args.checkpoint_reset:
         raise SNetUsageError("--checkpoint-interval and --checkpoint-reset apply to runs with --checkpoint DIR")
     input_file = _open_input(args.input) if args.checkpoint is None else None

@@ -97,6 +97,13 @@ class GuardCounters:
         with self._lock:
             return {name: (r, t) for name, (r, t) in self._counts.items()}
 
+    def take(self) -> dict[str, tuple[int, int]]:
+        """What :meth:`table` says, the counters then set back to zero (a split process's figures since its
+        last batch)."""
+        with self._lock:
+            counts, self._counts = self._counts, {name: [0, 0] for name in self._counts}
+        return {name: (r, t) for name, (r, t) in counts.items()}
+
 
 def guards_for(graph: Any, options: Any) -> dict[str, Guard]:
     """The guard of each box of ``graph`` that the run options or the box's metadata give a timeout or retries.
@@ -178,13 +185,24 @@ def _metadata_retries(text: str | None) -> tuple[int, float] | None:
 def guard_boxes(graph: Any, boxes: Mapping[str, Callable], options: Any
                 ) -> tuple[dict[str, Callable], GuardCounters | None]:
     """The box table with every guarded box replaced by its stand-in, and the counters (None: none guarded)."""
-    guards = guards_for(graph, options)
+    return apply_guards(boxes, guards_for(graph, options))
+
+
+def apply_guards(boxes: Mapping[str, Callable], guards: Mapping[str, Guard]
+                 ) -> tuple[dict[str, Callable], GuardCounters | None]:
+    """``boxes`` with each box of ``guards`` replaced by its stand-in, and their counters (None: no guard).
+
+    Where a split's replicas run elsewhere (a split process, a Spark task)
+    the executor sends ``guards`` along and the other side calls this on
+    its own box table, so the boxes there keep their timeouts and retries.
+    """
     if not guards:
         return dict(boxes), None
     counters = GuardCounters(sorted(guards))
     table = dict(boxes)
     for name, guard in guards.items():
-        table[name] = guarded(name, boxes[name], guard, counters)
+        if name in table:
+            table[name] = guarded(name, table[name], guard, counters)
     return table, counters
 
 
@@ -347,4 +365,4 @@ def _guarded_async(name: str, function: Callable, guard: Guard, counters: GuardC
     return functools.wraps(function)(stand_in)
 
 
-__all__ = ["BoxTimeout", "DEFAULT_BACKOFF", "Guard", "GuardCounters", "guard_boxes", "guarded"]
+__all__ = ["BoxTimeout", "DEFAULT_BACKOFF", "Guard", "GuardCounters", "apply_guards", "guard_boxes", "guarded"]

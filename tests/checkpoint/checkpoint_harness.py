@@ -30,7 +30,7 @@ RUN_LIMIT_S = 300  # an upper bound on one child run, never a pace
 ERRORS = "errors.jsonl"  # the error file of a network run with errors=True
 
 
-def _lines(records) -> str:
+def jsonl_text(records) -> str:
     return "".join(json.dumps(r) + "\n" for r in records)
 
 
@@ -70,7 +70,7 @@ class Net:
 
     def write_input(self, folder: Path) -> Path:
         path = folder / "in.jsonl"
-        path.write_text(_lines(self.records))
+        path.write_text(jsonl_text(self.records))
         return path
 
 
@@ -87,6 +87,9 @@ NETWORKS = [
     Net("init_split", "init_split.snet", [{"<go>": i, "<k>": i % 17} for i in range(6000)], True),
     Net("failing", "failing.snet", [{"x": i} for i in range(900)], True, errors=True),
 ]
+
+# A split whose replicas keep per-tag synchro-cells inside a star: each replica of the star has its own
+STAR_SPLIT = Net("star_split", "star_split.snet", [{**r, "<n>": 0} for r in _split_sync()], False)
 
 # A stateless split (its replicas are fresh for every record): run in split processes with checkpoints too
 SPLIT_PIPELINE = Net("split_pipeline", "split_pipeline.snet", [{"x": i, "<k>": i % 13} for i in range(900)], True)

@@ -11,8 +11,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from checkpoint_harness import (ENGINES, NETS, NETWORKS, child_env, command, run_killed, run_once,  # noqa: E402
-                                same_output)
+from checkpoint_harness import (ENGINES, NETS, NETWORKS, STAR_SPLIT, child_env, command, jsonl_text,  # noqa: E402
+                                run_killed, run_once, same_output)
 
 SPLIT_SYNC = next(n for n in NETWORKS if n.name == "split_sync")
 
@@ -164,19 +164,33 @@ def test_runs_that_cannot_take_checkpoints_are_refused(args, message, tmp_path):
     assert not (tmp_path / "out.jsonl").exists()
 
 
-def test_a_split_with_state_inside_a_star_is_refused_with_split_processes(tmp_path):
-    """Split processes save the replicas of a split with one instance in the run (tests/checkpoint/
-    test_kill_resume.py); one inside a star has replicas per star replica, and is refused before any file opens."""
-    (tmp_path / "nested.snet").write_text("net nested\n{\n  box inc ((x) -> (x));\n}\n"
-                                          "connect (([| {x}, {y} |] .. inc) !! <k>) * {x};\n")
-    (tmp_path / "in.jsonl").write_text('{"y": 1, "<k>": 1}\n')
-    cmd = [sys.executable, "-m", "snet", "run", "nested.snet", "--boxes", str(NETS / "boxes.py"), "-i", "in.jsonl",
-           "-o", "out.jsonl", "--checkpoint", "ck", "--split-processes", "2", "--process-splits", "all"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=child_env(), cwd=tmp_path)
-    assert done.returncode == 2, done.stderr
-    assert ("nested.snet:5:34: --checkpoint cannot save the state of this split's replicas in split processes (a "
-            "star or a split encloses it") in done.stderr, done.stderr
-    assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "ck").exists()
+@pytest.mark.parametrize("engine", ["reference", "front-w2"])
+def test_a_split_with_state_inside_a_star_is_saved_by_split_processes_as_in_process(engine, tmp_path):
+    """A per-tag synchro-cell in a split inside a star: its replicas in split processes are saved at the paths
+    a run in process gives them.  The first half of the input runs in split processes, the second half is
+    appended and resumed in process, and the other way round: each gives the uninterrupted run's output."""
+    records = STAR_SPLIT.records
+    half = len(records) // 2
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    STAR_SPLIT.write_input(plain)
+    done = run_once(command(STAR_SPLIT, plain, ENGINES["reference"], checkpoint=False))
+    assert done.returncode == 0, done.stderr
+    want = sorted((plain / "out.jsonl").read_text().splitlines())
+    base = ENGINES["reference"] if engine == "reference" else ["--engine", "front", "-w", "2"]
+    processes = ["--split-processes", "2", "--process-batch", "16"]
+    for first, second in ((processes, []), ([], processes)):
+        run = tmp_path / ("processes-first" if first else "processes-second")
+        run.mkdir()
+        (run / "in.jsonl").write_text(jsonl_text(records[:half]))
+        done = run_once(command(STAR_SPLIT, run, base + first))
+        assert done.returncode == 0, done.stderr
+        with open(run / "in.jsonl", "a") as f:
+            f.write(jsonl_text(records[half:]))
+        done = run_once(command(STAR_SPLIT, run, base + second, "-v"))
+        assert done.returncode == 0, done.stderr
+        assert f"({half} records read" in done.stderr, done.stderr  # (it went on from the first run's state)
+        assert sorted((run / "out.jsonl").read_text().splitlines()) == want
 
 
 def test_standard_input_is_refused(tmp_path):

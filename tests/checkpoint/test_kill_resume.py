@@ -18,8 +18,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from checkpoint_harness import (ENGINES, ERRORS, NETWORKS, SPLIT_PIPELINE, child_env, command, kill_and_resume,
-                                run_once, same_errors, same_output)
+from checkpoint_harness import (ENGINES, ERRORS, NETWORKS, SPLIT_PIPELINE, STAR_SPLIT, child_env, command,
+                                kill_and_resume, run_once, same_errors, same_output)
 
 CONFIGS = {"reference": [ENGINES["reference"]], "front-w1": [ENGINES["front-w1"], ENGINES["front-w4"]],
            "front-w4": [ENGINES["front-w4"], ENGINES["front-w1"]]}
@@ -117,5 +117,30 @@ def test_a_split_with_state_in_split_processes_resumes(name, engine, tmp_path, u
                base + ["--split-processes", "3", "--process-batch", "16"], base]
     counts = kill_and_resume(net, tmp_path, configs, 4, sum(map(ord, name + engine)), len(uninterrupted[name]))
     same_output(net, (tmp_path / "out.jsonl").read_text(), uninterrupted[name])
+    assert counts["killed"] >= 1, counts
+    assert counts["resumed_at"], counts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["reference", "front-w2"])
+def test_a_split_with_state_inside_a_star_in_split_processes_resumes(engine, tmp_path):
+    """A per-tag synchro-cell in a split inside a star: each replica of the star has replicas of the split,
+    which the split processes keep and save at the paths ((star, k), (split, value), ...) that a run without
+    them gives too; killed and resumed with 2 processes, 3 and none in turn: the uninterrupted output."""
+    net = STAR_SPLIT
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    net.write_input(plain)
+    done = run_once(command(net, plain, ENGINES["reference"], checkpoint=False))
+    assert done.returncode == 0, done.stderr
+    want = (plain / "out.jsonl").read_text()
+    run = tmp_path / "run"
+    run.mkdir()
+    net.write_input(run)
+    base = ENGINES["reference"] if engine == "reference" else ["--engine", "front", "-w", "2"]
+    configs = [base + ["--split-processes", "2", "--process-batch", "16"],
+               base + ["--split-processes", "3", "--process-batch", "16"], base]
+    counts = kill_and_resume(net, run, configs, 4, sum(map(ord, engine)), len(want.encode()))
+    same_output(net, (run / "out.jsonl").read_text(), want)
     assert counts["killed"] >= 1, counts
     assert counts["resumed_at"], counts

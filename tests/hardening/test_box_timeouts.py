@@ -197,3 +197,55 @@ def test_bad_timeouts_and_retries_never_start_the_run(tmp_path, args, message):
     done = snet_run(tmp_path / "n.snet", "-i", "-", *args, timeout=60)
     assert done.returncode == 2
     assert message in done.stderr
+
+
+# Split processes call the boxes of their splits through the same timeouts and retries
+IN_SPLIT_PROCESSES = [["--engine", "reference", "--split-processes", "2"],
+                      ["--engine", "front", "-w", "2", "--split-processes", "2"]]
+
+
+@pytest.mark.parametrize("engine", IN_SPLIT_PROCESSES, ids=["reference", "front-w2"])
+def test_in_split_processes_a_hanging_call_is_abandoned_and_the_rest_flows_in_order(tmp_path, engine):
+    (tmp_path / "n.snet").write_text(NETS["det-split"])
+    (tmp_path / "n.py").write_text(HANGING)
+    write_inputs(tmp_path / "in.jsonl", [{"x": i, "<k>": i % 7} for i in range(RECORDS)])
+    done = snet_run(tmp_path / "n.snet", "-i", tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl", *engine,
+                    "--box-timeout", "slow=1", "--on-error", "skip", "--errors", tmp_path / "errors.jsonl",
+                    "--stats", "--stats-json", tmp_path / "stats.json")
+    assert done.returncode == 0, done.stderr
+    assert "do not apply" not in done.stderr
+    outputs = [json.loads(line)["z"] for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert outputs == [2 * (i + 1) for i in range(RECORDS) if i != HANG_AT]  # the other 999, in input order
+    errors = [json.loads(line) for line in (tmp_path / "errors.jsonl").read_text().splitlines()]
+    assert [(e["record"]["x"], e["box"], e["exception"], e["attempts"]) for e in errors] == \
+        [(HANG_AT, "slow", "BoxTimeout", 1)]
+    boxes = json.loads((tmp_path / "stats.json").read_text())["split_processes"]["boxes"]
+    assert (boxes["slow"]["timeouts"], boxes["slow"]["retries"]) == (1, 0)
+    assert boxes["twice"]["timeouts"] is None  # (not given a timeout)
+    assert "box slow: 1,000 calls" in done.stderr and "in the processes, 0 retried, 1 timed out" in done.stderr
+
+
+@pytest.mark.parametrize("engine", IN_SPLIT_PROCESSES, ids=["reference", "front-w2"])
+def test_in_split_processes_a_call_failing_twice_succeeds_on_the_third_try(tmp_path, engine):
+    module, marks = flaky_module(tmp_path, 2)
+    (tmp_path / "n.snet").write_text(NETS["det-split"])
+    (tmp_path / "n.py").write_text(module)
+    write_inputs(tmp_path / "in.jsonl", [{"x": i, "<k>": i % 3} for i in range(100)])
+    done = snet_run(tmp_path / "n.snet", "-i", tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl", *engine,
+                    "--box-retries", "3,0.01", "--stats-json", tmp_path / "stats.json")
+    assert done.returncode == 0, done.stderr
+    outputs = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert outputs == [{"<k>": i % 3, "z": 2 * (i + 1)} for i in range(100)]
+    assert (marks / "tries-3").read_text() == "..."  # two failures, then the answer
+    boxes = json.loads((tmp_path / "stats.json").read_text())["split_processes"]["boxes"]
+    assert (boxes["slow"]["retries"], boxes["slow"]["timeouts"]) == (2 * 10, 0)
+
+
+def test_in_split_processes_the_stop_policy_stops_at_the_timeout_with_exit_1(tmp_path):
+    (tmp_path / "n.snet").write_text(NETS["det-split"])
+    (tmp_path / "n.py").write_text(HANGING)
+    write_inputs(tmp_path / "in.jsonl", [{"x": i, "<k>": i % 7} for i in range(RECORDS)])
+    done = snet_run(tmp_path / "n.snet", "-i", tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl",
+                    "--split-processes", "2", "--box-timeout", "1.5", "--box-retries", "1,0")
+    assert done.returncode == 1, done.stderr
+    assert "box 'slow' timed out after 1.5 s (the last of 2 attempts)" in done.stderr

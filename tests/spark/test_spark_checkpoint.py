@@ -16,7 +16,7 @@ from conftest import MASTER
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "checkpoint"))
 
-from checkpoint_harness import ENGINES, NETWORKS, child_env, command, kill_and_resume, run_once, same_output
+from checkpoint_harness import ENGINES, NETWORKS, STAR_SPLIT, child_env, command, kill_and_resume, run_once, same_output
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -33,10 +33,12 @@ def _uninterrupted(net, tmp_path: Path) -> str:
     return (plain / "out.jsonl").read_text()
 
 
-@pytest.mark.parametrize("name", ["split_sync", "init_split"])
+@pytest.mark.parametrize("name", ["split_sync", "init_split", "star_split"])
 def test_a_split_with_state_on_spark_resumes(name, tmp_path, spark_installed):
-    """Per-tag synchro-cells and initialisers in replicas on Spark, killed twice and resumed: the same output."""
-    net = next(n for n in NETWORKS if n.name == name)
+    """Per-tag synchro-cells and initialisers in replicas on Spark, killed twice and resumed: the same output.
+    ``star_split``: the split is inside a star, so each replica of the star has its own replicas of the split
+    (the snapshot keys their bytes by the star replica's path too)."""
+    net = next(n for n in NETWORKS + [STAR_SPLIT] if n.name == name)
     want = _uninterrupted(net, tmp_path)
     run = tmp_path / "run"
     run.mkdir()

@@ -271,12 +271,24 @@ def test_stats_say_what_ran_in_the_split_processes(tmp_path):
     assert "    box f: 8 calls, " in result.stderr, result.stderr
 
 
-def test_box_guards_do_not_reach_the_split_processes_and_a_warning_says_so(tmp_path, caplog):
-    net = load(tmp_path, ONE, "def f(a, k):\n    return {'a': a, '<k>': k}\n")
+def test_box_guards_reach_the_split_processes_and_their_figures_come_back(tmp_path, caplog):
+    """``box_retries`` in the API: the split processes call the box through its retries, as a run in process
+    does, and count them; no warning says otherwise."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    net = load(tmp_path, ONE, f"import os\nMARKS = {str(marks)!r}\n\n\ndef f(a, k):\n"
+                              "    mark = os.path.join(MARKS, str(a))\n"
+                              "    first = not os.path.exists(mark)\n"
+                              "    open(mark, 'a').close()\n"
+                              "    if first and a % 2:\n"
+                              "        raise ConnectionError('once')  # each odd record fails at its first attempt\n"
+                              "    return {'a': a, '<k>': k}\n")
     with caplog.at_level(logging.WARNING, logger="snet"):
-        assert len(list(net.run([{"a": 1, "<k>": 1}], split_processes=2, box_timeout=5))) == 1
-    assert any("box 'f' has a timeout or retries, which do not apply inside the splits that run in split "
-               "processes" in m for m in caplog.messages), caplog.messages
+        execution = net.run([{"a": i, "<k>": i % 3} for i in range(10)], split_processes=2, box_retries=(1, 0.0))
+        assert sorted(r["a"] for r in execution) == list(range(10))
+    assert not any("do not apply" in m for m in caplog.messages), caplog.messages
+    box = execution.stats().split_processes.boxes["f"]
+    assert (box.calls, box.retries, box.timeouts) == (10, 5, 0)  # (a call is counted once, its retries apart)
 
 
 def test_a_record_that_cannot_travel_is_an_error_naming_the_split(tmp_path):

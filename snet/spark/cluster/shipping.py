@@ -45,6 +45,7 @@ class RunContext:
     functions: dict[str, Callable] = field(default_factory=dict)
     skip_errors: bool = False  # on_error other than "stop": replicas skip failing records and report them
     shipped_only: bool = False  # load box files from the shipped zips even where the driver's path exists
+    guards: dict = field(default_factory=dict)  # the boxes' timeouts and retries (snet.core.guard.Guard by name)
 
     def bind(self) -> dict[str, Callable]:
         """The box table on an executor."""
@@ -175,10 +176,10 @@ def shipped_only(setting: str | None) -> bool:
                          f"or 'shipped', not '{setting}'")
 
 
-def make_context(graph: PropertyGraph, split_node_id: int, boxes: dict[str, Callable],
-                 skip_errors: bool = False, shipped_only: bool = False) -> RunContext:
+def make_context(graph: PropertyGraph, split_node_id: int, boxes: dict[str, Callable], skip_errors: bool = False,
+                 shipped_only: bool = False, guards: dict | None = None) -> RunContext:
     """Decide, per box used by the graph, how it travels."""
-    context = RunContext(graph, split_node_id, skip_errors=skip_errors, shipped_only=shipped_only)
+    context = RunContext(graph, split_node_id, skip_errors=skip_errors, shipped_only=shipped_only, guards=guards or {})
     for name in sorted(graph.used_boxes()):
         function = boxes[name]
         module = sys.modules.get(getattr(function, "__module__", None) or "")

@@ -38,7 +38,7 @@ def diagnosis_host(run_id: str, context: Callable[[], bytes]) -> ReplicaHost:
     def build() -> ReplicaHost:
         ctx = loads(context())
         table = isolation.announcing_table(ctx.graph, ctx.bind())
-        return ReplicaHost(ctx.graph, table, ctx.split_node_id, ctx.skip_errors)
+        return ReplicaHost(ctx.graph, table, ctx.split_node_id, ctx.skip_errors, ctx.guards)
 
     return RUNS.get("diagnosis", run_id, build)
 

@@ -95,6 +95,7 @@ class TaskOutput:
     results: list[GroupResult]
     box_calls: dict[str, list] = field(default_factory=dict)  # name -> [calls, seconds, histogram counts]
     seconds: float = 0.0
+    guards: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (retries, timeouts) in the task
 
 
 class _StatePickler(pickle.Pickler):
@@ -191,9 +192,11 @@ class ReplicaHost:
     (:func:`host_for`), it holds no replica between tasks, only the static machinery."""
 
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], split_node_id: int,
-                 skip_errors: bool = False):
+                 skip_errors: bool = False, guards: dict | None = None):
+        from snet.core.guard import apply_guards
         from snet.reference import ReferenceEngine
 
+        boxes, self.guards = apply_guards(boxes, guards or {})  # (their counters, None when no box has one)
         # (error record, ErrorReport) of the records skipped (on_error "skip"), handed back with each group
         self.failures: list[tuple] = []
         self.skip_errors, self.graph, self.split_id = skip_errors, graph, split_node_id
@@ -250,14 +253,15 @@ class ReplicaHost:
         started = time.perf_counter()
         self.engine.box_calls = {}
         results = [self.run_group(g) for g in task.groups]
-        return TaskOutput(results, self.engine.box_calls, time.perf_counter() - started)
+        return TaskOutput(results, self.engine.box_calls, time.perf_counter() - started,
+                          self.guards.take() if self.guards is not None else {})
 
 
 def host_for(run_id: str, context: Callable[[], bytes]) -> ReplicaHost:
     """The cached host of a run in this Python worker; ``context()`` gives the run's bytes on a miss."""
     def build() -> ReplicaHost:
         ctx = pickle.loads(context())
-        return ReplicaHost(ctx.graph, ctx.bind(), ctx.split_node_id, ctx.skip_errors)
+        return ReplicaHost(ctx.graph, ctx.bind(), ctx.split_node_id, ctx.skip_errors, ctx.guards)
 
     return RUNS.get("host", run_id, build)
 

@@ -22,7 +22,7 @@ from snet.spark.splits import crash
 from snet.spark.splits.replicas import Group, TaskInput, TaskOutput, run_payload
 from snet.spark.tasks import arrow_payloads, dumps, loads, rdd_payloads
 from snet.splitexec import SplitFailure, SplitOutputs, SplitRunner, fold_outputs
-from snet.stats import add_box_calls
+from snet.stats import add_box_calls, add_guard_counts, box_entries
 from snet.spg.nodes import PropertyGraph, SplitNode
 
 log = logging.getLogger("snet.spark")
@@ -38,7 +38,7 @@ class SparkSplitRunner(SplitRunner):
     ``snet.partitions``, ``snet.boxes``).  Instances of the node share one runner, state per (instance, value)."""
 
     def __init__(self, graph: PropertyGraph, split_node_id: int, boxes: dict[str, Callable], master: str,
-                 conf: dict[str, str] | None = None, skip_errors: bool = False):
+                 conf: dict[str, str] | None = None, skip_errors: bool = False, guards: dict | None = None):
         from snet.spark.cluster.jobs import RunJobs
         from snet.spark.cluster.session import get_session, is_connect_session, parallelism
         from snet.spark.cluster.shipping import dump_context, make_context, ship, shipped_only
@@ -59,7 +59,7 @@ class SparkSplitRunner(SplitRunner):
         self.path = path
         self.partitions = int(own.get("snet.partitions") or parallelism(self.session))
         self.run_id = uuid.uuid4().hex
-        context = make_context(graph, split_node_id, boxes, skip_errors, shipped_only(own.get("snet.boxes")))
+        context = make_context(graph, split_node_id, boxes, skip_errors, shipped_only(own.get("snet.boxes")), guards)
         self.failures: list[tuple] = []  # (seq, error record, ErrorReport) of records skipped on the executors
         self.parked: list[tuple] = []  # (node id, span, record) kept for ever in the replicas (SplitRunner.stuck)
         self.context_bytes = dump_context(context)
@@ -70,6 +70,7 @@ class SparkSplitRunner(SplitRunner):
         self.states: dict[tuple[int, int], bytes] = {}
         self.pending_warnings: dict[tuple[int, int], list[str]] = {}
         self.box_calls: dict[str, list] = {}
+        self.guard_counts: dict[str, tuple[int, int]] = {}  # box -> (retries, timeouts) on the executors
         self._stats = {"batches": 0, "records": 0, "copies": 0, "tasks": 0, "seconds": 0.0,
                        "job_seconds": 0.0, "max_batch_seconds": 0.0, "executor_seconds": 0.0,
                        "bytes_out": 0, "bytes_in": 0}
@@ -98,6 +99,7 @@ class SparkSplitRunner(SplitRunner):
             out: TaskOutput = loads(data)
             self._stats["executor_seconds"] += out.seconds
             add_box_calls(self.box_calls, out.box_calls)
+            self.guard_counts = add_guard_counts(self.guard_counts, out.guards)
             for result in out.results:
                 keyed.extend(result.outputs)
                 self.failures.extend(result.failures)
@@ -141,20 +143,16 @@ class SparkSplitRunner(SplitRunner):
             for instance, seq, record in batch:
                 for value in self.keys.values(record):
                     copies += 1
-                    group = groups.get((instance, value))
+                    replica = (instance, value)
+                    group = groups.get(replica)
+                    fire = group is None and replica not in self.states  # a new replica's first record
                     if group is None:
-                        state = self.states.get((instance, value))
-                        group = groups[(instance, value)] = Group(instance, value, state, [])
-                        fire = state is None
-                    else:
-                        fire = False
+                        group = groups[replica] = Group(instance, value, self.states.get(replica), [])
                     group.items.append(((seq, instance, value), record, fire))
             return list(groups.values()), copies
-        items = []
-        for instance, seq, record in batch:
-            for value in self.keys.values(record):
-                copies += 1
-                items.append(((seq, instance, value), record, False))
+        items = [((seq, instance, value), record, False) for instance, seq, record in batch
+                 for value in self.keys.values(record)]
+        copies = len(items)
         n = max(1, min(self.partitions, len(items)))
         size = -(-len(items) // n) if items else 0
         return [Group(-1, None, None, items[i:i + size]) for i in range(0, len(items), size or 1)], copies
@@ -235,7 +233,7 @@ class SparkSplitRunner(SplitRunner):
         s["partitions"] = self.partitions
         s["replicas"] = len(self.states) if not self._closed else self._replicas_at_close
         s["seconds_per_batch"] = s["seconds"] / s["batches"] if s["batches"] else 0.0
-        s["boxes"] = {name: dict(zip(("calls", "seconds", "histogram"), e)) for name, e in self.box_calls.items()}
+        s["boxes"] = box_entries(self.box_calls, self.guard_counts)
         return s
 
     def close(self) -> None:
