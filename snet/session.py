@@ -207,17 +207,19 @@ class Session:
     def checkpoint(self, timeout: float | None = None) -> None:
         """Commit a snapshot of the session's state to its directory (``net.session(checkpoint=DIR)``).
 
-        Input is held until every record inside the network has left or is
-        stored in a synchro-cell; the state is then written, and the
+        The snapshot covers every input fed or submitted before the call,
+        including those still queued for the network: once the network has
+        taken them, input is held until every record inside it has left or
+        is stored in a synchro-cell; the state is then written, and the
         session goes on.  A session started again with the same directory
-        resumes from it; what its callers submitted after it is theirs to
-        submit again.
+        resumes from it; what its callers submitted after the call is theirs
+        to submit again.
         """
         checkpointing = self._checkpointing
         if checkpointing is None:
             raise SNetUsageError("this session takes no checkpoints: start it with net.session(checkpoint=DIR)")
         self._check()
-        taken = checkpointing.request()
+        taken = checkpointing.request(covering=checkpointing.source.start + self._run.fed)
         deadline = None if timeout is None else time.monotonic() + timeout
         while not taken.wait(0.05):
             self._check()

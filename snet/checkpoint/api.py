@@ -123,6 +123,7 @@ class SessionInput:
 
     def __init__(self, committed: dict | None):
         self.taken = committed["records"] if committed else 0
+        self.start = self.taken  # (where this session's own inputs begin)
 
     def position(self) -> dict:
         return {"format": "session", "records": self.taken}

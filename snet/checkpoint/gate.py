@@ -71,6 +71,7 @@ class Checkpointing:
         # the split executor whose replicas' state goes into the snapshots too (``add_state(state)``), or None
         self.executor: Any = None
         self.due = False  # set by the timer thread when a snapshot is due; cleared when one is taken
+        self.covering = 0  # the input records the due snapshot must follow (the source's position; `request`)
         self.next_due = float("inf")
         self.wake = threading.Event()  # a snapshot was taken, or the run ended: the timer looks again
         self.stopped = False
@@ -103,9 +104,12 @@ class Checkpointing:
                 self.wake.wait()  # until the snapshot is taken (or the run ends)
             self.wake.clear()
 
-    def request(self) -> threading.Event:
-        """Ask for a snapshot at the engine's next quiescent point; the event is set once it is committed."""
+    def request(self, covering: int = 0) -> threading.Event:
+        """Ask for a snapshot at the engine's next quiescent point once the input has handed out ``covering``
+        records (its position: a session's inputs fed before the call, still queued, come first); the event
+        is set once it is committed."""
         self.taken.clear()
+        self.covering = covering
         self.due = True
         return self.taken
 
@@ -138,6 +142,7 @@ class Checkpointing:
             if self.interval is not None:
                 self.next_due = time.monotonic() + self.interval
             self.due = False
+            self.covering = 0
             self.wake.set()
             self.taken.set()
             return True
@@ -170,7 +175,7 @@ class InputGate:
 
     def __next__(self) -> Any:
         ck = self.snet_checkpoint
-        if ck.due and not ck.try_snapshot():
+        if ck.due and self.source.taken >= ck.covering and not ck.try_snapshot():
             # The reference engine asks between inputs only: nothing can be in flight then but records waiting in
             # the split executor's partial batch, which it runs when told "nothing yet" (snet.reference)
             if getattr(ck.engine, "synchronous", False) and not ck.engine.batch_waits():

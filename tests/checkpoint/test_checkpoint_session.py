@@ -26,6 +26,37 @@ def test_a_session_started_again_holds_the_records_of_its_checkpoint(engine, tmp
     assert outs[50] == []  # {a: 99} came after the snapshot
 
 
+HELD = "net held { box hold((a) -> (a)); } connect (hold | []) .. [| {a}, {b} |] * {a, b};"
+
+
+@pytest.mark.parametrize("engine, workers", [("reference", 1), ("front", 1), ("front", 4)])
+def test_a_checkpoint_covers_the_inputs_fed_before_it_that_still_wait_in_the_queue(engine, workers, tmp_path):
+    """Inputs fed before ``checkpoint()`` and still queued (the network is busy with the first) are in the
+    snapshot: a session resumed from it pairs every one of them."""
+    import threading
+
+    opened = threading.Event()
+
+    def hold(a):
+        opened.wait(60)  # the first record holds the network until the checkpoint has been asked for
+        return {"a": a}
+
+    net = snet.load(HELD, {"hold": hold})
+    first = net.session(engine=engine, workers=workers, checkpoint=tmp_path / "ck")
+    for i in range(50):
+        first.feed({"a": i})
+    asked = threading.Thread(target=first.checkpoint, kwargs={"timeout": 60})
+    asked.start()
+    opened.set()
+    asked.join(60)
+    assert not asked.is_alive()
+    first.abort()
+    second = net.session(engine=engine, workers=workers, resume=tmp_path / "ck")
+    outs = [second.submit({"b": -i}).result(timeout=60) for i in range(50)]
+    second.close()
+    assert sorted(o["a"] for out in outs for o in out) == list(range(50))  # (one pair per fed input)
+
+
 def test_a_session_without_a_directory_refuses_checkpoint(tmp_path):
     with snet.load(PAIRS).session(engine="reference") as session:
         with pytest.raises(SNetUsageError, match="start it with net.session"):
