@@ -109,7 +109,7 @@ def open_checkpointed(args: Any, network: Any, options: Any, in_format: str, out
     from snet.recordio import open_writer
 
     engine = options.engine or DEFAULT_ENGINE
-    store = CheckpointStore(args.checkpoint, reset=args.checkpoint_reset)
+    store = CheckpointStore(args.checkpoint, reset=args.checkpoint_reset, exclusive=True)
     now = identity(args, network, engine)
     manifest = store.manifest
     if manifest is not None:

@@ -4,6 +4,7 @@ Layout of ``DIR``::
 
     manifest.json          what the last snapshot is: positions, digests, its state file
     state-000042.pickle    the engine's state at that snapshot (pickled records)
+    lock                   held (``flock``) by the ``snet run`` that uses the directory, with its pid
 
 A snapshot is written in this order, each step durable before the next:
 
@@ -16,6 +17,13 @@ A run killed at any point leaves a manifest that names a complete state
 file: the old one before the commit, the new one after it.  Leftover
 ``.tmp`` files and state files no manifest names are removed when the
 directory is opened.
+
+Two runs on one directory would remove each other's state files and cut
+back each other's output: ``snet run`` holds an exclusive ``flock`` on
+``DIR/lock`` for as long as it runs (``exclusive=True``), and a second
+one is refused while the first lives.  The kernel lets go of the lock
+when the process ends, however it ends, so a killed run leaves nothing
+that stops its resume.
 
 The state file is a pickle (the records held in synchro-cells carry any
 Python value), so a checkpoint directory is trusted input, as a pickled
@@ -36,6 +44,7 @@ from snet.errors import SNetRuntimeError, SNetUsageError
 from snet.gcpause import gc_paused
 
 MANIFEST = "manifest.json"
+LOCK = "lock"
 FORMAT = "snet-checkpoint"
 VERSION = 1
 # Test hook only: "state:N" or "manifest:N" kills the process with SIGKILL during the N-th snapshot's
@@ -64,7 +73,7 @@ class CheckpointStore:
     ``manifest`` is the committed manifest (None: no snapshot yet, a fresh run).
     """
 
-    def __init__(self, path: str, reset: bool = False):
+    def __init__(self, path: str, reset: bool = False, exclusive: bool = False):
         self.path = path
         try:
             os.makedirs(path, exist_ok=True)
@@ -72,6 +81,7 @@ class CheckpointStore:
             raise SNetUsageError(f"cannot make the checkpoint directory {path}: {e.strerror or e}") from None
         if not os.path.isdir(path):
             raise SNetUsageError(f"--checkpoint {path} is not a directory")
+        self._lock_fd = self._lock() if exclusive else None
         if reset:
             self._remove(keep=None)
         self.manifest = self._read_manifest()
@@ -80,6 +90,25 @@ class CheckpointStore:
         hook = os.environ.get(KILL_HOOK, "")
         step, _, number = hook.partition(":")
         self._kill_at = (step, int(number)) if number.isdigit() else None
+
+    def _lock(self) -> int:
+        """Take the directory's lock for this process (kept until it ends); another run holding it is refused."""
+        import fcntl
+
+        where = os.path.join(self.path, LOCK)
+        fd = os.open(where, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip()
+            os.close(fd)
+            raise SNetUsageError(f"another run uses the checkpoint in {self.path}"
+                                 f"{f' (process {holder})' if holder else ''}: two runs on one directory would "
+                                 f"overwrite each other's snapshots and output; wait for it to end, or use another "
+                                 f"directory") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        return fd
 
     def _read_manifest(self) -> dict | None:
         where = os.path.join(self.path, MANIFEST)

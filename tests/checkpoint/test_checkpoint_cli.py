@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -273,3 +275,34 @@ def test_adding_dropping_or_changing_the_error_file_is_refused(tmp_path):
     again = run_once(cmd)
     assert again.returncode == 2
     assert "the error file" in again.stderr and "changed before the committed position" in again.stderr
+
+
+def test_a_second_run_on_the_same_directory_is_refused_while_the_first_runs(tmp_path):
+    """Two runs on one checkpoint directory would overwrite each other's snapshots and output: the second is
+    refused (exit 2, naming the first's process) before it opens anything; once the first is killed, the
+    kernel has let go of its lock and the same command resumes to the whole output."""
+    (tmp_path / "held.snet").write_text("net held { box wait ((x) -> (x)); } connect wait;\n")
+    (tmp_path / "held.py").write_text("import os, time\n\n\ndef wait(x):\n"
+                                      "    while x == 3 and not os.path.exists('go'):  # held until the test says\n"
+                                      "        time.sleep(0.01)\n"
+                                      "    return {'x': x}\n")
+    (tmp_path / "in.jsonl").write_text(jsonl_text({"x": i} for i in range(10)))
+    cmd = [sys.executable, "-m", "snet", "run", "held.snet", "-i", "in.jsonl", "-o", "out.jsonl",
+           "--checkpoint", "ck", "--checkpoint-interval", "0.02"]
+    first = subprocess.Popen(cmd, cwd=tmp_path, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        lock = tmp_path / "ck" / "lock"
+        deadline = time.monotonic() + 120
+        while not (lock.exists() and lock.read_text().strip() == str(first.pid)):  # the first holds the directory
+            assert first.poll() is None and time.monotonic() < deadline, first.stderr.read().decode()
+            time.sleep(0.01)
+        second = subprocess.run(cmd, cwd=tmp_path, env=child_env(), capture_output=True, text=True, timeout=300)
+        assert second.returncode == 2, second.stderr
+        assert f"another run uses the checkpoint in ck (process {first.pid})" in second.stderr
+    finally:
+        first.kill()
+        first.wait()
+    (tmp_path / "go").touch()
+    third = subprocess.run(cmd, cwd=tmp_path, env=child_env(), capture_output=True, text=True, timeout=300)
+    assert third.returncode == 0, third.stderr
+    assert [json.loads(line)["x"] for line in (tmp_path / "out.jsonl").read_text().splitlines()] == list(range(10))
