@@ -252,6 +252,16 @@ class SplitProcessStats:
     batch_sizes: tuple[int, ...] = ()  # under --box-concurrency auto: the batch sizes set in turn (SplitBatchSizer)
 
 
+def _batches(count: int) -> str:
+    return f"{count:,} batch{'es' if count != 1 else ''}"
+
+
+def _guarded(box: BoxStats) -> str:
+    """``4 retries, 1 timeout``: the attempts a guarded box (snet.core.guard) made again, and those abandoned."""
+    retries, timeouts = box.retries or 0, box.timeouts or 0
+    return f"{retries:,} retr{'ies' if retries != 1 else 'y'}, {timeouts:,} timeout{'s' if timeouts != 1 else ''}"
+
+
 def _chosen(sizes: tuple[int, ...]) -> str:
     """``; batch sizes chosen 64 → 8,192`` (the first batch's, then each change; the latest eight), or nothing."""
     shown = " → ".join(f"{size:,}" for size in sizes[-8:])
@@ -365,8 +375,7 @@ class RunStats:
             lines.append("  (share: of all the time spent in boxes)")
             for name, box in sorted(self.boxes.items()):
                 if box.retries is not None:
-                    lines.append(f"  box {name}: {box.retries:,} call{'s' if box.retries != 1 else ''} retried, "
-                                 f"{box.timeouts:,} timed out")
+                    lines.append(f"  box {name}: {_guarded(box)}")
         if self.auto is not None:
             auto = self.auto
             levels = ", ".join(f"{name} {box.concurrency}" for name, box in sorted(self.boxes.items())
@@ -389,14 +398,14 @@ class RunStats:
                 lines.append(f"  workers busy {100 * min(busy, 1.0):.0f}% of the time")
         spark = self.spark
         if spark is not None:
-            lines.append(f"  on Spark ({spark.master}): {spark.batches} batches, {spark.records:,} records, "
+            lines.append(f"  on Spark ({spark.master}): {_batches(spark.batches)}, {spark.records:,} records, "
                          f"{format_duration(spark.seconds)}{_chosen(spark.batch_sizes)}")
             for where, split in sorted(spark.splits.items()):
-                lines.append(f"    split at {where}: {split.batches} batches, {split.records:,} records, "
+                lines.append(f"    split at {where}: {_batches(split.batches)}, {split.records:,} records, "
                              f"{split.tasks} tasks, {format_duration(split.seconds)}")
-                lines.extend(f"      box {name}: {box.retries:,} call{'s' if box.retries != 1 else ''} retried, "
-                             f"{box.timeouts:,} timed out" for name, box in sorted(split.boxes.items())
-                             if box.retries is not None)
+                lines.extend(f"      box {name}: {box.calls:,} calls, {format_duration(box.seconds)} in the tasks"
+                             f"{', ' + _guarded(box) if box.retries is not None else ''}"
+                             for name, box in sorted(split.boxes.items()))
         local = self.split_processes
         if local is not None:
             batches = f"{local.flushes} batch{'es' if local.flushes != 1 else ''}"
@@ -404,9 +413,8 @@ class RunStats:
                          f"{format_duration(local.seconds)}; {local.replicas:,} replicas with state"
                          f"{_chosen(local.batch_sizes)}")
             for name, box in sorted(local.boxes.items()):
-                guarded = f", {box.retries:,} retried, {box.timeouts:,} timed out" if box.retries is not None else ""
                 lines.append(f"    box {name}: {box.calls:,} calls, {format_duration(box.seconds)} in the processes"
-                             f"{guarded}")
+                             f"{', ' + _guarded(box) if box.retries is not None else ''}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

@@ -231,21 +231,23 @@ def run_checkpointed(network: Any, records: Any, options: Any, directory: str, i
 
     if interval is not None and not interval > 0:
         raise SNetUsageError(f"checkpoint_interval takes a positive number of seconds, not {interval}")
+    # (the records first: a run refused for them makes no directory)
+    if isinstance(records, (str, os.PathLike)):
+        if not os.path.isfile(os.fspath(records)):
+            raise SNetUsageError(f"input file not found: {os.fspath(records)}")
+    elif not isinstance(records, (list, tuple)):
+        raise SNetUsageError(f"checkpoint= needs records that can be read again from a position: a list, a tuple "
+                             f"or a record file's path, not {type(records).__name__} (a generator or iterator "
+                             f"cannot be replayed)")
     store, now, restore = _open_store(network, options, directory, reset)
     manifest = store.manifest
     committed = manifest["input"] if manifest else None
     source: Any
     if isinstance(records, (str, os.PathLike)):
         path = os.fspath(records)
-        if not os.path.isfile(path):
-            raise SNetUsageError(f"input file not found: {path}")
         source = open_input(path, detect_format(path, None), committed, allow_pickle=False)
-    elif isinstance(records, (list, tuple)):
-        source = ListInput(records, committed)
     else:
-        raise SNetUsageError(f"checkpoint= needs records that can be read again from a position: a list, a tuple "
-                             f"or a record file's path, not {type(records).__name__} (a generator or iterator "
-                             f"cannot be replayed)")
+        source = ListInput(records, committed)
     output = TakenOutputs(manifest["output"]["records"] if manifest else 0)
     checkpointing = Checkpointing(store, interval if interval is not None else DEFAULT_INTERVAL, restore, output,
                                   source, now)

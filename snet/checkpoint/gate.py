@@ -80,6 +80,7 @@ class Checkpointing:
         self.snapshots = 0
         self.snapshot_seconds = 0.0
         self.last_bytes = 0
+        self.cells_held = 0  # synchro-cells holding records in the last snapshot
 
     def bind(self, engine: Any) -> None:
         """The engine's checkpoint hooks (``quiescent``, ``export_state``, ``records_out``, ``engine_name``).
@@ -131,6 +132,7 @@ class Checkpointing:
                     state = engine.export_state()
                     if self.executor is not None:
                         self.executor.add_state(state)
+                self.cells_held = held_cells(state)
                 committed = output.commit()
                 # Quiescent: every failure of the records read so far is in the error file already.
                 errors = self.errors.commit() if self.errors is not None else None
@@ -152,9 +154,20 @@ class Checkpointing:
         self.stop()
         if self.engine is not None and not self.try_snapshot(final=True):
             raise SNetRuntimeError("internal error: the run ended with records in flight; no final checkpoint")
+        if self.cells_held:  # (their termination warnings say "discarded": from this run, not from the state)
+            log.warning("note: the %d synchro-cell%s holding records %s kept in the checkpoint in %s: records "
+                        "appended to the input and run again meet them", self.cells_held,
+                        "" if self.cells_held == 1 else "s", "is" if self.cells_held == 1 else "are",
+                        self.store.path)
         log.info("info: %d checkpoint%s in %s, %.1f ms each on average; the last holds %d bytes of state",
                  self.snapshots, "" if self.snapshots == 1 else "s", self.store.path,
                  1000 * self.snapshot_seconds / max(1, self.snapshots), self.last_bytes)
+
+
+def held_cells(state: dict) -> int:
+    """The synchro-cells of a snapshot's ``state`` (snet.checkpoint.state) that hold records."""
+    return (sum(1 for _, _, slots in state["cells"] if slots is not None and any(r is not None for r in slots))
+            + sum(len(cells) for _, _, _, cells in state["sync_stars"]))
 
 
 class InputGate:

@@ -112,7 +112,8 @@ class LineProgress(_Reporter):
                 f"in {stats.records_in}, out {out} ({rate:.0f}/s)")
         spark = stats.spark
         if spark is not None:
-            line += f"; spark: {spark.batches} batches, {spark.records} records, {spark.seconds:.1f} s"
+            line += (f"; spark: {spark.batches} batch{'es' if spark.batches != 1 else ''}, {spark.records} records, "
+                     f"{spark.seconds:.1f} s")
         print(line, file=sys.stderr, flush=True)
 
 

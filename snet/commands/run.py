@@ -347,8 +347,9 @@ def run_command(args: argparse.Namespace) -> int:
     # SIGTERM (what service managers send) stops the run as Ctrl-C does, from the line that says it starts on.
     try:
         with contextlib.redirect_stdout(sys.stderr), _terminate_as_interrupt():
+            workers = options.workers or os.cpu_count() or 1
             log.info("info: %s engine%s; input %s (%s), output %s (%s)", options.engine or DEFAULT_ENGINE,
-                     f", {options.workers or os.cpu_count() or 1} workers"
+                     f", {workers} worker{'s' if workers != 1 else ''}"
                      if (options.engine or DEFAULT_ENGINE) == "front" else "",
                      _shown(args.input, "standard input"), in_format, _shown(args.output, "standard output"),
                      out_format)

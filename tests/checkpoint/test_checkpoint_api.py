@@ -50,6 +50,7 @@ def test_a_run_stopped_midway_goes_on_from_its_last_snapshot(net, engine, source
 def test_a_generator_is_refused(net, tmp_path):
     with pytest.raises(SNetUsageError, match="a generator or iterator cannot be replayed"):
         net.run((r for r in SPLIT_SYNC.records), checkpoint=tmp_path / "ck")
+    assert not (tmp_path / "ck").exists()  # refused before the directory is made
 
 
 def test_changed_records_are_refused(net, tmp_path):

@@ -306,3 +306,18 @@ def test_a_second_run_on_the_same_directory_is_refused_while_the_first_runs(tmp_
     third = subprocess.run(cmd, cwd=tmp_path, env=child_env(), capture_output=True, text=True, timeout=300)
     assert third.returncode == 0, third.stderr
     assert [json.loads(line)["x"] for line in (tmp_path / "out.jsonl").read_text().splitlines()] == list(range(10))
+
+
+def test_the_cells_a_finished_run_leaves_are_said_to_be_kept_in_the_checkpoint(tmp_path):
+    """Their termination warnings say "discarded" (as for a run without checkpoints); a note says that the
+    checkpoint keeps them, for input appended later."""
+    (tmp_path / "in.jsonl").write_text(jsonl_text({"x": i, "<k>": i} for i in range(5)))
+    done = run_once(command(SPLIT_SYNC, tmp_path, ENGINES["reference"]))
+    assert done.returncode == 0, done.stderr
+    assert (f"note: the 5 synchro-cells holding records are kept in the checkpoint in {tmp_path / 'ck'}: records "
+            f"appended to the input and run again meet them") in done.stderr
+    with open(tmp_path / "in.jsonl", "a") as f:
+        f.write(jsonl_text({"y": -i, "<k>": i} for i in range(5)))
+    again = run_once(command(SPLIT_SYNC, tmp_path, ENGINES["reference"]))
+    assert again.returncode == 0, again.stderr
+    assert "note:" not in again.stderr and "discarded" not in again.stderr  # every cell fired

@@ -184,6 +184,7 @@ def test_stats_summary_lists_each_spark_split():
     lines = [line.strip() for line in text.splitlines()]
     assert "on Spark (local[2]): 2 batches, 8 records, 1.5 s" in lines, text
     assert "split at net.snet:1:35: 2 batches, 8 records, 4 tasks, 1.5 s" in lines, text
+    assert any(line.startswith("box f: 8 calls, ") and line.endswith(" in the tasks") for line in lines), text
 
 
 @pytest.mark.slow

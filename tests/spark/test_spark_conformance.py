@@ -208,7 +208,7 @@ def test_box_error_on_an_executor_through_the_command_line(spark_installed, tmp_
     assert re.search(r"^snet progress: Spark UI at http://[\w.:-]+:\d+$", spark.stderr, re.M), spark.stderr
     assert "ignored: the session is already running" not in spark.stderr
     last = [line for line in spark.stderr.splitlines() if line.startswith("snet progress: done")][-1]
-    assert "; spark: 1 batches, 4 records" in last, last
+    assert "; spark: 1 batch, 4 records" in last, last
     first = [line for line in local.stderr.splitlines() if "error:" in line][0]
     assert "box 'risky' raised ValueError: three is not allowed" in first
     assert first in spark.stderr.splitlines()
