@@ -29,7 +29,7 @@ CONFIGS = {"reference": [ENGINES["reference"]], "front-w1": [ENGINES["front-w1"]
 def uninterrupted(tmp_path_factory):
     """The output of each network run without checkpoints (reference engine), by name."""
     outputs = {}
-    for net in NETWORKS:
+    for net in NETWORKS + [STAR_SPLIT]:
         folder = tmp_path_factory.mktemp(f"plain-{net.name}")
         net.write_input(folder)
         done = run_once(command(net, folder, ENGINES["reference"], checkpoint=False))
@@ -104,12 +104,14 @@ def test_a_stateless_split_in_split_processes_resumes(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ["reference", "front-w2"])
-@pytest.mark.parametrize("name", ["split_sync", "init_split"])
+@pytest.mark.parametrize("name", ["split_sync", "init_split", "star_split"])
 def test_a_split_with_state_in_split_processes_resumes(name, engine, tmp_path, uninterrupted):
     """Per-tag synchro-cells, and initialisers fired once per replica, kept in split processes: killed and
     resumed, with 2 processes, 3, and none (the replicas' state is saved at the paths a run without split
-    processes gives them, so any of these may resume from another's snapshot): the uninterrupted output."""
-    net = next(n for n in NETWORKS if n.name == name)
+    processes gives them, so any of these may resume from another's snapshot): the uninterrupted output.
+    ``star_split``: the split is inside a star, so each replica of the star has replicas of the split, saved
+    at the paths ``((star, k), (split, value), ...)``."""
+    net = next(n for n in NETWORKS + [STAR_SPLIT] if n.name == name)
     net.write_input(tmp_path)
     base = ENGINES["reference"] if engine == "reference" else ["--engine", "front", "-w", "2"]
     # (small batches: the outputs, and the snapshots between batches, come all through the run)
@@ -117,30 +119,5 @@ def test_a_split_with_state_in_split_processes_resumes(name, engine, tmp_path, u
                base + ["--split-processes", "3", "--process-batch", "16"], base]
     counts = kill_and_resume(net, tmp_path, configs, 4, sum(map(ord, name + engine)), len(uninterrupted[name]))
     same_output(net, (tmp_path / "out.jsonl").read_text(), uninterrupted[name])
-    assert counts["killed"] >= 1, counts
-    assert counts["resumed_at"], counts
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("engine", ["reference", "front-w2"])
-def test_a_split_with_state_inside_a_star_in_split_processes_resumes(engine, tmp_path):
-    """A per-tag synchro-cell in a split inside a star: each replica of the star has replicas of the split,
-    which the split processes keep and save at the paths ((star, k), (split, value), ...) that a run without
-    them gives too; killed and resumed with 2 processes, 3 and none in turn: the uninterrupted output."""
-    net = STAR_SPLIT
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    net.write_input(plain)
-    done = run_once(command(net, plain, ENGINES["reference"], checkpoint=False))
-    assert done.returncode == 0, done.stderr
-    want = (plain / "out.jsonl").read_text()
-    run = tmp_path / "run"
-    run.mkdir()
-    net.write_input(run)
-    base = ENGINES["reference"] if engine == "reference" else ["--engine", "front", "-w", "2"]
-    configs = [base + ["--split-processes", "2", "--process-batch", "16"],
-               base + ["--split-processes", "3", "--process-batch", "16"], base]
-    counts = kill_and_resume(net, run, configs, 4, sum(map(ord, engine)), len(want.encode()))
-    same_output(net, (run / "out.jsonl").read_text(), want)
     assert counts["killed"] >= 1, counts
     assert counts["resumed_at"], counts

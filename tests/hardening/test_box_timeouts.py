@@ -44,6 +44,9 @@ def twice(y):
 
 ENGINES = [["--engine", "reference"], ["--engine", "front", "-w", "1"], ["--engine", "front", "-w", "4"]]
 ENGINE_IDS = ["reference", "front-w1", "front-w4"]
+# Split processes call the boxes of their splits through the same timeouts and retries
+IN_SPLIT_PROCESSES = [["--engine", "reference", "--split-processes", "2"],
+                      ["--engine", "front", "-w", "2", "--split-processes", "2"]]
 
 
 def write_inputs(path, records):
@@ -125,7 +128,8 @@ def flaky_module(tmp_path, failures):
     return FLAKY.replace("FOLDER_PATH", repr(str(marks))).replace("FAILURES", str(failures)), marks
 
 
-@pytest.mark.parametrize("engine", ENGINES, ids=ENGINE_IDS)
+@pytest.mark.parametrize("engine", ENGINES + IN_SPLIT_PROCESSES,
+                         ids=ENGINE_IDS + ["reference-split-processes", "front-w2-split-processes"])
 def test_a_call_failing_twice_succeeds_on_the_third_try(tmp_path, engine):
     module, marks = flaky_module(tmp_path, 2)
     (tmp_path / "n.snet").write_text(NETS["det-split"])
@@ -139,7 +143,8 @@ def test_a_call_failing_twice_succeeds_on_the_third_try(tmp_path, engine):
     assert (marks / "tries-3").read_text() == "..."  # two failures, then the answer
     assert (marks / "tries-4").read_text() == "."
     stats = json.loads((tmp_path / "stats.json").read_text())
-    assert stats["boxes"]["slow"]["retries"] == 2 * 10 and stats["boxes"]["slow"]["timeouts"] == 0
+    boxes = stats["split_processes"]["boxes"] if "--split-processes" in engine else stats["boxes"]  # (counted there)
+    assert boxes["slow"]["retries"] == 2 * 10 and boxes["slow"]["timeouts"] == 0
 
 
 def test_without_retries_the_first_failure_fails_the_run(tmp_path):
@@ -199,10 +204,6 @@ def test_bad_timeouts_and_retries_never_start_the_run(tmp_path, args, message):
     assert message in done.stderr
 
 
-# Split processes call the boxes of their splits through the same timeouts and retries
-IN_SPLIT_PROCESSES = [["--engine", "reference", "--split-processes", "2"],
-                      ["--engine", "front", "-w", "2", "--split-processes", "2"]]
-
 
 @pytest.mark.parametrize("engine", IN_SPLIT_PROCESSES, ids=["reference", "front-w2"])
 def test_in_split_processes_a_hanging_call_is_abandoned_and_the_rest_flows_in_order(tmp_path, engine):
@@ -223,22 +224,6 @@ def test_in_split_processes_a_hanging_call_is_abandoned_and_the_rest_flows_in_or
     assert (boxes["slow"]["timeouts"], boxes["slow"]["retries"]) == (1, 0)
     assert boxes["twice"]["timeouts"] is None  # (not given a timeout)
     assert "box slow: 1,000 calls" in done.stderr and "in the processes, 0 retries, 1 timeout" in done.stderr
-
-
-@pytest.mark.parametrize("engine", IN_SPLIT_PROCESSES, ids=["reference", "front-w2"])
-def test_in_split_processes_a_call_failing_twice_succeeds_on_the_third_try(tmp_path, engine):
-    module, marks = flaky_module(tmp_path, 2)
-    (tmp_path / "n.snet").write_text(NETS["det-split"])
-    (tmp_path / "n.py").write_text(module)
-    write_inputs(tmp_path / "in.jsonl", [{"x": i, "<k>": i % 3} for i in range(100)])
-    done = snet_run(tmp_path / "n.snet", "-i", tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl", *engine,
-                    "--box-retries", "3,0.01", "--stats-json", tmp_path / "stats.json")
-    assert done.returncode == 0, done.stderr
-    outputs = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    assert outputs == [{"<k>": i % 3, "z": 2 * (i + 1)} for i in range(100)]
-    assert (marks / "tries-3").read_text() == "..."  # two failures, then the answer
-    boxes = json.loads((tmp_path / "stats.json").read_text())["split_processes"]["boxes"]
-    assert (boxes["slow"]["retries"], boxes["slow"]["timeouts"]) == (2 * 10, 0)
 
 
 def test_in_split_processes_the_stop_policy_stops_at_the_timeout_with_exit_1(tmp_path):
