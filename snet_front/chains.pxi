@@ -147,12 +147,19 @@ cdef class ChainEntity(Entity):
         limit, as the stages' own entities would let them: the walk returns
         ``DISPATCHED``, and the last part walked emits the record's outputs,
         in the parts' order, in the record's place in the chain's order.
-        Else they go on in this walk, one after another (``go_on``).
+        Else they go on in this walk, one after another (``go_on``), and so
+        do the outputs of every fan-out after it in the walk: one decision a
+        walk, either way.
         """
         cdef Gather g
         cdef Part part
         cdef Py_ssize_t j, n = len(outs)
         if w.walk_seq < 0 or n < 2 or i >= self.n or not self.slow_from(w, i):
+            # Decided: this walk's outputs go on in it, and so do those of the fan-outs after this one.  A
+            # later fan-out must not dispatch parts: ``go_on`` gathers each output's walk as records, and the
+            # chain's costs may have grown past the threshold meanwhile (a later stage's boxes timed slow).
+            w.walk_seq = -1
+            w.walk_st = None
             return self.go_on(w, outs, i, every)
         g = Gather.__new__(Gather)
         g.seq = w.walk_seq

@@ -125,6 +125,27 @@ net p {
 MIXED_BOXES = {"inc": inc, "dup": dup, "drop_odd": drop_odd, "to_b": to_b, "tag": tag, "untag": untag}
 
 
+def to_b_near_the_part_cost(a):
+    """``to_b`` that computes for about ``PART_COST_LEAST`` (50 µs, chains.pxi): the chain's measured cost from
+    a fan-out on hovers around the threshold, so that the rest of a walk is found slow in its middle."""
+    until = time.perf_counter() + 46e-6
+    while time.perf_counter() < until:
+        pass
+    return {"b": a * 2}
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_a_fan_out_after_one_walked_in_place_is_walked_in_place_too(workers):
+    """A concurrent walk whose first fan-out (``dup``) goes on in place, and whose later one (the filter) finds
+    the rest of the chain slow by then, walked the later one's outputs as parts: the walk in place then met
+    the parts' marker instead of records (a TypeError ended the run, 10 runs in 10 at rest before the fix)."""
+    net = snet.load(MIXED, boxes=dict(MIXED_BOXES, to_b=to_b_near_the_part_cost))
+    records = [{"a": i} for i in range(4000)]
+    fused, _ = run(net, records, workers=workers)
+    reference, _ = run(net, records, engine="reference")
+    assert fused == reference
+
+
 @pytest.mark.parametrize("workers", [1, 2, 4])
 def test_fused_outputs_equal_unfused_in_order_with_their_labels_in_order(workers):
     net = snet.load(MIXED, boxes=MIXED_BOXES)
