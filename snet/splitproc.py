@@ -181,10 +181,9 @@ class ProcessSplits(SplitExecutor):
         # (asked from any thread, while a batch may run: copies of what the batch changes)
         runners = [r for r in list(self.runners.values()) if isinstance(r, ProcessSplitRunner)]
         calls: dict[str, list] = {}
-        for runner in runners:
-            add_box_calls(calls, dict(runner.box_calls))
         guarded: dict[str, tuple[int, int]] = {}
         for runner in runners:
+            add_box_calls(calls, dict(runner.box_calls))
             guarded = add_guard_counts(guarded, runner.guard_counts)
         return SplitProcessStats(
             processes=self.count, batch_size=self.batch_size,

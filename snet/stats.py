@@ -262,6 +262,11 @@ def _guarded(box: BoxStats) -> str:
     return f"{retries:,} retr{'ies' if retries != 1 else 'y'}, {timeouts:,} timeout{'s' if timeouts != 1 else ''}"
 
 
+def _guarded_after(box: BoxStats) -> str:
+    """``, 4 retries, 1 timeout`` for a guarded box, to follow its calls; nothing for another."""
+    return f", {_guarded(box)}" if box.retries is not None else ""
+
+
 def _chosen(sizes: tuple[int, ...]) -> str:
     """``; batch sizes chosen 64 → 8,192`` (the first batch's, then each change; the latest eight), or nothing."""
     shown = " → ".join(f"{size:,}" for size in sizes[-8:])
@@ -404,17 +409,15 @@ class RunStats:
                 lines.append(f"    split at {where}: {_batches(split.batches)}, {split.records:,} records, "
                              f"{split.tasks} tasks, {format_duration(split.seconds)}")
                 lines.extend(f"      box {name}: {box.calls:,} calls, {format_duration(box.seconds)} in the tasks"
-                             f"{', ' + _guarded(box) if box.retries is not None else ''}"
-                             for name, box in sorted(split.boxes.items()))
+                             f"{_guarded_after(box)}" for name, box in sorted(split.boxes.items()))
         local = self.split_processes
         if local is not None:
-            batches = f"{local.flushes} batch{'es' if local.flushes != 1 else ''}"
-            lines.append(f"  in {local.processes} split processes: {batches}, {local.records:,} records, "
-                         f"{format_duration(local.seconds)}; {local.replicas:,} replicas with state"
-                         f"{_chosen(local.batch_sizes)}")
+            lines.append(f"  in {local.processes} split processes: {_batches(local.flushes)}, "
+                         f"{local.records:,} records, {format_duration(local.seconds)}; "
+                         f"{local.replicas:,} replicas with state{_chosen(local.batch_sizes)}")
             for name, box in sorted(local.boxes.items()):
                 lines.append(f"    box {name}: {box.calls:,} calls, {format_duration(box.seconds)} in the processes"
-                             f"{', ' + _guarded(box) if box.retries is not None else ''}")
+                             f"{_guarded_after(box)}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

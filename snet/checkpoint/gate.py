@@ -80,7 +80,7 @@ class Checkpointing:
         self.snapshots = 0
         self.snapshot_seconds = 0.0
         self.last_bytes = 0
-        self.cells_held = 0  # synchro-cells holding records in the last snapshot
+        self.cells_held = 0  # synchro-cells holding records in the final snapshot
 
     def bind(self, engine: Any) -> None:
         """The engine's checkpoint hooks (``quiescent``, ``export_state``, ``records_out``, ``engine_name``).
@@ -132,7 +132,8 @@ class Checkpointing:
                     state = engine.export_state()
                     if self.executor is not None:
                         self.executor.add_state(state)
-                self.cells_held = held_cells(state)
+                if final:  # (for the note at the end of the run)
+                    self.cells_held = held_cells(state)
                 committed = output.commit()
                 # Quiescent: every failure of the records read so far is in the error file already.
                 errors = self.errors.commit() if self.errors is not None else None
