@@ -18,6 +18,9 @@ def main(argv=None):
         _end_now(1)
     if cli.interrupted:
         _end_now(status)
+    from snet.commands.sparknative import silence_spark  # imports no pyspark that is not loaded
+
+    silence_spark()  # the JVM's shutdown, when Python exits, logs nothing after the command's last line
     return status
 
 

@@ -242,6 +242,30 @@ def start_for(graph, options: RunOptions):
     return start_session(options.spark_master, options.spark_conf)
 
 
+def silence_spark() -> Any:
+    """Turn this process's JVM logs off, and return its active Spark context (None without one).
+
+    ``snet``'s process calls it once the command has written its last line:
+    the JVM stops from its own shutdown hook when Python exits, and that
+    stop can log errors of its own (the context cleaner, interrupted while
+    it removes a broadcast of a failed job, logs a stack trace), after
+    the command's one-line message.  Imports no PySpark that is not loaded.
+    """
+    if "pyspark" not in sys.modules:
+        return None
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None:
+        return None
+    jvm: Any = context._jvm
+    try:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setRootLevel(jvm.org.apache.logging.log4j.Level.OFF)
+    except Exception:  # another logging back end, or the gateway is gone
+        log.debug("could not silence Spark's logs", exc_info=True)
+    return context
+
+
 def stop_spark_after_interrupt() -> None:
     """Stop this process's Spark context, and silence its JVM, before an interrupted command's last line.
 
@@ -251,18 +275,9 @@ def stop_spark_after_interrupt() -> None:
     updates), so the message was no longer the last line.  Only when
     PySpark is loaded and a context is active.
     """
-    if "pyspark" not in sys.modules:
-        return
-    from pyspark import SparkContext
-
-    context = SparkContext._active_spark_context
+    context = silence_spark()
     if context is None:
         return
-    jvm: Any = context._jvm
-    try:
-        jvm.org.apache.logging.log4j.core.config.Configurator.setRootLevel(jvm.org.apache.logging.log4j.Level.OFF)
-    except Exception:  # another logging back end, or the gateway is gone: stop it all the same
-        log.debug("could not silence Spark's logs before stopping", exc_info=True)
     try:
         context.stop()
     except Exception:
