@@ -85,6 +85,7 @@ class CheckpointedExecution(Execution):
         self.warnings = inner.warnings
         self.error_policy = inner.error_policy
         self.guards = inner.guards
+        checkpointing.count_failures = lambda: inner.failures
 
     def __next__(self) -> dict:
         try:
@@ -250,7 +251,7 @@ def run_checkpointed(network: Any, records: Any, options: Any, directory: str, i
         source = ListInput(records, committed)
     output = TakenOutputs(manifest["output"]["records"] if manifest else 0)
     checkpointing = Checkpointing(store, interval if interval is not None else DEFAULT_INTERVAL, restore, output,
-                                  source, now)
+                                  source, now, failures_before=manifest.get("failures", 0) if manifest else 0)
     records_read: Any = checked_inputs(source.records)
     gate = InputGate(records_read, checkpointing)
     return CheckpointedExecution(network.execute(gate, options), checkpointing, source)

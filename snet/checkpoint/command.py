@@ -138,6 +138,6 @@ def open_checkpointed(args: Any, network: Any, options: Any, in_format: str, out
         output.total = manifest["output"]["records"]
     interval = args.checkpoint_interval if args.checkpoint_interval is not None else DEFAULT_INTERVAL
     checkpointing = Checkpointing(store, interval, restore, output, source, {**now, "output_format": out_format},
-                                  errors=errors)
+                                  errors=errors, failures_before=manifest.get("failures", 0) if manifest else 0)
     return CheckpointedRun(checkpointing, InputGate(source.records, checkpointing), output, source,
                            manifest is not None, errors)

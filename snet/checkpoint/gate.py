@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from snet.errors import SNetRuntimeError
 from snet.gcpause import gc_paused
@@ -56,12 +56,17 @@ class Checkpointing:
         source: the input (``records``, ``position()``).
         identity: what the manifest records to recognise the run (digests).
         errors: the error file of ``--errors`` (``commit()``), or None.
+        failures_before: the records that failed and were skipped before
+            the snapshot resumed from (the manifest's ``failures``); each
+            snapshot records them plus ``count_failures()``, the run's own.
     """
 
     def __init__(self, store: Any, interval: float | None, restore: Any, output: Any, source: Any, identity: dict,
-                 errors: Any = None):
+                 errors: Any = None, failures_before: int = 0):
         self.store = store
         self.errors = errors  # the error file (`snet.deadletters.DeadLetters`), committed with the output; or None
+        self.failures_before = failures_before
+        self.count_failures: Callable[[], int] = lambda: 0  # set by whoever runs the execution
         self.interval = interval
         self.restore = restore
         self.output = output
@@ -135,10 +140,11 @@ class Checkpointing:
                 if final:  # (for the note at the end of the run)
                     self.cells_held = held_cells(state)
                 committed = output.commit()
-                # Quiescent: every failure of the records read so far is in the error file already.
+                # Quiescent: every failure of the records read so far is counted, and in the error file already.
                 errors = self.errors.commit() if self.errors is not None else None
+                failures = self.failures_before + self.count_failures()
             manifest = {**self.identity, "engine": engine.engine_name, "input": self.source.position(),
-                        "output": committed, "errors": errors, "final": final}
+                        "output": committed, "errors": errors, "failures": failures, "final": final}
             self.last_bytes = self.store.commit(state, manifest)
             self.snapshots += 1
             self.snapshot_seconds += time.perf_counter() - started

@@ -426,6 +426,8 @@ def _top_view(args: argparse.Namespace, network):
 def _run(network, records, options, writer, where: str, args: argparse.Namespace, stats_json, input_file,
          metrics=None, top=None, checkpointing=None) -> int:
     execution = network.execute_served(records, options, metrics)
+    if checkpointing is not None:
+        checkpointing.count_failures = lambda: execution.failures
     progress = top.start(execution) if top is not None else \
         start_progress(execution, args.progress, input_file) if args.progress is not None else None
     written = 0  # records handed to the writer: what --stats reports as written
@@ -467,11 +469,13 @@ def _run(network, records, options, writer, where: str, args: argparse.Namespace
                          format_duration(seconds), written)
                 if args.stats or stats_json is not None:
                     report_stats(stats if stats is not None else execution.stats(), written, args.stats, stats_json)
-    failures = execution.failures
+    before = checkpointing.failures_before if checkpointing is not None else 0  # (a resumed run's)
+    failures = before + execution.failures
     if failures:
         where_to = f" (error records in {args.errors})" if args.errors is not None else ""
+        earlier = f", {before} of them before the run resumed" if before else ""
         print(f"snet: {failures} record{'s' if failures != 1 else ''} failed and "
-              f"{'were' if failures != 1 else 'was'} skipped{where_to}", file=sys.stderr)
+              f"{'were' if failures != 1 else 'was'} skipped{earlier}{where_to}", file=sys.stderr)
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -244,7 +245,8 @@ FAILING = next(n for n in NETWORKS if n.name == "failing")
 
 
 def test_the_error_file_is_committed_and_cut_back_with_the_output(tmp_path):
-    """Failures after the last snapshot are written again by the resumed run, so the file is cut back first."""
+    """Failures after the last snapshot are written again by the resumed run, so the file is cut back first;
+    the resumed run's last line counts the failures of the whole run, those before the resume included."""
     FAILING.write_input(tmp_path)
     cmd = command(FAILING, tmp_path, ENGINES["front-w4"])
     plain = run_once(command(FAILING, tmp_path, ENGINES["reference"], output="want.jsonl", checkpoint=False))
@@ -258,6 +260,14 @@ def test_the_error_file_is_committed_and_cut_back_with_the_output(tmp_path):
     assert "resuming from the checkpoint" in done.stderr
     assert (tmp_path / "out.jsonl").read_text() == (tmp_path / "want.jsonl").read_text()
     assert sorted((tmp_path / "errors.jsonl").read_text().splitlines()) == sorted(want_errors.splitlines())
+    failed = len(want_errors.splitlines())
+    assert f"snet: {failed} records failed and were skipped (error records in" in plain.stderr, plain.stderr
+    assert re.search(rf"snet: {failed} records failed and were skipped(, \d+ of them before the run resumed)? "
+                     rf"\(error records in", done.stderr), done.stderr
+    again = run_once(cmd)  # nothing new to read: every failure was before this resume
+    assert again.returncode == 0, again.stderr
+    assert f"snet: {failed} records failed and were skipped, {failed} of them before the run resumed" \
+        in again.stderr, again.stderr
 
 
 def test_adding_dropping_or_changing_the_error_file_is_refused(tmp_path):
