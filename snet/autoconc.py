@@ -73,7 +73,11 @@ hill climber that keeps a change only on evidence:
 
 Stability: a trial that fails is not tried again before a back-off that
 starts at ``BACKOFF_S`` and doubles with every failure of the same trial
-(at most ``MAX_BACKOFF_S``), and a change kept postpones the move back by
+(at most ``MAX_BACKOFF_S``); a raise whose calls took turns (each call's
+wall time grew with the level, by ``TURNS`` of the ratio at least, and the
+calls per second did not grow: the signature of a box that holds the GIL
+or a lock of its own) starts its back-off at ``TURNS_BACKOFF_S`` instead,
+since the load does not change that; and a change kept postpones the move back by
 a wait that starts at ``RECHECK_S`` and doubles with every change kept, so
 in a steady run the settled levels stay, the trials become rare, and even
 a pair of moves that noise kept in turn slows down rather than oscillates; a kept change needs a margin larger than the
@@ -108,6 +112,8 @@ LOWER_WINDOWS = 3
 MAX_LEVEL = 16  # the highest level a box is given
 WAITING = 0.75  # a box whose calls wait this share of their wall time (not computing) is raised 4x at a time, or more
 BACKOFF_S = 1.0  # first wait before a failed trial is tried again; doubles with each failure
+TURNS = 0.8  # a raise whose calls each took this share of (new level / old level) times as long: they take turns
+TURNS_BACKOFF_S = 8.0  # ... and such a raise is first tried again after this (the box holds the GIL or a lock)
 MAX_BACKOFF_S = 64.0
 
 log = logging.getLogger("snet")
@@ -319,7 +325,7 @@ class Controller:
             trial.b = window
             passed, figures = self._passes(trial, trial.before, window)
             if not passed:
-                return self._undo(trial, figures, now, at_old=False)
+                return self._undo(trial, figures, now, at_old=False, turns=_took_turns(trial, trial.before, window))
             if trial.node is not None and trial.new > trial.old and self._passes(trial, trial.before, window,
                                                                                   CLEAR_GAIN)[0]:
                 # Twice the rate: no drift between two windows 0.05 s apart is that large (and the check
@@ -333,7 +339,7 @@ class Controller:
         assert trial.b is not None
         passed, figures = self._passes(trial, window, trial.b)
         if not passed:
-            return self._undo(trial, figures, now, at_old=True)
+            return self._undo(trial, figures, now, at_old=True, turns=_took_turns(trial, window, trial.b))
         return self._keep(trial, figures, now)
 
     def _passes(self, trial: _Trial, a: Window, b: Window, raise_gain: float = RAISE_GAIN) -> tuple[bool, str]:
@@ -373,15 +379,19 @@ class Controller:
         return [Decision(node, self._name(node), trial.old, trial.new, f"{kept}: {figures}: {why}",
                          active=self.active())]
 
-    def _undo(self, trial: _Trial, figures: str, now: float, at_old: bool) -> list[Decision]:
+    def _undo(self, trial: _Trial, figures: str, now: float, at_old: bool, turns: bool = False) -> list[Decision]:
         node, key = trial.node, self._key(trial)
+        first = RECHECK_S if isinstance(key, tuple) else BACKOFF_S
         if node is None:
             why = "slower" if key == "fewer" else "no faster"
+        elif turns:
+            why = "calls take turns (each took as much longer as there were more: the box holds the GIL or a lock)"
+            first = TURNS_BACKOFF_S
         elif trial.new > trial.old:
             why = "calls do not overlap (or the box is not the bottleneck)"
         else:
             why = f"slower: {trial.old} is needed"
-        self._postpone(key, now, RECHECK_S if isinstance(key, tuple) else BACKOFF_S)
+        self._postpone(key, now, first)
         self._set(node, trial.old)
         self.trial = None
         self.skip = 1
@@ -439,6 +449,19 @@ def _opposite(key: Any) -> Any:
     if key in ("fewer", "more"):
         return "more" if key == "fewer" else "fewer"
     return ("down", key)
+
+
+def _took_turns(trial: _Trial, a: Window, b: Window) -> bool:
+    """Whether a raise's calls took turns: in ``b`` each call's wall time grew with the level (by ``TURNS`` of
+    the ratio at least) and the box's calls per second did not grow by the dead band."""
+    node = trial.node
+    if node is None or trial.new <= trial.old:
+        return False
+    time_a, calls_a = a.service_time(node), a.calls_per_second(node)
+    if time_a <= 0 or calls_a <= 0:
+        return False
+    return (b.service_time(node) >= TURNS * trial.new / trial.old * time_a
+            and b.calls_per_second(node) < (1 + RAISE_GAIN) * calls_a)
 
 
 def _workers(base: int, levels: Any, most: int) -> int:

@@ -21,7 +21,7 @@ import time
 import pytest
 
 import snet
-from snet.autoconc import (BACKOFF_S, LOWER_WINDOWS, MAX_LEVEL, Controller, Window)
+from snet.autoconc import (BACKOFF_S, LOWER_WINDOWS, MAX_LEVEL, TURNS_BACKOFF_S, Controller, Window)
 from snet.errors import SNetUsageError
 from snet.options import RunOptions
 
@@ -91,16 +91,40 @@ def test_a_gil_releasing_box_settles_within_two_seconds_of_windows():
     assert c.levels[7] == MAX_LEVEL and c.settled_at <= 2.0
 
 
+def _raise_trials(model: Model, seconds: float, step: float = 0.2) -> tuple[list[float], list]:
+    """Run ``model`` for ``seconds``: when each raise of its box was tried, and the decisions that undid one."""
+    c, tried_at, undone, now = model.c, [], [], 0.0
+    while now < seconds or c.trial is not None:
+        now += step
+        for d in c.decide(model.window(step), now):
+            if d.node == model.node and not d.kept and d.new > d.old:
+                tried_at.append(now)
+            if d.node == model.node and d.reason.startswith("undone"):
+                undone.append(d)
+    return tried_at, undone
+
+
 def test_a_pure_python_box_is_not_raised():
     c = controller()
-    decisions = Model(c, 7, service=0.001, releases=False, noise=0.05).run(60.0)
+    tried_at, undone = _raise_trials(Model(c, 7, service=0.001, releases=False, noise=0.05), 60.0)
     assert c.levels[7] == 1
-    tried = [d for d in decisions if d.node == 7 and not d.kept and d.new > d.old]
-    undone = [d for d in decisions if d.node == 7 and d.reason.startswith("undone")]
-    assert tried and len(undone) == len(tried)  # every trial undone
-    assert "calls do not overlap" in undone[0].reason
-    # the back-off doubles: over a minute only a handful of trials (1, 2, 4, 8, 16, 32 s apart)
-    assert len(tried) <= 7
+    assert tried_at and len(undone) == len(tried_at)  # every trial undone
+    # each call took twice as long at level 2: the calls take turns, which the load does not change, so the
+    # next trial waits 8 s, then 16, 32 (over a minute at most four trials)
+    assert all("calls take turns" in d.reason for d in undone), [d.reason for d in undone]
+    gaps = [b - a for a, b in zip(tried_at, tried_at[1:])]
+    assert len(tried_at) <= 4 and all(gap >= TURNS_BACKOFF_S for gap in gaps), tried_at
+
+
+def test_a_raise_that_gains_nothing_but_does_not_take_turns_is_tried_again_sooner():
+    """A box whose calls overlap but that is not what limits the run (the stages around it are slower):
+    each call takes as long at level 2, the work rate stays; the back-off starts at 1 s and doubles."""
+    c = controller()
+    tried_at, undone = _raise_trials(Model(c, 7, service=0.001, releases=True, overhead=0.0012), 20.0)
+    assert c.levels[7] == 1
+    assert len(undone) == len(tried_at) >= 4
+    assert all("calls do not overlap (or the box is not the bottleneck)" in d.reason for d in undone)
+    assert tried_at[1] - tried_at[0] < TURNS_BACKOFF_S
 
 
 def test_a_cheap_gil_bound_pipeline_parks_a_worker():
