@@ -58,6 +58,8 @@ from __future__ import annotations
 import inspect
 import sys
 import time
+from bisect import bisect_left
+from time import perf_counter
 from collections import deque
 from typing import TYPE_CHECKING, Any, Generator, Iterable, Iterator
 
@@ -69,7 +71,7 @@ from snet.core.semantics import cannot_terminate, log_parked, unfinished_warning
 from snet.plan import (BoxPlan, ExecutorSplitPlan, FeedbackPlan, FilterPlan, IdentityPlan, InitBoxPlan, NetPlan,
                        ParallelPlan, Plan, PlanNode, SerialPlan, SplitPlan, StarPlan, SyncPlan, SyncStarPlan)
 from snet.requests import NO_INPUT_YET, Request, current_request, set_current_request
-from snet.stats import LATENCY_BUCKETS, BoxStats, ReferenceStats, RunStats, executor_part, latency_bucket
+from snet.stats import LATENCY_BOUNDS, LATENCY_BUCKETS, BoxStats, ReferenceStats, RunStats, executor_part
 
 if TYPE_CHECKING:
     from snet.splitexec import SplitExecutorProtocol
@@ -79,6 +81,7 @@ if TYPE_CHECKING:
 
 Record = dict[str, Any]
 Target = tuple["_Receiver", int]  # (instance, port)
+_FIRST_BOUND = LATENCY_BOUNDS[0]
 BOUND_CHECK_STEPS = 1024  # steps between two looks at the run's bounds (and besides when the stack passes max_held)
 
 
@@ -110,9 +113,9 @@ class _Box(_Instance):
         self.name = node.name
 
     def receive(self, engine: ReferenceEngine, port: int, record: Record) -> None:
-        started = time.perf_counter()
+        started = perf_counter()
         outputs = self.call(record)
-        engine.count_box(self.name, time.perf_counter() - started)
+        engine.count_box(self.name, perf_counter() - started)
         engine.emit_all(self.out, outputs)
 
     def fire(self, engine: ReferenceEngine) -> None:
@@ -560,19 +563,21 @@ class ReferenceEngine:
             entry = self.box_calls[name] = [0, 0.0, [0] * LATENCY_BUCKETS]
         entry[0] += 1
         entry[1] += seconds
-        entry[2][latency_bucket(seconds)] += 1
+        # (snet.stats.latency_bucket without its call, and the first bucket's quick calls without bisecting)
+        entry[2][0 if seconds <= _FIRST_BOUND else bisect_left(LATENCY_BOUNDS, seconds)] += 1
 
     def drain(self) -> Iterator[Record]:
         """Process the stack to empty, yielding outputs as they reach the sink."""
         stack = self.stack
         outbox = self.sink.outbox
-        steps = 0
+        until_check = BOUND_CHECK_STEPS
         max_stack = self.limits.max_held if self.limits.max_held is not None else sys.maxsize
         while stack:
             if self.stopped:  # closed from another thread (a session's abort)
                 return
-            steps += 1
-            if steps % BOUND_CHECK_STEPS == 0 or len(stack) > max_stack:
+            until_check -= 1
+            if not until_check or len(stack) > max_stack:
+                until_check = BOUND_CHECK_STEPS
                 self.check_bounds()
             inst, port, record = stack.pop()
             if inst is _FIRE:
