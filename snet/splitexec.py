@@ -72,17 +72,15 @@ from __future__ import annotations
 import importlib
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 import attrs
 
 from snet.checkpoint.state import replica_value
+from snet.errorpolicy import ErrorPolicy, error_record
 from snet.errors import SNetRuntimeError, SNetUsageError
 from snet.gcpause import gc_paused
 from snet.spg.nodes import NetNode, Node, PropertyGraph, SplitNode
-
-if TYPE_CHECKING:
-    from snet.errorpolicy import ErrorPolicy
 
 Record = dict[str, Any]
 Path = tuple[tuple[int, Any], ...]  # the replica an instance is in, as checkpoints name it (snet.checkpoint.state)
@@ -119,6 +117,44 @@ class SplitFailure(Exception):
         self.error = error
         self.seq = seq
         self.done = list(done)
+
+
+@attrs.frozen
+class ErrorReport:
+    """A run-time error where a split's replicas run (a split process, a Spark task), rebuilt as the same
+    exception where the run is; ``key``: the item it failed on, ``crash``: a process died there (no exception)."""
+
+    kind: str  # the class name, a subclass of SNetRuntimeError in snet.errors
+    message: str
+    span: Any
+    detail: str
+    key: Any = None
+    crash: bool = False
+
+    @classmethod
+    def of(cls, error: SNetRuntimeError, key: Any = None) -> ErrorReport:
+        return cls(type(error).__name__, error.message, error.span, error.detail, key)
+
+    def rebuild(self) -> SNetRuntimeError:
+        import snet.errors as errors
+
+        kind = getattr(errors, self.kind, None)
+        if not (isinstance(kind, type) and issubclass(kind, SNetRuntimeError)):
+            kind = SNetRuntimeError
+        built: SNetRuntimeError = kind(self.message, self.span, self.detail)
+        return built
+
+
+class CollectingPolicy(ErrorPolicy):
+    """The error policy where a split's replicas run under ``on_error`` "skip": each skipped failure is kept in
+    ``caught`` as ``(error record, ErrorReport)``, for the run's own policy where the run is."""
+
+    def __init__(self) -> None:
+        super().__init__(quiet=True)
+        self.caught: list[tuple[Record, ErrorReport]] = []
+
+    def failed(self, error: SNetRuntimeError, record: Record, box: str | None) -> None:
+        self.caught.append((error_record(error, record, box), ErrorReport.of(error)))
 
 
 Batch = dict[int, list[tuple[int, int, Record]]]  # node id -> [(instance, seq, record)]

@@ -59,50 +59,15 @@ import threading
 import time
 from typing import Any, Callable
 
-import attrs
-
 from snet.core.guard import Guard, GuardCounters, apply_guards
-from snet.errorpolicy import ErrorPolicy, error_record
 from snet.errors import SNetError, SNetRuntimeError
 from snet.spg.lower import lower
 from snet.reference import ReferenceEngine
 from snet.spg.nodes import PropertyGraph
+from snet.splitexec import CollectingPolicy, ErrorReport
 
 Record = dict
 PROTOCOL = 5
-
-
-@attrs.frozen
-class ErrorReport:
-    """A run-time error in a split process, rebuilt as the same exception in the parent."""
-
-    kind: str  # the class name, a subclass of SNetRuntimeError in snet.errors
-    message: str
-    span: Any
-    detail: str
-
-    @classmethod
-    def of(cls, error: SNetRuntimeError) -> "ErrorReport":
-        return cls(type(error).__name__, error.message, error.span, error.detail)
-
-    def rebuild(self) -> SNetRuntimeError:
-        import snet.errors as errors
-
-        kind = getattr(errors, self.kind, None)
-        if not (isinstance(kind, type) and issubclass(kind, SNetRuntimeError)):
-            kind = SNetRuntimeError
-        return kind(self.message, self.span, self.detail)
-
-
-class _Collecting(ErrorPolicy):
-    """The error policy in a split process: each skipped failure is kept for the parent."""
-
-    def __init__(self) -> None:
-        super().__init__(quiet=True)
-        self.caught: list[tuple[dict, ErrorReport]] = []
-
-    def failed(self, error: SNetRuntimeError, record: Record, box: str | None) -> None:
-        self.caught.append((error_record(error, record, box), ErrorReport.of(error)))
 
 
 class ReplicaTable:
@@ -110,7 +75,7 @@ class ReplicaTable:
 
     def __init__(self, graph: PropertyGraph, boxes: dict[str, Callable], split_id: int, skip_errors: bool,
                  restore: dict | None = None):
-        self.policy = _Collecting() if skip_errors else None
+        self.policy = CollectingPolicy() if skip_errors else None
         plan = lower(graph, boxes, on_error=self.policy)
         self.split_id = split_id
         self.operand = plan.nodes[split_id].children[0]
@@ -281,4 +246,4 @@ def _dumps(message: tuple) -> bytes:
         return cloudpickle.dumps(message, protocol=PROTOCOL)
 
 
-__all__ = ["ErrorReport", "ReplicaTable", "run_items", "serve"]
+__all__ = ["ReplicaTable", "run_items", "serve"]

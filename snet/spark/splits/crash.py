@@ -3,7 +3,7 @@
 The driver runs the batch again as a *diagnosis* job whose tasks run their
 groups in forked children (:class:`snet.isolation.Child`) that say which
 record and box call they are in; a dead child becomes its group's
-:class:`~snet.spark.splits.replicas.ErrorReport`, or under ``on_error``
+:class:`~snet.splitexec.ErrorReport`, or under ``on_error``
 "skip" a skipped record (:func:`without`).  See docs/architecture.md, "Spark".
 """
 
@@ -16,8 +16,9 @@ from typing import Any, Callable
 
 from snet import isolation
 from snet.errorpolicy import error_record
-from snet.spark.splits.replicas import ErrorReport, Group, GroupResult, Out, ReplicaHost, TaskInput, TaskOutput
-from snet.spark.tasks import RUNS, dumps, loads
+from snet.spark.splits.replicas import Group, GroupResult, Out, ReplicaHost, TaskInput, TaskOutput, host_for
+from snet.splitexec import ErrorReport
+from snet.spark.tasks import dumps, loads
 from snet.stats import add_box_calls
 
 
@@ -31,16 +32,6 @@ class GroupDone:  # ... and ends with its GroupResult
     index: int
     result: GroupResult
     box_calls: dict
-
-
-def diagnosis_host(run_id: str, context: Callable[[], bytes]) -> ReplicaHost:
-    """A host of the run whose boxes announce their calls (cached per Python worker)."""
-    def build() -> ReplicaHost:
-        ctx = loads(context())
-        table = isolation.announcing_table(ctx.graph, ctx.bind())
-        return ReplicaHost(ctx.graph, table, ctx.split_node_id, ctx.skip_errors, ctx.guards)
-
-    return RUNS.get("diagnosis", run_id, build)
 
 
 def _run_groups(host: ReplicaHost, groups: list, first: int) -> None:
@@ -140,13 +131,13 @@ def _report(host: ReplicaHost, key, record, box: isolation.BoxCall | None, how: 
               "(the batch ran again with each task's groups in a child process of the Python worker, "
               "to find the box and the record)")
     if box is not None:
-        return ErrorReport(key, "SNetBoxError", f"box '{box.name}' ended its Python worker ({how}) on input "
-                           f"({box.arguments})", isolation.box_span(host.graph, box.name), detail, crash=True)
+        return ErrorReport("SNetBoxError", f"box '{box.name}' ended its Python worker ({how}) on input "
+                           f"({box.arguments})", isolation.box_span(host.graph, box.name), detail, key, crash=True)
     span = host.graph.nodes[host.split_id].span
-    return ErrorReport(key, "SNetRuntimeError", f"a Python worker of the split died ({how}) on its input record "
-                       f"{shown}", span, detail, crash=True)
+    return ErrorReport("SNetRuntimeError", f"a Python worker of the split died ({how}) on its input record "
+                       f"{shown}", span, detail, key, crash=True)
 
 
 def run_payload(run_id: str, job_error: str, context: Callable[[], bytes], payload: bytes) -> bytes:
     """One task of the diagnosis job (the split job's payloads, see :mod:`snet.spark.tasks`)."""
-    return dumps(run_isolated(diagnosis_host(run_id, context), loads(payload), job_error))
+    return dumps(run_isolated(host_for(run_id, context, announcing=True), loads(payload), job_error))

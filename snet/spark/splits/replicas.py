@@ -5,7 +5,7 @@ for the whole program, which builds and feeds the replicas; a replica with
 state (``Node.holds_state``) travels between batches as bytes
 (:func:`dump_replica`, :func:`load_replica`: static objects replaced by ids).
 A task gets a :class:`TaskInput` of :class:`Group` s and returns a
-:class:`TaskOutput`; a run-time error travels back as an :class:`ErrorReport`.
+:class:`TaskOutput`; a run-time error travels back as an :class:`~snet.splitexec.ErrorReport`.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from typing import Any, Callable
 
 from snet.core.semantics import SyncCell, unfinished_warning
 from snet.recursion import deep_recursion
-from snet.errorpolicy import ErrorPolicy, error_record
 from snet.errors import SNetRuntimeError
 from snet import isolation
 from snet.plan import PlanNode, operators
 from snet.spg.lower import lower
 from snet.spark.tasks import PROTOCOL, RUNS, cloudpickle_module, dumps, loads
 from snet.spg.nodes import PropertyGraph, SplitNode
+from snet.splitexec import CollectingPolicy, ErrorReport
 
 Record = dict
 Item = tuple  # (key, record, fire)
@@ -47,28 +47,6 @@ class Group:
     value: int | None
     state: bytes | None
     items: list[Item]
-
-
-@dataclass(slots=True)
-class ErrorReport:
-    """A run-time error on an executor, rebuilt as the same exception on the driver."""
-
-    key: Any
-    kind: str  # the class name, a subclass of SNetRuntimeError in snet.errors
-    message: str
-    span: Any
-    detail: str
-    crash: bool = False  # a Python worker died on the record (snet.spark.splits.crash), not an exception
-
-    @classmethod
-    def of(cls, key: Any, error: SNetRuntimeError) -> "ErrorReport":
-        return cls(key, type(error).__name__, error.message, error.span, error.detail)
-
-    def rebuild(self) -> SNetRuntimeError:
-        import snet.errors as errors
-        kind = getattr(errors, self.kind, None)
-        kind = kind if isinstance(kind, type) and issubclass(kind, SNetRuntimeError) else SNetRuntimeError
-        return kind(self.message, self.span, self.detail)
 
 
 @dataclass(slots=True)
@@ -176,17 +154,6 @@ def pending_warnings(cells: list[SyncCell]) -> list[str]:
             for c in cells if not c.fired and c.filled() > 0]
 
 
-class _Collecting(ErrorPolicy):
-    """The error policy of replicas on an executor: collects each skipped failure for the driver."""
-
-    def __init__(self, sink: list):
-        super().__init__(quiet=True)
-        self.sink = sink
-
-    def failed(self, error: SNetRuntimeError, record: Record, box: str | None) -> None:
-        self.sink.append((error_record(error, record, box), ErrorReport.of(None, error)))
-
-
 class ReplicaHost:
     """What an executor needs to run replicas of one split's operand: built once per run and Python worker
     (:func:`host_for`), it holds no replica between tasks, only the static machinery."""
@@ -197,10 +164,11 @@ class ReplicaHost:
         from snet.reference import ReferenceEngine
 
         boxes, self.guards = apply_guards(boxes, guards or {})  # (their counters, None when no box has one)
+        policy = CollectingPolicy() if skip_errors else None
         # (error record, ErrorReport) of the records skipped (on_error "skip"), handed back with each group
-        self.failures: list[tuple] = []
+        self.failures: list[tuple] = policy.caught if policy is not None else []
         self.skip_errors, self.graph, self.split_id = skip_errors, graph, split_node_id
-        self.plan = lower(graph, boxes, on_error=_Collecting(self.failures) if skip_errors else None)
+        self.plan = lower(graph, boxes, on_error=policy)
         self.operand = self.plan.nodes[split_node_id].children[0]
         split = graph.nodes[split_node_id]
         assert isinstance(split, SplitNode), f"node {split_node_id} is a {split.kind}, not a split (the runner checks)"
@@ -238,7 +206,7 @@ class ReplicaHost:
                 if observer is not None:
                     observer(Out(key, outputs[-1][1], self.failures[skipped:]))
         except SNetRuntimeError as e:
-            result.error = ErrorReport.of(key, e)
+            result.error = ErrorReport.of(e, key)
             return result
         finally:
             result.failures, result.parked = self.failures[:], [(n.id, n.span, r) for n, r in engine.parked]
@@ -257,13 +225,15 @@ class ReplicaHost:
                           self.guards.take() if self.guards is not None else {})
 
 
-def host_for(run_id: str, context: Callable[[], bytes]) -> ReplicaHost:
-    """The cached host of a run in this Python worker; ``context()`` gives the run's bytes on a miss."""
+def host_for(run_id: str, context: Callable[[], bytes], announcing: bool = False) -> ReplicaHost:
+    """The cached host of a run in this Python worker; ``context()`` gives the run's bytes on a miss;
+    ``announcing``: its boxes announce their calls (:func:`snet.isolation.announcing_table`), cached apart."""
     def build() -> ReplicaHost:
         ctx = pickle.loads(context())
-        return ReplicaHost(ctx.graph, ctx.bind(), ctx.split_node_id, ctx.skip_errors, ctx.guards)
+        table = isolation.announcing_table(ctx.graph, ctx.bind()) if announcing else ctx.bind()
+        return ReplicaHost(ctx.graph, table, ctx.split_node_id, ctx.skip_errors, ctx.guards)
 
-    return RUNS.get("host", run_id, build)
+    return RUNS.get("diagnosis" if announcing else "host", run_id, build)
 
 
 def run_payload(run_id: str, context: Callable[[], bytes], payload: bytes) -> bytes:
