@@ -104,12 +104,6 @@ def analysis_error(error: Exception, source: str, sink: str) -> SNetUsageError |
     return SNetUsageError(f"Spark cannot plan the run ({source} in, {sink} out): {first[:500]}")
 
 
-def job_summary(error: Exception) -> str:
-    """The first line of a failed job's text that names an error (a split's job)."""
-    text = str(error).strip().splitlines()
-    return next((line for line in text if "Error" in line or "Exception" in line), text[0] if text else "").strip()
-
-
 def interrupt_in(error: BaseException | None) -> KeyboardInterrupt | None:
     """The KeyboardInterrupt ``error`` is or was raised while handling, if any (py4j turns Ctrl-C during a call
     into an error of its own, "Gateway must be connected to send cancel cmd" or "Answer from Java side is empty")."""

@@ -79,13 +79,13 @@ class StreamOutcome:
     stopped: bool  # by Ctrl-C or SIGTERM (else: --available-now found nothing more)
 
 
-def stream_key(network) -> str | None:
-    """The tag column a keyed network's state follows (None: its records are independent); a network whose
-    state no key partitions is refused with the construct's position."""
+def stream_distribution(network):
+    """The tag column a keyed network's state follows (``key`` None: its records are independent); a network
+    whose state no key partitions is refused with the construct's position."""
     from snet.spark.whole.distribute import distribution
 
     try:
-        return distribution(network.graph).key
+        return distribution(network.graph)
     except SNetNotDistributable as e:
         raise SNetNotDistributable(f"{e.message.split(';')[0]}; a stream (--stream) keeps state per tag value "
                                    f"only (a split's replicas)", e.span) from None
@@ -95,29 +95,22 @@ class StreamRun:
     """One streaming query, from the request to its end."""
 
     def __init__(self, network, request: StreamRequest):
-        if not request.options.spark_master:
-            raise SNetUsageError("--stream runs the network on Spark: give --spark MASTER")
+        from snet.spark.cluster.session import run_settings
+
         self.network, self.request = network, request
-        self.master: str = request.options.spark_master
-        self.conf = dict(request.options.spark_conf)
-        ignored = sorted(k for k in self.conf if k.startswith("snet.") and k != "snet.boxes")
-        if ignored:
-            raise SNetUsageError(f"--spark-conf {', '.join(ignored)} does not apply to --stream: the snet key it "
-                                 "reads is snet.boxes (the sink is appended to; the checkpoint says what is in it)")
-        self.key = stream_key(network)
+        self.master, self.conf = run_settings(request.options, "--stream", ("snet.boxes",),
+                                              "the sink is appended to; the checkpoint says what is in it")
+        how = stream_distribution(network)
+        self.key, self.split_at = how.key, how.where
         self.query: Any = None  # the StreamingQuery, once started
         self.counter: Any = None  # an accumulator of the output records (None on Spark Connect)
         self.rows_in: dict[int, int] = {}  # input rows by micro-batch, for the batches that had records
 
     def run(self) -> StreamOutcome:
-        from snet.spark.cluster.session import start_session, ui_address
+        from snet.spark.cluster.session import watched_session
 
         request = self.request
-        session = start_session(self.master, self.conf)
-        if request.show_ui is not None:
-            address = ui_address(session)
-            if address:
-                request.show_ui(address)
+        session = watched_session(self.master, self.conf, request.show_ui)
         started = time.perf_counter()
         self.query = self._start(session)
         stopped = False
@@ -145,9 +138,8 @@ class StreamRun:
         """Read the source's schema and a sample, then start the query."""
         from snet.spark.cluster.session import is_connect_session
         from snet.spark.cluster.shipping import shipped_only
-        from snet.spark.whole.dataframe import check_columns, output_schema, spark_apply
+        from snet.spark.whole.dataframe import checked_schema, spark_apply
         from snet.spark.whole.native import source_reader
-        from snet.spark.whole.schema import check_source, driver_sample
 
         request, network = self.request, self.network
         try:
@@ -161,10 +153,7 @@ class StreamRun:
         if not schema.fields:
             raise SNetUsageError(f"the input {request.input} holds no {request.source} file yet; a stream takes its "
                                  "schema from the files there when it starts, so put a first file there")
-        check_columns(schema)
-        check_source(network.graph, [f.name for f in schema.fields], request.input)
-        out = output_schema(network.graph, schema, None, cli=True, boxes=network.boxes,
-                            sample=driver_sample(network, files), override=request.schema)
+        out = checked_schema(network, files, request.input, request.schema, self.key, self.split_at)
         stream = source_reader(session.readStream, request.source).schema(schema).load(request.input)
         self.counter = None if is_connect_session(session) else session.sparkContext.accumulator(0)
         shipped = shipped_only(self.conf.get("snet.boxes"))
@@ -217,9 +206,6 @@ def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-
-
-
 def _stream_error(error) -> SNetRuntimeError:
     """The query's failure as the error of a run (the snet error a task raised, when there is one)."""
     failed = Exception(str(error))
@@ -236,7 +222,7 @@ def spark_apply_stream(network, df, schema=None):
     """``Network.spark_apply`` of a streaming DataFrame: a keyed network's state in Spark's state store."""
     from snet.spark.whole.dataframe import check_columns, output_schema, spark_apply
 
-    key = stream_key(network)
+    key = stream_distribution(network).key
     if key is None:
         return spark_apply(network, df, schema)
     check_columns(df.schema)
@@ -249,15 +235,11 @@ def keyed(network, stream, out, key: str, shipped: bool, counter=None):
     import uuid
 
     from pyspark.sql import functions as F
-
-    from snet.spark.cluster.session import is_connect_session
-    from snet.spark.cluster.shipping import dump_context, make_context, ship
-
-    session = stream.sparkSession
-    context = make_context(network.graph, 0, network.boxes, shipped_only=shipped)
-    ship(session, context, is_connect_session(session))
     from pyspark.sql.types import LongType, StructField, StructType
 
+    from snet.spark.cluster.shipping import shipped_context
+
+    context = shipped_context(stream.sparkSession, network.graph, 0, network.boxes, shipped_only=shipped)
     try:  # a file source's rows: by file and block
         located = stream.select("*", F.col("_metadata.file_path").alias(ORDER[0]),
                                 F.col("_metadata.file_block_start").alias(ORDER[1]))
@@ -265,7 +247,7 @@ def keyed(network, stream, out, key: str, shipped: bool, counter=None):
         located = stream.select("*", F.lit("").alias(ORDER[0]), F.lit(0).cast("long").alias(ORDER[1]))
     numbered = StructType(located.schema.fields + [StructField(ORDER[2], LongType(), False)])
     ordered = located.mapInArrow(number_rows, numbered)  # (monotonically_increasing_id is no streaming expression)
-    group = functools.partial(run_group, uuid.uuid4().hex, dump_context(context), stream.schema.json(), out.json(),
+    group = functools.partial(run_group, uuid.uuid4().hex, context, stream.schema.json(), out.json(),
                               counter)
     return ordered.groupBy(F.col(f"`{key}`")).applyInPandasWithState(group, out, "state binary", "append",
                                                                        "NoTimeout")

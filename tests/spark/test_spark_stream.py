@@ -212,6 +212,19 @@ def test_a_keyed_synchro_cell_pairs_records_of_different_micro_batches(spark, tm
     assert got == want
 
 
+def test_a_source_without_the_key_column_is_refused_before_the_query_starts(spark, tmp_path, capsys):
+    """A keyed stream partitions its state by the split's tag column: files without it are refused (exit 2),
+    as a batch run refuses them, and no query starts (no checkpoint location is written)."""
+    (tmp_path / "net.snet").write_text(PAIRS)
+    (tmp_path / "src").mkdir()
+    drop_columns(tmp_path, "xs", {"x": [1, 2, 3]})
+    assert snet_main(command(tmp_path, "--available-now")) == 2
+    err = capsys.readouterr().err
+    assert "keeps state per <k>, so the input is partitioned by its column <k>, which " in err, err
+    assert f"{tmp_path / 'src'} lacks (columns: x)" in err, err
+    assert not (tmp_path / "ck").exists() and not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("words, message", [
     (["--available-now"], "--stream needs --checkpoint DIR"),
     (["--checkpoint", "CK", "--checkpoint-interval", "2"], "--checkpoint-interval does not apply to a run with "

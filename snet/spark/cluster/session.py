@@ -43,6 +43,30 @@ def start_session(master: str, conf: dict[str, str] | None = None):
     return get_session(master, {k: v for k, v in (conf or {}).items() if not k.startswith("snet.")})
 
 
+def run_settings(options, what: str, reads: tuple[str, ...], why: str) -> tuple[str, dict[str, str]]:
+    """(master, settings) of ``what``, a run on Spark (exit status 2 without a master, or for an ``snet.*``
+    setting it does not read: ``reads`` are those it does, ``why`` says why the others do not apply)."""
+    from snet.errors import SNetUsageError
+
+    if not options.spark_master:
+        raise SNetUsageError(f"{what} needs a Spark master: give --spark MASTER")
+    conf = dict(options.spark_conf)
+    ignored = sorted(k for k in conf if k.startswith("snet.") and k not in reads)
+    if ignored:
+        keys = f"keys it reads are {' and '.join(reads)}" if len(reads) > 1 else f"key it reads is {reads[0]}"
+        raise SNetUsageError(f"--spark-conf {', '.join(ignored)} does not apply to {what}: the snet {keys} ({why})")
+    return options.spark_master, conf
+
+
+def watched_session(master: str, conf: dict[str, str], show_ui=None):
+    """:func:`start_session`, and ``show_ui(address)`` told the Spark UI's address when there is one."""
+    session = start_session(master, conf)
+    address = ui_address(session) if show_ui is not None else None
+    if address:
+        show_ui(address)
+    return session
+
+
 def get_session(master: str, conf: dict[str, str] | None = None):
     """The SparkSession to use for ``master`` (created, or the active one reused)."""
     from snet.errors import SNetUsageError

@@ -248,3 +248,14 @@ def ship(session, context: RunContext, connect: bool) -> None:
             else:
                 session.sparkContext.addPyFile(path)
             done.add(name)
+
+
+def shipped_context(session, graph: PropertyGraph, split_node_id: int, boxes: dict[str, Callable],
+                    skip_errors: bool = False, shipped_only: bool = False, guards: dict | None = None) -> bytes:
+    """The run's context (:func:`make_context`), what it needs added to ``session`` (:func:`ship`), as the
+    bytes its tasks unpickle."""
+    from snet.spark.cluster.session import is_connect_session
+
+    context = make_context(graph, split_node_id, boxes, skip_errors, shipped_only, guards)
+    ship(session, context, is_connect_session(session))
+    return dump_context(context)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from snet.core.compiled import SplitKeys
 from snet.errors import SNetRuntimeError, SNetUsageError
-from snet.spark.failures import crash_summary, interrupt_in, job_summary, looks_like_crash
+from snet.spark.failures import crash_summary, interrupt_in, looks_like_crash, reason
 from snet.spark.splits import crash
 from snet.spark.splits.replicas import Group, TaskInput, TaskOutput, run_payload
 from snet.spark.tasks import arrow_payloads, dumps, loads, rdd_payloads
@@ -41,7 +41,7 @@ class SparkSplitRunner(SplitRunner):
                  conf: dict[str, str] | None = None, skip_errors: bool = False, guards: dict | None = None):
         from snet.spark.cluster.jobs import RunJobs
         from snet.spark.cluster.session import get_session, is_connect_session, parallelism
-        from snet.spark.cluster.shipping import dump_context, make_context, ship, shipped_only
+        from snet.spark.cluster.shipping import shipped_context, shipped_only
 
         node = graph.nodes[split_node_id]
         if not isinstance(node, SplitNode):
@@ -59,11 +59,10 @@ class SparkSplitRunner(SplitRunner):
         self.path = path
         self.partitions = int(own.get("snet.partitions") or parallelism(self.session))
         self.run_id = uuid.uuid4().hex
-        context = make_context(graph, split_node_id, boxes, skip_errors, shipped_only(own.get("snet.boxes")), guards)
         self.failures: list[tuple] = []  # (seq, error record, ErrorReport) of records skipped on the executors
         self.parked: list[tuple] = []  # (node id, span, record) kept for ever in the replicas (SplitRunner.stuck)
-        self.context_bytes = dump_context(context)
-        ship(self.session, context, self.connect)
+        self.context_bytes = shipped_context(self.session, graph, split_node_id, boxes, skip_errors,
+                                             shipped_only(own.get("snet.boxes")), guards)
         self.jobs = RunJobs(self.session, f"snet-split-{self.run_id}")
         self._broadcast = self.session.sparkContext.broadcast(self.context_bytes) if self.path == "rdd" else None
         # (instance, value) -> the replica's bytes after its last batch (stateful operands)
@@ -175,7 +174,7 @@ class SparkSplitRunner(SplitRunner):
         try:
             return self._job(functools.partial(run_payload, self.run_id), description, payloads)
         except Exception as e:
-            failure = SNetRuntimeError(f"Spark job of the split failed: {type(e).__name__}: {job_summary(e)[:500]}",
+            failure = SNetRuntimeError(f"Spark job of the split failed: {reason(e)[:500]}",
                                        self.node.span, str(e)[:4000])
             if not looks_like_crash(str(e)):
                 raise failure from e

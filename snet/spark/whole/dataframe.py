@@ -75,6 +75,21 @@ def check_columns(input_schema, drop: tuple[str, ...] = ()) -> None:
                                  f"df.withColumn('{f.name}', df['`{f.name}`'].cast('long'))) or rename it")
 
 
+def checked_schema(network, df, source: str, override=None, key: str | None = None, split_at: str = ""):
+    """The output schema of a command-line run over ``df``, read from ``source``, once its columns are checked
+    (exit status 2, nothing run): labels, tag types, ``key`` (the tag a split's state is partitioned by), the
+    network's input type; ``override``: ``--spark-schema``."""
+    from snet.spark.whole.schema import check_source, driver_sample
+
+    check_columns(df.schema)
+    if key is not None and key not in df.columns:
+        raise SNetUsageError(f"the split at {split_at} keeps state per {key}, so the input is partitioned by its "
+                             f"column {key}, which {source} lacks (columns: {', '.join(df.columns)})")
+    check_source(network.graph, df.columns, source)
+    return output_schema(network.graph, df.schema, None, cli=True, boxes=network.boxes,
+                         sample=driver_sample(network, df), override=override)
+
+
 def prepare(network, df, partitions: int | None = None, order: str | None = None):
     """Partition ``df`` as the network needs: (the DataFrame to map, the distribution, columns not records)."""
     how: Distribution = distribution(network.graph)
@@ -126,17 +141,14 @@ def map_network(network, df, task, schema=None, *, partitions: int | None = None
     """``df`` partitioned as the network needs, mapped by the ``mapInArrow`` function ``task(context, drop,
     schema_json, project)`` gives (the run's :func:`map_partition`, or
     :func:`snet.spark.whole.salvage.salvage_partition` after a failed run)."""
-    from snet.spark.cluster.session import is_connect_session
-    from snet.spark.cluster.shipping import dump_context, make_context, ship
+    from snet.spark.cluster.shipping import shipped_context
 
     check_columns(df.schema, (order,) if order is not None else ())
     mapped, how, drop = prepare(network, df, partitions, order)
     out = output_schema(network.graph, df.schema, schema, drop, boxes=network.boxes)
-    session = df.sparkSession
-    context = make_context(network.graph, 0, network.boxes, shipped_only=shipped_only)
-    ship(session, context, is_connect_session(session))
+    context = shipped_context(df.sparkSession, network.graph, 0, network.boxes, shipped_only=shipped_only)
     project = schema is not None if project is None else project
-    return mapped.mapInArrow(task(dump_context(context), drop, out.json(), project), out)
+    return mapped.mapInArrow(task(context, drop, out.json(), project), out)
 
 
 class Writer:

@@ -143,25 +143,19 @@ class NativeRun:
     """One Spark-native run: made, it has checked the settings and the partitioning (``mode``, ``fallback``)."""
 
     def __init__(self, network, request: NativeRequest):
+        from snet.spark.cluster.session import run_settings
         from snet.spark.cluster.shipping import shipped_only
         from snet.spark.whole.distribute import distribution
 
         self.network, self.request = network, request
-        where = f"({request.source} in, {request.sink} out)"
-        if not request.options.spark_master:
-            raise SNetUsageError(f"a Spark-native run {where} needs a Spark master: give --spark MASTER")
-        self.master: str = request.options.spark_master
-        self.conf = dict(request.options.spark_conf)
+        self.master, self.conf = run_settings(request.options, f"a Spark-native run ({request.source} in, "
+                                              f"{request.sink} out)", ("snet.mode", "snet.boxes"),
+                                              "the tasks follow the source's partitions")
         self.mode = self.conf.pop("snet.mode", "errorifexists")
         if self.mode not in MODES:
             raise SNetUsageError(f"snet.mode must be one of {', '.join(MODES)}, not '{self.mode}'")
         self.shipped = shipped_only(self.conf.get("snet.boxes"))
-        ignored = sorted(k for k in self.conf if k.startswith("snet.") and k != "snet.boxes")
-        if ignored:
-            raise SNetUsageError(f"--spark-conf {', '.join(ignored)} does not apply to a Spark-native run {where}: "
-                                 "the snet keys it reads are snet.mode and snet.boxes (the tasks follow the "
-                                 "source's partitions)")
-        self.key, self.fallback = None, False
+        self.key, self.split_at, self.fallback = None, "", False
         try:
             how = distribution(network.graph)
             self.key, self.split_at = how.key, how.where
@@ -176,15 +170,12 @@ class NativeRun:
     def run(self) -> NativeOutcome:
         """Run it: a run-time failure is the outcome's error; a usage error and Ctrl-C are raised."""
         from snet.spark.cluster.jobs import RunJobs
-        from snet.spark.cluster.session import start_session, ui_address
+        from snet.spark.cluster.session import watched_session
 
         request = self.request
         if request.watched and "spark.ui.enabled" not in self.conf:  # the Spark UI, for a person watching
             self.conf["spark.ui.enabled"] = "true"
-        self.session = start_session(self.master, self.conf)
-        address = ui_address(self.session) if request.watched else None
-        if address and request.show_ui is not None:
-            request.show_ui(address)
+        self.session = watched_session(self.master, self.conf, request.show_ui if request.watched else None)
         self.sink_existed = _exists(request.output)
         started = time.perf_counter()
         self.jobs = RunJobs(self.session)
@@ -227,20 +218,12 @@ class NativeRun:
 
     def _write(self) -> None:
         from snet.spark.cluster.session import is_connect_session
-        from snet.spark.whole.dataframe import check_columns, output_schema, spark_apply
-        from snet.spark.whole.schema import check_source, driver_sample
+        from snet.spark.whole.dataframe import checked_schema, spark_apply
 
         request, network, session = self.request, self.network, self.session
         df = self.df = source_reader(session.read, request.source).load(request.input)
-        check_columns(df.schema)
-        if self.key is not None and self.key not in df.columns:  # (spark_apply says it of "the DataFrame")
-            raise SNetUsageError(f"the split at {self.split_at} keeps state per {self.key}, so the input is "
-                                 f"partitioned by its column {self.key}, which {request.input} lacks (columns: "
-                                 f"{', '.join(df.columns)})")
-        check_source(network.graph, df.columns, request.input)
         # every output column, typed before the job (--spark-schema sets some): a label no column holds fails
-        self.schema = output_schema(network.graph, df.schema, None, cli=True, boxes=network.boxes,
-                                    sample=driver_sample(network, df), override=request.schema)
+        self.schema = checked_schema(network, df, request.input, request.schema, self.key, self.split_at)
         if self.fallback:
             log.warning("warning: the network cannot be partitioned over Spark tasks; it runs on the driver "
                         "(--spark-driver-fallback), every record passing through it")

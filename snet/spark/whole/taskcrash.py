@@ -22,16 +22,13 @@ def diagnose(network, df, *, order: str | None = None, shipped_only: bool = Fals
     task's child dies."""
     import uuid
 
-    from snet.spark.cluster.session import is_connect_session
-    from snet.spark.cluster.shipping import dump_context, make_context, ship
+    from snet.spark.cluster.shipping import shipped_context
     from snet.spark.failures import crash_summary
     from snet.spark.whole.dataframe import prepare
 
     mapped, _how, drop = prepare(network, df, None, order)
-    session = df.sparkSession
-    context = make_context(network.graph, 0, network.boxes, shipped_only=shipped_only)
-    ship(session, context, is_connect_session(session))
-    function = functools.partial(diagnose_partition, uuid.uuid4().hex, dump_context(context), drop)
+    context = shipped_context(df.sparkSession, network.graph, 0, network.boxes, shipped_only=shipped_only)
+    function = functools.partial(diagnose_partition, uuid.uuid4().hex, context, drop)
     found = mapped.mapInArrow(function, DIAGNOSIS_SCHEMA).limit(1).collect()
     return crash_error(network.graph, found[0], crash_summary(job_error)) if found else None
 
