@@ -140,14 +140,17 @@ def _native(setup, name):
 
 def _driver(setup, name):
     from snet.options import RunOptions
+    from snet.spark.whole.dataframe import output_schema
     from snet.spark.whole.native import driver_run
 
     session, folder, nets = setup
     net, schema = nets[name]
     df = session.read.parquet(str(folder / f"{name}.parquet"))
     options = RunOptions.from_keywords(engine="front", workers=2, spark_master=MASTER)
+    # (the output schema as the command line gives it to the driver path: every output column, typed)
+    out = output_schema(net.graph, df.schema, schema, cli=True, boxes=net.boxes)
     written, failure = driver_run(net, session, df, "parquet", str(folder / f"{name}-driver.out"), options,
-                                  "overwrite", schema)
+                                  "overwrite", out)
     assert failure is None
     return written
 
