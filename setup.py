@@ -45,7 +45,7 @@ def front_extensions():
             [src],
             include_dirs=[os.path.join("snet_front", "includes")],
             define_macros=macros,
-            extra_compile_args=["-O2"],
+            extra_compile_args=["-O2", "-Werror=implicit-function-declaration"],  # (a function Cython named, never defined)
         )
         for src in sources
     ]

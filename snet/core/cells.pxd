@@ -57,7 +57,9 @@ cdef class SyncStarIndex:
     cpdef SyncCell open(self)
     @cython.locals(before=list)
     cpdef object offer(self, SyncCell cell, object record, object hits)
-    cdef int unlist(self, Py_ssize_t slot, SyncCell cell) except -1
+    # (Py_ssize_t, not int: the debug build's line tracing converts the return value, and Cython 3.3 names
+    # its int converter without defining it when an earlier module of the same build defined its own)
+    cdef Py_ssize_t unlist(self, Py_ssize_t slot, SyncCell cell) except -1
     cpdef Py_ssize_t unfired(self)
     cpdef tuple saved(self)
     @cython.locals(cell=SyncCell, made=list)
