@@ -125,17 +125,22 @@ def test_cycle_detection_sees_a_cycle(tmp_path):
 # -- the Spark package's size, and no module using another's private names ---------------------------------
 
 SPARK = ROOT / "snet" / "spark"
-SPARK_MAX_LINES = 3000 + 300  # the batch machinery, and the streaming query (snet/spark/stream.py)
+SPARK_MAX_LINES = 3000  # the batch machinery: splits, whole networks, reaching the cluster
+STREAM = SPARK / "stream.py"  # the streaming query, added to the package after its budget was set
+STREAM_MAX_LINES = 300
 
 
 def test_the_spark_package_stays_within_its_size():
-    """snet/spark, sub-packages included, holds at most SPARK_MAX_LINES lines (``wc -l``): its machinery exists
-    once (one task core, one fork isolation, one error reader, one job-cancel helper, one run cache)."""
-    sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines())
-             for p in SPARK.rglob("*.py") if "__pycache__" not in p.parts}
+    """snet/spark, sub-packages included, holds at most SPARK_MAX_LINES lines (``wc -l``) besides the streaming
+    query, and that at most STREAM_MAX_LINES: its machinery exists once (one task core, one fork isolation, one
+    error reader, one job-cancel helper, one run cache)."""
+    sizes = {p: len(p.read_text().splitlines()) for p in SPARK.rglob("*.py") if "__pycache__" not in p.parts}
+    stream = sizes.pop(STREAM)
     total = sum(sizes.values())
-    largest = ", ".join(f"{name} {n}" for name, n in sorted(sizes.items(), key=lambda i: -i[1])[:5])
-    assert total <= SPARK_MAX_LINES, f"snet/spark holds {total} lines, over {SPARK_MAX_LINES} (largest: {largest})"
+    largest = ", ".join(f"{p.relative_to(ROOT)} {n}" for p, n in sorted(sizes.items(), key=lambda i: -i[1])[:5])
+    assert total <= SPARK_MAX_LINES, f"snet/spark holds {total} lines besides stream.py, over {SPARK_MAX_LINES} " \
+                                     f"(largest: {largest})"
+    assert stream <= STREAM_MAX_LINES, f"snet/spark/stream.py holds {stream} lines, over {STREAM_MAX_LINES}"
 
 
 def _private(name: str) -> bool:
