@@ -80,8 +80,9 @@ class StreamOutcome:
 
 
 def stream_distribution(network):
-    """The tag column a keyed network's state follows (``key`` None: its records are independent); a network
-    whose state no key partitions is refused with the construct's position."""
+    """How a stream partitions the network (:func:`snet.spark.whole.distribute.distribution`: ``key`` the tag
+    column its state follows, None when its records are independent, ``where`` the split); a network whose state
+    no key partitions is refused with the construct's position."""
     from snet.spark.whole.distribute import distribution
 
     try:
