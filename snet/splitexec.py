@@ -16,7 +16,7 @@ protocol:
    engine has checked its tag already); it waits in the executor's batch
    under a global sequence number;
 3. ``full()`` / ``pending``: the batch is full / how many records wait;
-4. ``take() -> Batch | None`` then ``run(batch) -> BatchResult`` (or
+4. ``take() -> Taken | None`` then ``run(taken) -> BatchResult`` (or
    ``flush()`` for both): the records run, and every input's outputs come
    back as :class:`SplitOutputs`, in sequence order.  An engine that submits
    from several threads calls ``take`` under its own lock and ``run``
@@ -72,7 +72,7 @@ from __future__ import annotations
 import importlib
 import time
 from collections import deque
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Protocol, Sequence
 
 import attrs
 
@@ -86,9 +86,9 @@ Record = dict[str, Any]
 Path = tuple[tuple[int, Any], ...]  # the replica an instance is in, as checkpoints name it (snet.checkpoint.state)
 
 
-@attrs.frozen
-class SplitOutputs:
-    """The outputs that one input record of one split instance caused, in order."""
+class SplitOutputs(NamedTuple):
+    """The outputs that one input record of one split instance caused, in order (a tuple: one made per input
+    record of every batch)."""
 
     instance: int
     seq: int
@@ -157,7 +157,10 @@ class CollectingPolicy(ErrorPolicy):
         self.caught.append((error_record(error, record, box), ErrorReport.of(error)))
 
 
-Batch = dict[int, list[tuple[int, int, Record]]]  # node id -> [(instance, seq, record)]
+Batch = dict[int, list[tuple[int, int, Record]]]  # node id -> [(instance, seq, record)]: what runners take
+# node id -> ([instance], [seq], [record]): a batch as it fills, in order (no tuple made per record, so that
+# filling it sets off no collection of the cyclic collector: see SplitExecutor.run)
+Taken = dict[int, tuple[list[int], list[int], list[Record]]]
 
 
 class ExecutorStats(Protocol):
@@ -191,9 +194,9 @@ class SplitExecutorProtocol(Protocol):
 
     def full(self) -> bool: ...
 
-    def take(self) -> Batch | None: ...
+    def take(self) -> Taken | None: ...
 
-    def run(self, batch: Batch | None) -> BatchResult: ...
+    def run(self, taken: Taken | None) -> BatchResult: ...
 
     def flush(self) -> BatchResult: ...
 
@@ -341,7 +344,7 @@ class SplitExecutor:
         self.runners: dict[int, SplitRunner] = {}
         self.instance_node: list[int] = []
         self.instance_path: list[Path] = []  # the replica each instance is in (new_instance)
-        self.buffers: Batch = {}
+        self.buffers: Taken = {}
         self.pending = 0
         self.seq = 0
         self.flushes = 0
@@ -449,7 +452,13 @@ class SplitExecutor:
     def submit(self, instance: int, record: Record) -> int:
         """Add a record that entered ``instance`` to the batch; returns its sequence number."""
         seq = self.seq
-        self.buffers.setdefault(self.instance_node[instance], []).append((instance, seq, record))
+        node = self.instance_node[instance]
+        buffer = self.buffers.get(node)
+        if buffer is None:
+            buffer = self.buffers[node] = ([], [], [])
+        buffer[0].append(instance)
+        buffer[1].append(seq)
+        buffer[2].append(record)
         self.seq = seq + 1
         self.pending += 1
         return seq
@@ -457,7 +466,7 @@ class SplitExecutor:
     def full(self) -> bool:
         return self.pending >= self.batch_size
 
-    def take(self) -> Batch | None:
+    def take(self) -> Taken | None:
         """Take the waiting records out of the batch (``None`` when there are none)."""
         if not self.pending:
             return None
@@ -467,7 +476,7 @@ class SplitExecutor:
     def flush(self) -> BatchResult:
         return self.run(self.take())
 
-    def run(self, batch: Batch | None) -> BatchResult:
+    def run(self, taken: Taken | None) -> BatchResult:
         """Run a taken batch, one split node after another (a replica's state moves between batches).
 
         The cyclic collector is paused while the batch is out (snet.gcpause):
@@ -477,12 +486,14 @@ class SplitExecutor:
         again, and the full ones the whole heap, about three quarters of a
         trivial box's cost per record on Spark (docs/performance.md).
         Reference counting frees the rest as ever; cycles made meanwhile
-        (by boxes run in process, say) wait for the batch's end.
+        (by boxes run in process, say) wait for the batch's end.  While the
+        batch fills, nothing is made per record that the collector counts
+        (:data:`Taken`): the items are made here.
         """
-        if not batch:
+        if not taken:
             return BatchResult()
         with gc_paused():
-            return self._run(batch)
+            return self._run({node: list(zip(*columns)) for node, columns in taken.items()})
 
     def _run(self, batch: Batch) -> BatchResult:
         started = time.perf_counter()
@@ -665,13 +676,14 @@ def fold_outputs(keyed: list[tuple[tuple[int, int, Any], list[Record]]]) -> list
     comes back once per copy: the copies' outputs are joined, in key order.
     """
     result: list[SplitOutputs] = []
-    last = None
+    append = result.append
+    last_seq = last_instance = None
     for (seq, instance, _value), outputs in keyed:
-        if last == (seq, instance):
+        if seq == last_seq and instance == last_instance:
             result[-1].outputs.extend(outputs)
         else:
-            result.append(SplitOutputs(instance, seq, list(outputs)))
-            last = (seq, instance)
+            append(SplitOutputs(instance, seq, list(outputs)))
+            last_seq, last_instance = seq, instance
     return result
 
 
@@ -728,7 +740,7 @@ def executor_for(graph: PropertyGraph, boxes: dict[str, Callable[..., Any]], opt
     return executor
 
 
-__all__ = ["SplitExecutorProtocol", "ExecutorStats", "SplitBatchSizer", "SplitExecutor", "SplitRunner", "SplitOutputs",
-           "BatchResult", "SplitFailure", "select_splits", "split_positions",
+__all__ = ["Batch", "Taken", "SplitExecutorProtocol", "ExecutorStats", "SplitBatchSizer", "SplitExecutor",
+           "SplitRunner", "SplitOutputs", "BatchResult", "SplitFailure", "select_splits", "split_positions",
            "state_outside_snapshots", "check_resume", "keeps_state", "SAVED_REPLICAS", "ExecutorEntry", "EXECUTORS",
            "register_executor", "executor_for", "asked_executors", "fold_outputs"]

@@ -27,6 +27,7 @@ cdef class ExecutorSplitEntity(Entity):
     stacks as everywhere else.
     """
     cdef object keys
+    cdef object tag  # the tag of a split on one tag (its record has it: one replica); None for a range split
     cdef long inst
 
     cdef int invoke(self, Writer w, object item) except -1:
@@ -34,14 +35,16 @@ cdef class ExecutorSplitEntity(Entity):
         cdef GStack st = stack_of(item)
         cdef Network rt = self.rt
         cdef bint full = False  # set in the with block; the C compiler cannot tell
-        if not len(self.keys.values(rec)):
+        if self.tag is not None and type(rec) is dict and self.tag in <dict>rec:
+            pass  # one replica (the tag's value is an int: records are checked where they enter and leave boxes)
+        elif not len(self.keys.values(rec)):
             if st is not None:
                 w.drop(st)
             return 0
         snet_atomic_add(&rt.pending, 1)  # released when its outputs are emitted
         with rt.exec_lock:
             seq = rt.executor.submit(self.inst, rec)
-            rt.exec_waiting[seq] = (self, st)
+            rt.exec_waiting[seq] = self if st is None else (self, st)  # (no tuple when it can: Taken)
             full = rt.executor.full()
             snet_atomic_add(&rt.exec_buffered, 1)
         if full:
@@ -98,13 +101,17 @@ cdef bint flush_executor(Network rt, Writer w) except -1:
                 for seq, error in result.failures:  # skipped on the executor: fail its tracked input, if any
                     with rt.exec_lock:
                         entry = rt.exec_waiting.get(seq)
-                    if entry is not None and entry[1] is not None:
+                    if type(entry) is tuple:  # (entity, group stack); else the entity alone
                         request = request_of(make_item(None, entry[1]))
                         if request is not None:
                             request.failed(error)
-                for done in result.outputs:
-                    with rt.exec_lock:
-                        e, st = rt.exec_waiting.pop(done.seq)
+                with rt.exec_lock:
+                    waiting = [rt.exec_waiting.pop(done.seq) for done in result.outputs]
+                for done, entry in zip(result.outputs, waiting):
+                    if type(entry) is tuple:
+                        e, st = entry
+                    else:
+                        e, st = entry, None
                     e.emit_list(w, done.outputs, st, False)
                     snet_atomic_add(&rt.exec_buffered, -1)
                     snet_atomic_add(&rt.pending, -1)
@@ -129,6 +136,7 @@ cdef Entity make_executor_split(Network rt, int n, Ctx ctx):
     cdef ExecutorSplitEntity es = ExecutorSplitEntity.__new__(ExecutorSplitEntity)
     es.setup(rt, n, ctx)
     es.keys = rt.nodes[n].keys
+    es.tag = es.keys.tag if es.keys.hi_tag is None else None
     with rt.exec_lock:
         es.inst = rt.executor.new_instance(n, ctx_path(ctx))  # (its place, for checkpoints)
     return es

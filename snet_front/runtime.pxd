@@ -265,7 +265,7 @@ cdef class Network:
     # The split executor (snet.splitexec; None without executor splits)
     cdef object executor
     cdef object exec_lock  # guards the executor's batch and `exec_waiting`
-    cdef dict exec_waiting  # sequence number -> (ExecutorSplitEntity, group stack)
+    cdef dict exec_waiting  # sequence number -> (ExecutorSplitEntity, group stack), or the entity for no stack
 
     # Calls of async def boxes done on the box loop, for a worker to finish: (entity, what it needs)
     cdef object completions  # collections.deque: appended by the box loop's thread
