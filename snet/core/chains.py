@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import marshal
 import sys
+from time import perf_counter
 from typing import Any, Callable, NamedTuple, Sequence
 
 import snet.core.boxes as _boxes
@@ -227,6 +228,130 @@ def chain_records(callers: Sequence[Any], records: Any) -> list:
 _UNSEEN = object()
 
 
+def box_chain(plan: Any, root: int = 0) -> tuple | None:
+    """The box callers of plan node ``root`` (the whole network by default) when it is a serial chain of boxes
+    (or one box), else None: function composition, each record through the boxes depth first as the reference
+    engine takes it (:func:`chain_records`), with the engine's own box callers; a chain holding anything else (a
+    filter, a caller that skips errors or defers ``async def`` calls) is left to the engine."""
+    from snet.plan import Kind
+
+    calls: list = []
+    pending = [root]
+    while pending:
+        node = plan.nodes[pending.pop()]
+        if node.kind in (Kind.NET, Kind.SERIAL):
+            pending.extend(reversed(node.children))
+        elif node.kind == Kind.BOX and type(node.call) is _boxes.BoxCaller and not node.call.defer:
+            calls.append(node.call)
+        elif node.kind != Kind.IDENTITY:
+            return None
+    return tuple(calls) if calls else None
+
+
+class CountedChain:
+    """A chain of box callers (:func:`box_chain`) that counts its boxes' calls as an engine does.
+
+    Records go through compiled walks (:func:`compile_walk`, one per record
+    shape), and through the callers for whatever a walk hands back, giving
+    the outputs and errors an engine gives.  Each box's calls are counted
+    exactly into a table ``{name: [calls, seconds, histogram counts]}`` (as
+    ``ReferenceEngine.count_box`` keeps it, :mod:`snet.stats`); their times
+    are taken, box by box, on the first :data:`TIMED_RECORDS` records and
+    then on one in :data:`SAMPLE_EVERY`, each such call standing for the
+    calls of the records walked untimed since the last (as FRONT samples
+    short boxes): the seconds and the histogram are estimates, the calls
+    are not.  A split's replicas on a Spark executor run so
+    (:mod:`snet.spark.splits.replicas`).
+    """
+
+    TIMED_RECORDS = 64
+    SAMPLE_EVERY = 16
+
+    def __init__(self, callers: Sequence[Any]):
+        self.callers = tuple(callers)
+        self.walks: dict[tuple, Any] = {}  # record shape -> its compiled walk, or None (up to SHAPES)
+        self.seen = 0  # records walked
+        self.untimed = 0  # ... since the last timed one
+        self.key: Any = None  # the key of the last item walk took: the failing one after an error
+
+    def walk(self, items: Sequence[Sequence[Any]], outputs: list, box_calls: dict) -> None:
+        """Append ``(key, the record's outputs)`` to ``outputs`` for each item ``(key, record, ...)``, in order,
+        counting the calls into ``box_calls``.  A box's error is raised (:attr:`key` says whose)."""
+        callers, walks, append, last = self.callers, self.walks, outputs.append, len(self.callers) - 1
+        seen, untimed, every, timed_records = self.seen, self.untimed, self.SAMPLE_EVERY, self.TIMED_RECORDS
+        walked = 0  # records walked untimed to the chain's end: one call of every box each
+        key = None
+        try:
+            for item in items:
+                key = item[0]
+                record = item[1]
+                seen += 1
+                if seen <= timed_records or not seen % every:
+                    append((key, self._through(0, [record], untimed + 1, box_calls)))
+                    untimed = 0
+                    continue
+                untimed += 1
+                walk = walks.get(shape := tuple(record), _UNSEEN) if type(record) is dict else None
+                if walk is _UNSEEN:
+                    walk = walks[shape] = compile_walk(callers, shape) if len(walks) < SHAPES else None
+                if walk is None:
+                    append((key, self._through(0, [record], 0, box_calls)))
+                    continue
+                out = walk(record)
+                if type(out) is dict:
+                    walked += 1
+                    append((key, [out]))
+                    continue
+                _count(callers[:out[0] if out[3] else out[0] + 1], 1, box_calls)  # (one that raised: not counted)
+                k, rest = handed_back(callers, out)
+                rest = [rest] if type(rest) is dict else rest
+                append((key, self._through(k + 1, rest, 0, box_calls) if k < last else list(rest)))
+        except BaseException:
+            self.key = key
+            raise
+        finally:
+            self.seen, self.untimed = seen, untimed
+            _count(callers, walked, box_calls)
+
+    def _through(self, start: int, records: list, weight: int, box_calls: dict) -> list:
+        """``records`` through the callers from ``start`` on, depth first, each call counted, and timed for
+        ``weight`` calls (0: not timed)."""
+        from snet.stats import LATENCY_BUCKETS, latency_bucket
+
+        callers, out = self.callers, []
+        pending = [(start, record) for record in reversed(records)]
+        while pending:
+            k, record = pending.pop()
+            if k == len(callers):
+                out.append(record)
+                continue
+            caller = callers[k]
+            started = perf_counter()
+            given = caller(record)  # (a call that raises is not counted, as in the engines)
+            seconds = perf_counter() - started
+            entry = box_calls.get(caller.name)
+            if entry is None:
+                entry = box_calls[caller.name] = [0, 0.0, [0] * LATENCY_BUCKETS]
+            entry[0] += 1
+            if weight:
+                entry[1] += seconds * weight
+                entry[2][latency_bucket(seconds)] += weight
+            pending.extend((k + 1, r) for r in reversed(given))
+        return out
+
+
+def _count(callers: Sequence[Any], calls: int, box_calls: dict) -> None:
+    """``calls`` untimed calls of each of ``callers``."""
+    from snet.stats import LATENCY_BUCKETS
+
+    if calls:
+        for caller in callers:
+            entry = box_calls.get(caller.name)
+            if entry is None:
+                entry = box_calls[caller.name] = [0, 0.0, [0] * LATENCY_BUCKETS]
+            entry[0] += calls
+
+
 def handed_back(callers: Sequence[Any], result: tuple) -> tuple[int, Any]:
     """What a compiled walk handed back, taken as the box callers take it: ``(k, stage k's outputs)``.
 
@@ -244,4 +369,5 @@ def handed_back(callers: Sequence[Any], result: tuple) -> tuple[int, Any]:
     return k, caller.outputs_of(what, given)
 
 
-__all__ = ["chain_records", "compile_walk", "handed_back", "walk_program", "SHAPES", "WalkProgram", "WalkStage"]
+__all__ = ["box_chain", "chain_records", "CountedChain", "compile_walk", "handed_back", "walk_program", "SHAPES",
+           "WalkProgram", "WalkStage"]

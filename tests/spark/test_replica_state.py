@@ -17,6 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import handmade  # noqa: E402
 
+from snet.core.chains import CountedChain  # noqa: E402
 from snet.errors import SNetBoxError  # noqa: E402
 from snet.spark.splits.replicas import Group, ReplicaHost, TaskInput, dump_replica, load_replica  # noqa: E402
 from snet.plan import Kind  # noqa: E402
@@ -143,3 +144,63 @@ def test_selection_on_a_compiled_program_with_nested_splits():
     position = splits[inner[0]].span
     assert select_splits(graph, f"{position.line}:{position.column}") == set(inner)
     assert select_splits(graph, f"join,{splits[outer[0]].span.location}") == set(outer)  # outermost kept
+
+
+CHAIN = """
+net chain {
+  box inc ((a, <k>) -> (a, <k>));
+  box fan ((a, <k>) -> (a, <k>));
+  box tag ((a, <k>) -> (a, <k>, <t>));
+} connect (inc .. fan .. tag) ! <k>;
+"""
+
+
+def test_a_chain_of_boxes_gives_what_the_engine_gives_and_counts_every_call():
+    """A stateless chain of boxes on an executor takes compiled walks (snet.core.chains.CountedChain), not the
+    engine: the same outputs per item, the same error at the same item, every call counted, and the timed
+    calls standing for the rest in the seconds and the histogram."""
+    import snet
+    from snet.stats import LATENCY_BUCKETS
+
+    def inc(a, k):
+        return {"a": a + 1, "<k>": k}
+
+    def fan(a, k):
+        if a % 7 == 0:
+            return None
+        return [{"a": a, "<k>": k}, {"a": a + 10, "<k>": k}] if a % 3 == 0 else {"a": a, "<k>": k}
+
+    def tag(a, k):
+        if a == 1000:
+            raise ValueError("a thousand")
+        return {"a": a, "<k>": k, "<t>": a % 2}
+
+    net = snet.load(CHAIN, boxes={"inc": inc, "fan": fan, "tag": tag})
+    walked = ReplicaHost(net.graph, net.boxes, split_id(net.graph))
+    engine = ReplicaHost(net.graph, net.boxes, split_id(net.graph))
+    assert walked.chain is not None
+    engine.chain = None  # the reference engine's path
+    items = [((i, 0, i % 4), {"a": i, "<k>": i % 4} if i % 5 else {"<k>": i % 4, "a": i, "b": "x"}, False)
+             for i in range(600)]
+    tasks = [TaskInput("run", [Group(-1, None, None, items[start:start + 150])]) for start in range(0, 600, 150)]
+    for task in tasks:
+        got, want = walked.run_task(task), engine.run_task(task)
+        assert got.results[0].outputs == want.results[0].outputs and got.results[0].error is None
+        assert [list(r) for _, outs in got.results[0].outputs for r in outs] == \
+            [list(r) for _, outs in want.results[0].outputs for r in outs]  # labels in the same order
+        for name in ("inc", "fan", "tag"):
+            assert got.box_calls[name][0] == want.box_calls[name][0]
+    calls = got.box_calls["tag"][0]
+    assert calls > 100 and len(got.box_calls["tag"][2]) == LATENCY_BUCKETS
+    assert got.box_calls["tag"][1] > 0 and abs(sum(got.box_calls["tag"][2]) - calls) <= 2 * CountedChain.SAMPLE_EVERY
+
+    failing = [((5000 + i, 0, 0), {"a": 990 + i, "<k>": 0}, False) for i in range(20)]  # 999 + 1 fails in tag
+    got = walked.run_task(TaskInput("run", [Group(-1, None, None, failing)]))
+    want = engine.run_task(TaskInput("run", [Group(-1, None, None, failing)]))
+    assert got.results[0].outputs == want.results[0].outputs
+    assert got.results[0].error.key == want.results[0].error.key == (5009, 0, 0)
+    assert got.results[0].error.message == want.results[0].error.message
+    assert "box 'tag' raised ValueError: a thousand" in got.results[0].error.rebuild().render()
+    assert {name: entry[0] for name, entry in got.box_calls.items()} == \
+        {name: entry[0] for name, entry in want.box_calls.items()}  # a call that raised is not counted
+

@@ -6,6 +6,11 @@ state (``Node.holds_state``) travels between batches as bytes
 (:func:`dump_replica`, :func:`load_replica`: static objects replaced by ids).
 A task gets a :class:`TaskInput` of :class:`Group` s and returns a
 :class:`TaskOutput`; a run-time error travels back as an :class:`~snet.splitexec.ErrorReport`.
+
+An operand that is a chain of boxes and nothing else, without state, runs
+its records through compiled walks instead of the engine
+(:class:`snet.core.chains.CountedChain`): the same outputs and errors, and
+the boxes' figures, at under half the engine's cost a record.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from snet.core.chains import CountedChain, box_chain
 from snet.core.semantics import SyncCell, unfinished_warning
+from snet.gcpause import gc_paused
 from snet.recursion import deep_recursion
 from snet.errors import SNetRuntimeError
 from snet import isolation
@@ -180,11 +187,20 @@ class ReplicaHost:
         self._shared: tuple | None = None  # the one instance tree of a stateless operand
         # told an isolation.Item before each item and an Out after it (the crash diagnosis)
         self.observer: Callable[[object], None] | None = None
+        # a stateless operand that is a chain of boxes and nothing else runs as such
+        callers = None if self.stateful or skip_errors else box_chain(self.plan, self.operand)
+        self.chain = CountedChain(callers) if callers is not None else None
 
     def run_group(self, group: Group) -> GroupResult:
         engine = self.engine
         outputs: list[tuple[Any, list[Record]]] = []
         result = GroupResult(group.instance, group.value, outputs, None, [])
+        if self.chain is not None and self.observer is None:
+            try:
+                self.chain.walk(group.items, outputs, engine.box_calls)
+            except SNetRuntimeError as e:
+                result.error = ErrorReport.of(e, self.chain.key)
+            return result
         if not self.stateful:
             if self._shared is None:
                 self._shared = engine.replica(self.operand)
@@ -237,5 +253,9 @@ def host_for(run_id: str, context: Callable[[], bytes], announcing: bool = False
 
 
 def run_payload(run_id: str, context: Callable[[], bytes], payload: bytes) -> bytes:
-    """One task: a pickled :class:`TaskInput` in, a pickled :class:`TaskOutput` out."""
-    return dumps(host_for(run_id, context).run_task(loads(payload)))
+    """One task: a pickled :class:`TaskInput` in, a pickled :class:`TaskOutput` out (the cyclic collector paused
+    meanwhile, as the driver pauses it while the batch is out: snet.gcpause)."""
+    host = host_for(run_id, context)
+    with gc_paused():
+        return dumps(host.run_task(loads(payload)))
+

@@ -15,6 +15,7 @@ import logging
 import uuid
 from typing import Iterator
 
+from snet.core.chains import box_chain
 from snet.errors import SNetRuntimeError, SNetUsageError
 from snet.spark.tasks import plan_for, rows, run_plan
 from snet.spark.whole.distribute import Distribution, distribution
@@ -248,24 +249,3 @@ def counted(function, counter, batches):
 
 
 TASK_ENGINE = "front"  # the tasks' engine, read by spark_apply; "reference" for the benchmark's baseline
-
-
-def box_chain(plan) -> tuple | None:
-    """The box callers of a network that is a serial chain of boxes (or one box), else None: function
-    composition, each record through the boxes depth first as the reference engine takes it
-    (:func:`snet.core.chains.chain_records`), with the engine's own box callers; a chain holding anything else
-    (a filter, a caller that skips errors or defers ``async def`` calls) is left to the engine."""
-    from snet.core.boxes import BoxCaller
-    from snet.plan import Kind
-
-    calls: list = []
-    pending = [0]
-    while pending:
-        node = plan.nodes[pending.pop()]
-        if node.kind in (Kind.NET, Kind.SERIAL):
-            pending.extend(reversed(node.children))
-        elif node.kind == Kind.BOX and type(node.call) is BoxCaller and not node.call.defer:
-            calls.append(node.call)
-        elif node.kind != Kind.IDENTITY:
-            return None
-    return tuple(calls) if calls else None
