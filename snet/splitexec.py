@@ -518,7 +518,8 @@ class SplitExecutor:
             self.flush_seconds += seconds
             if self.sizer is not None:
                 self.batch_size = self.sizer.next_size(sum(len(items) for items in batch.values()), seconds)
-        done.sort(key=_seq)
+        if len(batch) > 1:  # (one split node's outputs come sorted: fold_outputs)
+            done.sort(key=_seq)
         return BatchResult(tuple(done), failures=tuple(failed))
 
     def _skipped(self, runner: SplitRunner, failed: list[tuple[int, BaseException]]) -> None:

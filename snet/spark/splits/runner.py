@@ -149,8 +149,12 @@ class SparkSplitRunner(SplitRunner):
                         group = groups[replica] = Group(instance, value, self.states.get(replica), [])
                     group.items.append(((seq, instance, value), record, fire))
             return list(groups.values()), copies
-        items = [((seq, instance, value), record, False) for instance, seq, record in batch
-                 for value in self.keys.values(record)]
+        if self.keys.hi_tag is None:  # one value a record (the engine has checked that the record has the tag)
+            tag = self.keys.tag
+            items = [((seq, instance, record[tag]), record, False) for instance, seq, record in batch]
+        else:
+            items = [((seq, instance, value), record, False) for instance, seq, record in batch
+                     for value in self.keys.values(record)]
         copies = len(items)
         n = max(1, min(self.partitions, len(items)))
         size = -(-len(items) // n) if items else 0
