@@ -431,7 +431,7 @@ def _boxes_json(boxes: Mapping[str, BoxStats]) -> dict[str, dict[str, Any]]:
             for name, box in sorted(boxes.items())}
 
 
-__all__ = ["LATENCY_BOUNDS", "LATENCY_BUCKETS", "latency_bucket", "add_box_calls", "RunStats", "AutoStats",
+__all__ = ["LATENCY_BOUNDS", "LATENCY_BUCKETS", "latency_bucket", "box_entry", "add_box_calls", "RunStats", "AutoStats",
            "BoxStats", "FrontStats", "EntityStats", "WorkerStats", "ReferenceStats", "SparkStats", "SplitStats",
            "SplitProcessStats"]
 
@@ -458,11 +458,19 @@ def box_entries(calls: Mapping[str, Any], guards: Mapping[str, tuple[int, int]])
     return out
 
 
+def box_entry(table: dict[str, list[Any]], name: str) -> list[Any]:
+    """Box ``name``'s entry ``[calls, seconds, histogram counts]`` in an engine's per-box table, made if new."""
+    entry = table.get(name)
+    if entry is None:
+        entry = table[name] = [0, 0.0, [0] * LATENCY_BUCKETS]
+    return entry
+
+
 def add_box_calls(into: dict[str, list[Any]], entries: Mapping[str, Any]) -> None:
     """Add an engine's per-box entries (``[calls, seconds]`` or ``[calls, seconds, histogram]``, as the
     reference engine keeps them) to ``into``'s: the figures of replicas run elsewhere, summed."""
     for name, (calls, seconds, *histogram) in entries.items():
-        entry = into.setdefault(name, [0, 0.0, [0] * LATENCY_BUCKETS])
+        entry = box_entry(into, name)
         entry[0] += calls
         entry[1] += seconds
         if histogram:

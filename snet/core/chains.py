@@ -49,6 +49,7 @@ from time import perf_counter
 from typing import Any, Callable, NamedTuple, Sequence
 
 import snet.core.boxes as _boxes
+from snet.stats import box_entry, latency_bucket
 
 #: record shapes a chain compiles a walk for; records of other shapes go through the box callers
 SHAPES = 4
@@ -316,8 +317,6 @@ class CountedChain:
     def _through(self, start: int, records: list, weight: int, box_calls: dict) -> list:
         """``records`` through the callers from ``start`` on, depth first, each call counted, and timed for
         ``weight`` calls (0: not timed)."""
-        from snet.stats import LATENCY_BUCKETS, latency_bucket
-
         callers, out = self.callers, []
         pending = [(start, record) for record in reversed(records)]
         while pending:
@@ -329,9 +328,7 @@ class CountedChain:
             started = perf_counter()
             given = caller(record)  # (a call that raises is not counted, as in the engines)
             seconds = perf_counter() - started
-            entry = box_calls.get(caller.name)
-            if entry is None:
-                entry = box_calls[caller.name] = [0, 0.0, [0] * LATENCY_BUCKETS]
+            entry = box_entry(box_calls, caller.name)
             entry[0] += 1
             if weight:
                 entry[1] += seconds * weight
@@ -342,14 +339,9 @@ class CountedChain:
 
 def _count(callers: Sequence[Any], calls: int, box_calls: dict) -> None:
     """``calls`` untimed calls of each of ``callers``."""
-    from snet.stats import LATENCY_BUCKETS
-
     if calls:
         for caller in callers:
-            entry = box_calls.get(caller.name)
-            if entry is None:
-                entry = box_calls[caller.name] = [0, 0.0, [0] * LATENCY_BUCKETS]
-            entry[0] += calls
+            box_entry(box_calls, caller.name)[0] += calls
 
 
 def handed_back(callers: Sequence[Any], result: tuple) -> tuple[int, Any]:
