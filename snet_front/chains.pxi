@@ -4,6 +4,8 @@
 
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 
+from snet.spg.fusion import chain_exit
+
 
 # Input batches of a fused chain (ChainEntity.batch_size): a worker walks as
 # many input records in one go as take about BATCH_SPAN seconds by the
@@ -30,6 +32,7 @@ cdef enum:
     STAGE_BOX = 1  # a box called through an error policy or a guard: a list of outputs
     STAGE_RAW_FILTER = 2  # a filter's generated function, its errors translated here
     STAGE_FILTER = 3  # a filter called through an error policy
+    STAGE_SPLIT = 4  # a transparent split (snet.spg.fusion): its SplitKeys; the record must hold the tag
 
 
 @cython.final
@@ -69,7 +72,7 @@ cdef class ChainEntity(Entity):
     for each box as if it ran alone.  ``node`` is the chain's last stage:
     where its outputs go.
     """
-    cdef tuple ops  # per stage: the BoxCaller, the box call, the filter's raw function or its apply
+    cdef tuple ops  # per stage: the BoxCaller, the box call, the filter's raw function or its apply, SplitKeys
     cdef tuple errors  # per stage: a raw filter's apply (for its errors), else None
     cdef int *nodes  # per stage: its node id
     cdef bytes kinds  # per stage: STAGE_*
@@ -83,7 +86,11 @@ cdef class ChainEntity(Entity):
     cdef tuple tuned  # the stages whose level the controller sets (--box-concurrency auto), None: none
     cdef bytes tuned_at  # per stage: 1 where it is one of ``tuned``
     cdef int fixed  # with ``tuned``: the least limit of the other boxes (the chain's level never passes it)
-    cdef bint compiles  # every stage is a bare box caller: records of one shape may take a compiled walk
+    cdef bint compiles  # every stage past ``lead`` is a bare box caller: records of one shape may take a compiled walk
+    cdef Py_ssize_t lead  # the transparent splits the chain begins with (their tags checked before a compiled walk)
+    cdef tuple tags  # per stage: a transparent split's tag, else None
+    cdef tuple walk_ops  # the box callers of a compiled walk: ``ops[lead:]``
+    cdef int walk_node  # the node the compiled walks are kept under (the last stage); ``node``: where outputs go
     cdef object compiled  # the node's (shape, walk or None) once looked up (node_walk), set once; None: not yet
     cdef long period  # one walk in this many is timed stage by stage once every box is short (``sampling``)
     cdef long gathers  # fanned-out records whose parts are not all walked yet (atomic; ``fan_out``)
@@ -305,9 +312,13 @@ cdef class ChainEntity(Entity):
         cdef list gathered
         cdef object outs
         if i == 0 and self.compiles and not every and type(rec) is dict:  # (timed walks go stage by stage)
+            for i in range(self.lead):  # the splits the chain begins with: the tag, as SplitEntity reads it
+                if type((<dict>rec).get(self.tags[i])) is not int:
+                    self.ops[i].values(rec)  # (the error of an absent tag)
+            i = 0
             compiled = self.compiled
             if compiled is None:
-                made = node_walk(self.rt, self.node, self.ops, <dict>rec)
+                made = node_walk(self.rt, self.walk_node, self.walk_ops, <dict>rec)
                 # Set once, under a lock: concurrent walks may get here together, and two stores of the
                 # field on a free-threaded build could release the same old value twice.
                 spin_lock(&self.rlock)
@@ -320,13 +331,14 @@ cdef class ChainEntity(Entity):
             if (<tuple>compiled)[1] is not None and same_labels(<dict>rec, <tuple>(<tuple>compiled)[0]):
                 outs = (<CWalk>(<tuple>compiled)[1]).run(<dict>rec)
                 if type(outs) is dict:
-                    for i in range(n):
+                    for i in range(self.lead, n):
                         w.box_calls[self.nodes[i]] += 1
                     return outs
                 # what the compiled walk does not take for granted: stage k's callers take it from there
-                for i in range((<tuple>outs)[0] + 1):
+                for i in range(self.lead, self.lead + (<tuple>outs)[0] + 1):
                     w.box_calls[self.nodes[i]] += 1
-                k, outs = handed_back(self.ops, outs)
+                k, outs = handed_back(self.walk_ops, outs)
+                k += self.lead
                 if type(outs) is dict:
                     return self.go_on(w, outs, k + 1, every)
                 return self.fan_out(w, outs, k + 1, every)
@@ -353,6 +365,11 @@ cdef class ChainEntity(Entity):
                     outs = self.ops[i](rec)
                 except (KeyError, TagExpressionError) as e:
                     raise self.errors[i].error(e, rec) from None
+            elif kind == STAGE_SPLIT:  # the record goes on as it is, if it holds the tag
+                if type(rec.get(self.tags[i])) is not int:
+                    self.ops[i].values(rec)  # (the error of an absent tag)
+                i += 1
+                continue
             else:
                 outs = self.ops[i](rec)
             if kind <= STAGE_BOX:
@@ -394,15 +411,28 @@ cdef class ChainEntity(Entity):
 
 
 cdef Entity make_chain(Network net, tuple chain, Ctx ctx):
-    """The entity of a fused chain (node ids in order); its ``node`` is the last stage."""
+    """The entity of a fused chain (node ids in order); its ``node``: where its outputs go (``Network.chain_exits``:
+    the last stage, or the transparent split whose operand that stage ends)."""
     cdef ChainEntity c = ChainEntity.__new__(ChainEntity)
-    cdef list ops = [], errors = []
+    cdef list ops = [], errors = [], tags = [], stages = []
     cdef bytearray kinds = bytearray()
-    c.setup(net, chain[len(chain) - 1], ctx)
+    c.setup(net, net.chain_exits[chain[0]], ctx)
+    c.walk_node = chain[len(chain) - 1]
     c.timer = -1
     for m in chain:
         node = net.nodes[m]
+        if net.kind[m] == K_SPLIT:
+            if proven_by(net, stages, kinds, ops, node.keys.tag):
+                continue  # the box before it always gives the tag: nothing to check
+            kinds.append(STAGE_SPLIT)
+            ops.append(node.keys)
+            tags.append(node.keys.tag)
+            errors.append(None)
+            stages.append(m)
+            continue
         errors.append(None)
+        tags.append(None)
+        stages.append(m)
         if net.kind[m] == K_BOX:
             if c.timer < 0:
                 c.timer = m
@@ -422,15 +452,20 @@ cdef Entity make_chain(Network net, tuple chain, Ctx ctx):
                 ops.append(raw)
                 errors[len(errors) - 1] = node.apply
     c.ops = tuple(ops)
-    c.compiles = all(k == STAGE_CALLER for k in kinds)
+    c.lead = 0
+    while c.lead < len(kinds) and kinds[c.lead] == STAGE_SPLIT:
+        c.lead += 1
+    c.compiles = c.lead < len(kinds) and all(k == STAGE_CALLER for k in kinds[c.lead:])
+    c.walk_ops = c.ops[c.lead:]
     c.errors = tuple(errors)
-    c.nodes = <int *>PyMem_Malloc(len(chain) * sizeof(int))
+    c.tags = tuple(tags)
+    c.nodes = <int *>PyMem_Malloc(len(stages) * sizeof(int))
     if c.nodes == NULL:
         raise MemoryError()
-    for i, m in enumerate(chain):
+    for i, m in enumerate(stages):
         c.nodes[i] = m
     c.kinds = bytes(kinds)
-    c.n = len(chain)
+    c.n = len(stages)
     # the adapter gives every stage the chain's limit, but the stages the controller tunes (their levels)
     tuned = tuple(m for m in chain if m in net.auto_nodes)
     plain = [m for m in chain if m not in net.auto_nodes]
@@ -438,9 +473,18 @@ cdef Entity make_chain(Network net, tuple chain, Ctx ctx):
     c.cap = c.limit if c.limit > 1 else 0
     if tuned:  # the controller's levels: read at each invocation (`level`), as an automatic box does
         c.tuned = tuned
-        c.tuned_at = bytes(1 if m in net.auto_nodes else 0 for m in chain)
+        c.tuned_at = bytes(1 if m in net.auto_nodes else 0 for m in stages)
         c.fixed = c.limit if any(net.kind[m] == K_BOX for m in plain) else 1 << 30
         c.cap = -1
     c.period = WALK_SAMPLE_EVERY
     c.done = {}
     return c
+
+
+cdef bint proven_by(Network net, list stages, bytearray kinds, list ops, str tag) except -1:
+    """Whether the stage before a transparent split with this tag is a box whose every output variant holds
+    it: its caller checks each result against its variants, so the record the split gets has the tag."""
+    if not stages or kinds[len(kinds) - 1] != STAGE_CALLER:
+        return False
+    declared = (<BoxCaller>ops[len(ops) - 1]).declared
+    return bool(declared) and all(tag in variant for variant in declared)

@@ -187,6 +187,7 @@ cdef class Network:
     cdef int *reclaim  # per split node: its replicas may be reclaimed (docs/runtime.md)
     cdef list nodes  # snet.plan templates: the operators entities are built from
     cdef dict chains  # first node of a fused chain -> the chain's node ids (None: no chain; entities.pxi)
+    cdef dict chain_exits  # first node of a fused chain -> the node whose exit its outputs take (chains.pxi)
     cdef dict walks  # box or chain node -> (record shape, its CWalk or None): set once, shared by the replicas
     cdef list children
     cdef list node_names

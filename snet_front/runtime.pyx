@@ -170,6 +170,7 @@ cdef class Runtime(Network):
             self.mem_base = resident_bytes()
         self.load_plan(plan, conc)
         self.chains = {chain[0]: tuple(chain) for chain in chains} or None  # fused chains (entities.pxi)
+        self.chain_exits = {chain[0]: chain_exit(plan.nodes, chain) for chain in chains}
         self.walks = {}
         self.outputs = deque()
         unchecked = records.unchecked() if type(records) is CheckedInputs else None

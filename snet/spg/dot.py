@@ -162,7 +162,12 @@ class _Dot:
         det = {"style": "bold", "penwidth": "2"} if n.deterministic else {}
         mark = " (det)" if n.deterministic else ""
         d, c = f"d{n.id}", f"c{n.id}"
-        self.node(d, f"{symbol}\n{what} dispatcher{mark}", shape="triangle", **det)
+        fused = self.marks.get(n.id)  # a split that is a stage of a fused chain: its dispatcher checks the tag
+        if fused is not None:
+            self.node(d, f"{symbol}\n{what} dispatcher{mark}\n{fused[0]}: the tag's check", shape="triangle",
+                      **{**det, **fused[1]})
+        else:
+            self.node(d, f"{symbol}\n{what} dispatcher{mark}", shape="triangle", **det)
         self.node(c, f"{symbol}\n{what} collector{mark}", shape="invtriangle", **det)
         return d, c
 
@@ -253,7 +258,9 @@ class _CompactDot(_Dot):
     def _split(self, n: SplitNode) -> tuple[str, str]:
         op = ("!!" if n.deterministic else "!") + ("@" if n.placed else "")
         key = n.tag + (f":{n.hi_tag}" if n.hi_tag else "")
-        return self._around(n, f"{op} {key}: one replica per value", n.operand)
+        fused = self.marks.get(n.id)
+        label = f"{op} {key}: one replica per value" + (f"\n{fused[0]}: the tag's check" if fused else "")
+        return self._around(n, label, n.operand)
 
     def _feedback(self, n: FeedbackNode) -> tuple[str, str]:
         return self._around(n, f"\\ back {_patterns(n.back)}", n.operand)

@@ -21,6 +21,7 @@ import pytest
 
 import snet
 from snet.errors import SNetBoxError
+from snet.plan import Kind
 from snet.spg.fusion import fused_chains
 from snet.spg.lower import lower
 
@@ -32,7 +33,8 @@ def chains_of(source, boxes):
 
 def names(net, chains):
     plan = lower(net.graph, net.boxes)
-    return [[getattr(plan.nodes[n], "name", "filter") for n in chain] for chain in chains]
+    return [[getattr(plan.nodes[n], "name", "split" if plan.nodes[n].kind == Kind.SPLIT else "filter")
+             for n in chain] for chain in chains]
 
 
 def inc(a):
@@ -66,9 +68,19 @@ def test_a_chain_runs_through_nets_identities_and_filters_and_stops_at_state():
     # a star's operand ends at the star (its exit test): the chain inside, not across
     ("box b0 ((a) -> (a)); box b1 ((a) -> (a));"
      "net p connect (b0 .. b1) * {<done>};", [["b0", "b1"]]),
-    # a split's operand likewise
+    # a split's operand likewise, when a replica holds state
     ("box b0 ((a) -> (a)); box b1 ((a) -> (a));"
-     "net p connect (b0 .. b1) ! <t>;", [["b0", "b1"]]),
+     "net p connect (b0 .. [| {a}, {b} |] .. b1 .. b0) ! <t>;", [["b1", "b0"]]),
+    # ... but a split of boxes and filters alone is a stage (its tag's check), and the chain goes on through it
+    ("box b0 ((a) -> (a)); box b1 ((a) -> (a));"
+     "net p connect (b0 .. b1) ! <t>;", [["split", "b0", "b1"]]),
+    ("box b0 ((a) -> (a)); box b1 ((a) -> (a));"
+     "net p connect b0 .. ((b1 .. []) !! <t>) .. [{a} -> {a}] .. b0;", [["b0", "split", "b1", "filter", "b0"]]),
+    # not a range split (a record enters several replicas), nor one whose operand holds anything but stages
+    ("box b0 ((a) -> (a)); box b1 ((a) -> (a));"
+     "net p connect b0 .. (b1 ! <t>:<u>);", []),
+    ("box b0 ((a) -> (a)); box b1 ((a) -> (a)); box b2 ((b) -> (b));"
+     "net p connect b0 .. ((b1 | b2) ! <t>);", []),
     # an initialiser stage breaks the chain
     ("box b0 ((a) -> (a)); box b1 ((a) -> (a)); box i ( -> (a));"
      "net p connect b0 .. i .. b1;", []),
@@ -426,7 +438,7 @@ def test_input_runs_keep_order_every_box_figure_and_each_keys_order(workers):
     assert stats.records_in == stats.records_out == 6000
     keyed = snet.load(KEYED, boxes={"score": score})
     records = [{"v": i, "<k>": i % 64} for i in range(20_000)]
-    got, execution = run(keyed, records, workers=workers)
+    got, execution = run(keyed, records, workers=workers, fuse=False)
     for k in (0, 17, 63):  # the replica of a key takes its records in order
         assert [r["s"] for r in got if r["<k>"] == k] == [score(r["v"], k)["s"] for r in records if r["<k>"] == k]
     assert sorted(map(repr, got)) == sorted(repr(score(r["v"], r["<k>"])) for r in records)
@@ -524,3 +536,74 @@ def test_a_fan_out_in_a_chain_inside_a_split_and_a_star_gives_the_unfused_output
         unfused, _ = run(net, records, workers=workers, fuse=False)
         assert sorted(map(repr, fused)) == sorted(map(repr, unfused))  # (the split's order is the run's)
         assert len(fused) == sum(n % 5 for n in range(40))
+
+
+# -- transparent splits: a split of boxes and filters alone is a stage of the chain ------------------------
+
+
+def test_a_keyed_split_of_a_box_runs_as_one_chain_with_no_replica_per_key():
+    net = snet.load(KEYED, boxes={"score": score})
+    records = [{"v": i, "<k>": i % 64} for i in range(20_000)]
+    for workers in (1, 2, 4):
+        got, execution = run(net, records, workers=workers)
+        # every record's output, each key's in its order (the chain keeps input order: one of the split's)
+        assert got == [score(r["v"], r["<k>"]) for r in records]
+        stats = execution.stats()
+        assert stats.boxes["score"].calls == 20_000
+        assert stats.front.entities.created < 10, stats.front.entities  # one chain, not a replica per key
+
+
+TAGGED = ("box b0 ((a) -> (a, <t>) | (a)); box b1 ((a) -> (b) | (b, c)); box b2 ((b) -> (b));"
+          "net p connect b0 .. (([{a} -> {a}] .. b1) DET <t>) .. b2;")
+
+
+def tag_unless(missing):
+    return lambda a: {"a": a} if a == missing else {"a": a, "<t>": a % 3}
+
+
+def fan(a):
+    return [{"b": a}, {"b": -a, "c": 0}] if a % 4 == 0 else {"b": a}
+
+
+@pytest.mark.parametrize("det", ["!", "!!"])
+@pytest.mark.parametrize("missing", [None, 700])
+def test_a_split_inside_a_chain_gives_what_the_split_gives(det, missing):
+    """Outputs in order, the split's error for a record without the tag (and the outputs before it), figures."""
+    source = TAGGED.replace("DET", det)
+    boxes = {"b0": tag_unless(missing), "b1": fan, "b2": lambda b: {"b": b + 1}}
+    chains, net = chains_of(source, boxes)
+    assert names(net, chains) == [["b0", "split", "filter", "b1", "b2"]]
+
+    def outcome(**options):
+        got = []
+        try:
+            for out in net.run([{"a": i} for i in range(1500)], **options):
+                got.append(out)
+        except snet.SNetRuntimeError as e:
+            return got, str(e)
+        return got, None
+
+    reference = outcome(engine="reference")
+    if missing is not None:
+        assert reference[1].endswith("error: split cannot route record {a}: it lacks <t>"), reference[1]
+    for workers in (1, 2, 4):
+        for fuse in (True, False):
+            got, error = outcome(engine="front", workers=workers, fuse=fuse)
+            assert error == reference[1]
+            if missing is None or (workers == 1 and fuse):
+                assert got == reference[0], (workers, fuse)
+            else:  # a failure stops the run; what is out by then depends on the schedule (and on replicas' order)
+                assert all(out in reference[0] for out in got)
+
+
+def test_a_split_after_a_box_that_always_gives_its_tag_is_checked_by_the_box():
+    """``b0``'s one variant holds ``<t>``, so the chain checks nothing at the split; a result without it is
+    ``b0``'s error, as unfused."""
+    source = "box b0 ((a) -> (a, <t>)); box b1 ((a) -> (b)); net p connect b0 .. (b1 !! <t>);"
+    good = snet.load(source, boxes={"b0": lambda a: {"a": a, "<t>": a % 5}, "b1": lambda a: {"b": a}})
+    out, _ = run(good, [{"a": i} for i in range(500)], workers=2)
+    assert out == [{"b": i, "<t>": i % 5} for i in range(500)]
+    bad = snet.load(source, boxes={"b0": lambda a: {"a": a} if a == 7 else {"a": a, "<t>": a}, "b1": lambda a: {"b": a}})
+    for fuse in (True, False):
+        with pytest.raises(SNetBoxError, match=r"box 'b0' emitted a record with labels \{a\}, which fits none"):
+            run(bad, [{"a": i} for i in range(10)], workers=1, fuse=fuse)
