@@ -241,6 +241,11 @@ class SplitRunner:
         """Run ``[(instance, seq, record)]``; outputs sorted by seq.  Raises :class:`SplitFailure`."""
         raise NotImplementedError
 
+    def process_columns(self, instances: list[int], seqs: list[int], records: list[Record]) -> list[SplitOutputs]:
+        """:meth:`process_many` of a batch as it filled (:data:`Taken`: the records' instances, their sequence
+        numbers, rising, and the records); a runner that can take the columns as they are overrides it."""
+        return self.process_many(list(zip(instances, seqs, records)))
+
     def warnings(self) -> list[str]:
         return []
 
@@ -493,9 +498,9 @@ class SplitExecutor:
         if not taken:
             return BatchResult()
         with gc_paused():
-            return self._run({node: list(zip(*columns)) for node, columns in taken.items()})
+            return self._run(taken)
 
-    def _run(self, batch: Batch) -> BatchResult:
+    def _run(self, batch: Taken) -> BatchResult:
         started = time.perf_counter()
         done: list[SplitOutputs] = []
         failed: list[tuple[int, BaseException]] = []
@@ -506,7 +511,7 @@ class SplitExecutor:
                     runner = self.runners[node_id] = self.make_runner(node_id)
                     self._resume_runner(node_id, runner)
                 try:
-                    done.extend(runner.process_many(batch[node_id]))
+                    done.extend(runner.process_columns(*batch[node_id]))
                 except SplitFailure as failure:
                     self._skipped(runner, failed)
                     before = sorted((o for o in done + failure.done if o.seq < failure.seq), key=_seq)
@@ -517,7 +522,7 @@ class SplitExecutor:
             self.flushes += 1
             self.flush_seconds += seconds
             if self.sizer is not None:
-                self.batch_size = self.sizer.next_size(sum(len(items) for items in batch.values()), seconds)
+                self.batch_size = self.sizer.next_size(sum(len(columns[0]) for columns in batch.values()), seconds)
         if len(batch) > 1:  # (one split node's outputs come sorted: fold_outputs)
             done.sort(key=_seq)
         return BatchResult(tuple(done), failures=tuple(failed))

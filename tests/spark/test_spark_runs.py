@@ -82,6 +82,26 @@ def test_range_split_copies_in_ascending_order(spark_options):
         assert out == local  # also in order: copies come back per input, lo..hi
 
 
+def test_a_range_split_without_state_gives_each_input_a_copy_for_every_value_in_order(spark_options):
+    """A stateless operand's records go to the executors without their keys; a range split's copies come back
+    joined per input, and an error keeps the outputs of the inputs before it (batches of 9 over 2 tasks)."""
+    def twice(v):
+        if v == 23:
+            raise ValueError("twenty-three")
+        return [{"v": v}, {"v": -v}]
+
+    net = snet.load("box twice ((v) -> (v)); net r connect twice ! <lo>:<hi>;", boxes={"twice": twice})
+    records = [{"v": i, "<lo>": i % 3, "<hi>": i % 3 + i % 4 - 1} for i in range(30)]
+    local, spark = [], []
+    for into, options in ((local, {"engine": "reference"}), (spark, spark_options(spark_batch=9))):
+        with pytest.raises(SNetBoxError, match="twenty-three"):
+            for record in net.run(records, **options):
+                into.append(record)
+    assert spark == local and len(local) == sum(2 * max(0, i % 4) for i in range(23))
+    clean = [r for r in records if r["v"] != 23]
+    assert list(net.run(clean, **spark_options(spark_batch=9))) == list(net.run(clean, engine="reference"))
+
+
 def work(v, k):
     return {"v": v * 10, "<k>": k}
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from snet import isolation
 from snet.errorpolicy import error_record
-from snet.spark.splits.replicas import Group, GroupResult, Out, ReplicaHost, TaskInput, TaskOutput, host_for
+from snet.spark.splits.replicas import Group, GroupResult, Out, ReplicaHost, TaskInput, TaskOutput, host_for, keyed
 from snet.splitexec import ErrorReport
 from snet.spark.tasks import dumps, loads
 from snet.stats import add_box_calls
@@ -140,4 +140,6 @@ def _report(host: ReplicaHost, key, record, box: isolation.BoxCall | None, how: 
 
 def run_payload(run_id: str, job_error: str, context: Callable[[], bytes], payload: bytes) -> bytes:
     """One task of the diagnosis job (the split job's payloads, see :mod:`snet.spark.tasks`)."""
-    return dumps(run_isolated(host_for(run_id, context, announcing=True), loads(payload), job_error))
+    task = loads(payload)
+    task.groups = [keyed(g) if g.bare else g for g in task.groups]
+    return dumps(run_isolated(host_for(run_id, context, announcing=True), task, job_error))

@@ -48,25 +48,28 @@ class Out:
 @dataclass(slots=True)
 class Group:
     """Records for one replica (for a stateless operand, any replica), in order; ``state``: the replica's bytes
-    from the previous batch (None for a new replica, or a stateless operand)."""
+    from the previous batch (None for a new replica, or a stateless operand).  ``bare``: the records alone, keyed
+    ``(place,)`` here (:func:`keyed`), their outputs handed back ``aligned``."""
 
     instance: int
     value: int | None
     state: bytes | None
-    items: list[Item]
+    items: list  # Items, or records when bare
+    bare: bool = False
 
 
 @dataclass(slots=True)
 class GroupResult:
     instance: int
     value: int | None
-    outputs: list[tuple[Any, list[Record]]]  # (key, outputs of that item), in item order
+    outputs: list  # (key, outputs of that item), in item order; outputs alone when ``aligned``
     state: bytes | None  # the replica after the group (stateful operands only)
     warnings: list[str]  # unfinished-cell warnings if the run ended now
     error: ErrorReport | None = None
     # (input seq, error record, ErrorReport) of the records skipped (on_error "skip")
     failures: list = field(default_factory=list)
     parked: list = field(default_factory=list)  # (node id, span, record) kept for ever in a synchro-cell star
+    aligned: bool = False  # a bare group's: ``outputs`` are each record's outputs, in order, without keys
 
 
 @dataclass(slots=True)
@@ -192,6 +195,10 @@ class ReplicaHost:
         self.chain = CountedChain(callers) if callers is not None else None
 
     def run_group(self, group: Group) -> GroupResult:
+        if group.bare:  # the outputs go back without the keys
+            result = self.run_group(keyed(group))
+            result.outputs, result.aligned = [outputs for _place, outputs in result.outputs], True
+            return result
         engine = self.engine
         outputs: list[tuple[Any, list[Record]]] = []
         result = GroupResult(group.instance, group.value, outputs, None, [])
@@ -239,6 +246,11 @@ class ReplicaHost:
         results = [self.run_group(g) for g in task.groups]
         return TaskOutput(results, self.engine.box_calls, time.perf_counter() - started,
                           self.guards.take() if self.guards is not None else {})
+
+
+def keyed(group: Group) -> Group:
+    """A bare group's records keyed by their places in it, ``(place,)``."""
+    return Group(group.instance, group.value, None, [((p,), record, False) for p, record in enumerate(group.items)])
 
 
 def host_for(run_id: str, context: Callable[[], bytes], announcing: bool = False) -> ReplicaHost:

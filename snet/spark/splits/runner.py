@@ -3,7 +3,7 @@
 :class:`SparkSplitRunner` groups a batch by (split instance, tag value) and
 packs the groups into at most ``partitions`` tasks of one single-stage job
 (no shuffle: each group carries its records in order); an operand without
-state is cut into equal chunks instead.  The RDD path on classic Spark, the
+state is cut into equal chunks of its records instead, sent without keys.  The RDD path on classic Spark, the
 DataFrame path (``mapInArrow``) on Spark Connect or with ``snet.path=dataframe``.
 """
 
@@ -13,13 +13,13 @@ import functools
 import logging
 import time
 import uuid
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from snet.core.compiled import SplitKeys
 from snet.errors import SNetRuntimeError, SNetUsageError
 from snet.spark.failures import crash_summary, interrupt_in, looks_like_crash, reason
 from snet.spark.splits import crash
-from snet.spark.splits.replicas import Group, TaskInput, TaskOutput, run_payload
+from snet.spark.splits.replicas import Group, GroupResult, TaskInput, TaskOutput, run_payload
 from snet.spark.tasks import arrow_payloads, dumps, loads, rdd_payloads
 from snet.splitexec import SplitFailure, SplitOutputs, SplitRunner, fold_outputs
 from snet.stats import add_box_calls, add_guard_counts, box_entries
@@ -65,70 +65,104 @@ class SparkSplitRunner(SplitRunner):
                                              shipped_only(own.get("snet.boxes")), guards)
         self.jobs = RunJobs(self.session, f"snet-split-{self.run_id}")
         self._broadcast = self.session.sparkContext.broadcast(self.context_bytes) if self.path == "rdd" else None
-        # (instance, value) -> the replica's bytes after its last batch (stateful operands)
-        self.states: dict[tuple[int, int], bytes] = {}
+        self.states: dict[tuple[int, int], bytes] = {}  # (instance, value) -> its bytes after its last batch
         self.pending_warnings: dict[tuple[int, int], list[str]] = {}
         self.box_calls: dict[str, list] = {}
         self.guard_counts: dict[str, tuple[int, int]] = {}  # box -> (retries, timeouts) on the executors
-        self._stats = {"batches": 0, "records": 0, "copies": 0, "tasks": 0, "seconds": 0.0,
-                       "job_seconds": 0.0, "max_batch_seconds": 0.0, "executor_seconds": 0.0,
-                       "bytes_out": 0, "bytes_in": 0}
+        self._stats = {**dict.fromkeys(("batches", "records", "copies", "tasks", "bytes_out", "bytes_in"), 0),
+                       **dict.fromkeys(("seconds", "job_seconds", "max_batch_seconds", "executor_seconds"), 0.0)}
         self._closed, self._replicas_at_close = False, 0
 
-    def process_many(self, batch: list[tuple[int, int, Record]]) -> list[SplitOutputs]:
-        """Run ``[(instance, seq, record)]``; the outputs per input, sorted by (seq, instance).  Raises
-        :class:`SplitFailure` for the first error in (seq, instance, value) order, with the outputs before it;
-        SNetRuntimeError when the Spark job itself failed."""
+    def process_columns(self, instances: list[int], seqs: list[int], records: list[Record]) -> list[SplitOutputs]:
+        """A batch's outputs per input, in order (its instances, rising sequence numbers and records); SplitFailure
+        for the first error by (seq, instance).  A stateless operand: equal chunks of bare records (docs/spark.md)."""
         if self._closed:
             raise SNetUsageError("the Spark split runner is closed")
+        if self.stateful:
+            return self._replicas(list(zip(instances, seqs, records)))
+        started, ranged = time.perf_counter(), self.keys.hi_tag is not None
+        if ranged:  # a copy for each value, their outputs joined (fold_outputs)
+            copies = [item for item in zip(instances, seqs, records) for _ in self.keys.values(item[2])]
+            instances, seqs, records = (list(column) for column in zip(*copies)) if copies else ([], [], [])
+        n = len(records)
+        size = -(-n // max(1, min(self.partitions, n))) or 1
+        payloads = self._payloads([[Group(-1, at, None, records[at:at + size], True)] for at in range(0, n, size)])
+        raw, job_seconds = self._run_job(payloads)
+        done: list = [None] * n
+        errors = []  # (seq, instance, place, ErrorReport)
+        for result in self._results(raw):
+            at = result.value or 0
+            if result.aligned:
+                done[at:at + len(result.outputs)] = result.outputs
+            else:  # the crash diagnosis's: keyed by (place,)
+                for (place,), outputs in result.outputs:
+                    done[at + place] = outputs
+            self.failures.extend((seqs[at + place], record, report) for place, record, report in result.failures)
+            if result.error is not None:  # (no key: a process died before the group's first record)
+                j = at + (result.error.key[0] if result.error.key else 0)
+                errors.append((seqs[j], instances[j], j, result.error))
+        self._account(len(set(seqs)) if ranged else n, n, payloads, started, job_seconds)
+        if not errors and not ranged:
+            return list(map(SplitOutputs, instances, seqs, done))
+        seq, instance, _, first = min(errors, key=lambda e: e[:3]) if errors else (n and seqs[-1] + 1, 0, 0, None)
+        outputs = fold_outputs([((q, i, 0), o) for i, q, o in zip(instances, seqs, done) if (q, i) < (seq, instance)])
+        if first is not None:
+            raise SplitFailure(first.rebuild(), seq, outputs)
+        return outputs
+
+    def _replicas(self, batch: list[tuple[int, int, Record]]) -> list[SplitOutputs]:
+        """A stateful operand's ``[(instance, seq, record)]``: a group per replica, its state bytes there and back."""
         started = time.perf_counter()
         groups, copies = self._group(batch)
-        tasks = self._pack(groups)
-        try:
-            payloads = [dumps(TaskInput(self.run_id, g)) for g in tasks]
-        except Exception as e:
-            raise SNetRuntimeError(f"a record that entered the split cannot be pickled for Spark: "
-                                   f"{type(e).__name__}: {e}", self.node.span) from e
-        job_started = time.perf_counter()
-        raw = self._run_job(payloads)
-        job_seconds = time.perf_counter() - job_started
+        payloads = self._payloads(self._pack(groups))
+        raw, job_seconds = self._run_job(payloads)
         keyed: list[tuple[tuple, list[Record]]] = []
         errors = []
-        for data in raw:
-            out: TaskOutput = loads(data)
-            self._stats["executor_seconds"] += out.seconds
-            add_box_calls(self.box_calls, out.box_calls)
-            self.guard_counts = add_guard_counts(self.guard_counts, out.guards)
-            for result in out.results:
-                keyed.extend(result.outputs)
-                self.failures.extend(result.failures)
-                self.parked.extend(result.parked)
-                if result.error is not None:
-                    errors.append(result.error)
-                elif self.stateful:
-                    # a stateful operand's groups are one replica each (a tag value), handed back with its state
-                    assert result.value is not None and result.state is not None, "a replica group without state"
-                    replica = (result.instance, result.value)
-                    self.states[replica] = result.state
-                    if result.warnings:
-                        self.pending_warnings[replica] = result.warnings
-                    else:
-                        self.pending_warnings.pop(replica, None)
-            self._stats["bytes_in"] += len(data)
+        for result in self._results(raw):
+            keyed.extend(result.outputs)
+            self.failures.extend(result.failures)
+            if result.error is not None:
+                errors.append(result.error)
+            else:  # a group is one replica (a tag value), handed back with its state
+                assert result.value is not None and result.state is not None, "a replica group without state"
+                self.states[replica := (result.instance, result.value)] = result.state
+                self.pending_warnings[replica] = result.warnings  # (none: an empty list)
         keyed.sort(key=lambda item: item[0])
-        seconds = time.perf_counter() - started
-        s = self._stats
-        for key, value in (("batches", 1), ("records", len(batch)), ("copies", copies), ("tasks", len(payloads)),
-                           ("seconds", seconds), ("job_seconds", job_seconds), ("bytes_out", sum(map(len, payloads)))):
-            s[key] += value
-        s["max_batch_seconds"] = max(s["max_batch_seconds"], seconds)
-        log.info("spark split %s: batch %d, %d records, %d tasks, %.3f s", self.where, s["batches"],
-                 len(batch), len(payloads), seconds)
+        self._account(len(batch), copies, payloads, started, job_seconds)
         if errors:
             first = min(errors, key=lambda e: e.key)
             raise SplitFailure(first.rebuild(), first.key[0],
                                fold_outputs([item for item in keyed if item[0] < first.key]))
         return fold_outputs(keyed)
+
+    def _payloads(self, tasks: list[list[Group]]) -> list[bytes]:
+        try:
+            return [dumps(TaskInput(self.run_id, groups)) for groups in tasks]
+        except Exception as e:
+            raise SNetRuntimeError(f"a record that entered the split cannot be pickled for Spark: "
+                                   f"{type(e).__name__}: {e}", self.node.span) from e
+
+    def _results(self, raw: list[bytes]) -> Iterator[GroupResult]:
+        """The groups' results of a job's tasks, their figures added to the run's."""
+        for data in raw:
+            out: TaskOutput = loads(data)
+            self._stats["executor_seconds"] += out.seconds
+            self._stats["bytes_in"] += len(data)
+            add_box_calls(self.box_calls, out.box_calls)
+            self.guard_counts = add_guard_counts(self.guard_counts, out.guards)
+            for result in out.results:
+                self.parked.extend(result.parked)
+                yield result
+
+    def _account(self, records: int, copies: int, payloads: list[bytes], started: float, job_seconds: float) -> None:
+        seconds = time.perf_counter() - started
+        s = self._stats
+        for key, value in (("batches", 1), ("records", records), ("copies", copies), ("tasks", len(payloads)),
+                           ("seconds", seconds), ("job_seconds", job_seconds), ("bytes_out", sum(map(len, payloads)))):
+            s[key] += value
+        s["max_batch_seconds"] = max(s["max_batch_seconds"], seconds)
+        log.info("spark split %s: batch %d, %d records, %d tasks, %.3f s", self.where, s["batches"],
+                 records, len(payloads), seconds)
 
     def take_failures(self) -> list[tuple]:
         failures, self.failures = self.failures, []
@@ -136,29 +170,16 @@ class SparkSplitRunner(SplitRunner):
 
     def _group(self, batch: list[tuple[int, int, Record]]) -> tuple[list[Group], int]:
         """Items per replica: ``key = (seq, instance, value)``, ``fire`` for a new replica."""
-        copies = 0
-        if self.stateful:
-            groups: dict[tuple[int, int], Group] = {}
-            for instance, seq, record in batch:
-                for value in self.keys.values(record):
-                    copies += 1
-                    replica = (instance, value)
-                    group = groups.get(replica)
-                    fire = group is None and replica not in self.states  # a new replica's first record
-                    if group is None:
-                        group = groups[replica] = Group(instance, value, self.states.get(replica), [])
-                    group.items.append(((seq, instance, value), record, fire))
-            return list(groups.values()), copies
-        if self.keys.hi_tag is None:  # one value a record (the engine has checked that the record has the tag)
-            tag = self.keys.tag
-            items = [((seq, instance, record[tag]), record, False) for instance, seq, record in batch]
-        else:
-            items = [((seq, instance, value), record, False) for instance, seq, record in batch
-                     for value in self.keys.values(record)]
-        copies = len(items)
-        n = max(1, min(self.partitions, len(items)))
-        size = -(-len(items) // n) if items else 0
-        return [Group(-1, None, None, items[i:i + size]) for i in range(0, len(items), size or 1)], copies
+        groups: dict[tuple[int, int], Group] = {}
+        for instance, seq, record in batch:
+            for value in self.keys.values(record):
+                replica = (instance, value)
+                group = groups.get(replica)
+                fire = group is None and replica not in self.states  # a new replica's first record
+                if group is None:
+                    group = groups[replica] = Group(instance, value, self.states.get(replica), [])
+                group.items.append(((seq, instance, value), record, fire))
+        return list(groups.values()), sum(len(group.items) for group in groups.values())
 
     def _pack(self, groups: list[Group]) -> list[list[Group]]:
         """At most ``partitions`` tasks, balanced by record count (largest group first)."""
@@ -171,12 +192,14 @@ class SparkSplitRunner(SplitRunner):
             loads_[i] += len(group.items)
         return [t for t in tasks if t]
 
-    def _run_job(self, payloads: list[bytes]) -> list[bytes]:
+    def _run_job(self, payloads: list[bytes]) -> tuple[list[bytes], float]:  # (the results, the job's seconds)
+        started = time.perf_counter()
         if not payloads:
-            return []
+            return [], 0.0
         description = f"snet split {self.where} batch {self._stats['batches'] + 1}"
         try:
-            return self._job(functools.partial(run_payload, self.run_id), description, payloads)
+            raw = self._job(functools.partial(run_payload, self.run_id), description, payloads)
+            return raw, time.perf_counter() - started
         except Exception as e:
             failure = SNetRuntimeError(f"Spark job of the split failed: {reason(e)[:500]}",
                                        self.node.span, str(e)[:4000])
@@ -186,7 +209,7 @@ class SparkSplitRunner(SplitRunner):
         rerun = self._diagnose(payloads, description, crash_summary(str(error)))
         if rerun is None:
             raise failure from error
-        return rerun
+        return rerun, time.perf_counter() - started
 
     def _job(self, function, description: str, payloads: list[bytes]) -> list[bytes]:
         """One job mapping ``function(context(), payload)`` over ``payloads`` (tagged: Ctrl-C cancels it)."""
@@ -215,9 +238,8 @@ class SparkSplitRunner(SplitRunner):
         except Exception as e:
             log.debug("the crash diagnosis failed too: %s", e)
             return None
-        results = [result for data in raw for result in loads(data).results]
         if not any(result.error is not None or any(report.crash for _seq, _record, report in result.failures)
-                   for result in results):
+                   for data in raw for result in loads(data).results):
             log.warning("spark split %s: the batch ran again and completed: its results are used", self.where)
         return raw
 
@@ -230,13 +252,10 @@ class SparkSplitRunner(SplitRunner):
         return [w for key in sorted(self.pending_warnings) for w in self.pending_warnings[key]]
 
     def stats(self) -> dict[str, Any]:
-        s: dict[str, Any] = dict(self._stats)
-        s["split"] = self.where
-        s["path"] = self.path
-        s["partitions"] = self.partitions
-        s["replicas"] = len(self.states) if not self._closed else self._replicas_at_close
+        s: dict[str, Any] = {**self._stats, "split": self.where, "path": self.path, "partitions": self.partitions,
+                             "replicas": len(self.states) if not self._closed else self._replicas_at_close,
+                             "boxes": box_entries(self.box_calls, self.guard_counts)}
         s["seconds_per_batch"] = s["seconds"] / s["batches"] if s["batches"] else 0.0
-        s["boxes"] = box_entries(self.box_calls, self.guard_counts)
         return s
 
     def close(self) -> None:
