@@ -493,7 +493,8 @@ class SplitExecutor:
         Reference counting frees the rest as ever; cycles made meanwhile
         (by boxes run in process, say) wait for the batch's end.  While the
         batch fills, nothing is made per record that the collector counts
-        (:data:`Taken`): the items are made here.
+        (:data:`Taken`): the runners take its columns (``process_columns``)
+        and make what they send from them, here.
         """
         if not taken:
             return BatchResult()
