@@ -69,8 +69,9 @@ cdef class ChainEntity(Entity):
     leaves, so the next box changes it in place instead of copying it.
     Concurrent calls and their reorder buffer are a box entity's, with the
     chain's limit the least of its boxes'; calls, time and failures count
-    for each box as if it ran alone.  ``node`` is the chain's last stage:
-    where its outputs go.
+    for each box as if it ran alone.  ``node``: where its outputs go (the
+    chain's last stage, or the transparent split whose operand that stage
+    ends); ``walk_node``: the last stage.
     """
     cdef tuple ops  # per stage: the BoxCaller, the box call, the filter's raw function or its apply, SplitKeys
     cdef tuple errors  # per stage: a raw filter's apply (for its errors), else None

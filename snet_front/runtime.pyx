@@ -449,6 +449,7 @@ cdef class Runtime(Network):
         """
         cdef Worker w
         cdef Entity e
+        cdef int node
         seen = {}
         for w in self.workers:
             spin_lock(&w.list_lock)
@@ -458,13 +459,15 @@ cdef class Runtime(Network):
                 snet_unlock(&w.list_lock)
             for ref in refs:
                 e = (<Licence>ref).entity
-                if self.kind[e.node] == kinds.K_BOX:
-                    seen[id(e)] = e
+                # a fused chain's queue is its last box's (its ``node`` may be a split it ends inside)
+                node = (<ChainEntity>e).walk_node if type(e) is ChainEntity else e.node
+                if self.kind[node] == kinds.K_BOX:
+                    seen[id(e)] = (e, node)
         queues = {}
-        for e in seen.values():
+        for e, node in seen.values():
             n = len(e.inbox)
             if n:
-                queues[e.node] = queues.get(e.node, 0) + n
+                queues[node] = queues.get(node, 0) + n
         return queues
 
     def statistics(self):

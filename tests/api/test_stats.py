@@ -167,6 +167,33 @@ def test_a_session_gives_each_box_s_figures_while_it_runs():
     assert final.boxes["gate"].quantile(1.0) >= final.boxes["f"].quantile(1.0)  # the held call is the longest
 
 
+def test_the_records_queued_for_a_chain_that_ends_inside_a_split_are_its_last_box_s():
+    """``f .. (gate ! <k>)`` is one fused chain whose outputs leave by the split; its queue is ``gate``'s."""
+    release = threading.Event()
+
+    def gate(a, k):
+        if a == 100:
+            release.wait(WAIT)
+        return {"a": a, "<k>": k}
+
+    net = snet.load("net g { box f ((a, <k>) -> (a, <k>)); box gate ((a, <k>) -> (a, <k>)); } connect f .. (gate ! <k>);",
+                    boxes={"f": lambda a, k: {"a": a, "<k>": k}, "gate": gate})
+    with net.session(engine="front", workers=2, box_concurrency=1) as session:
+        try:
+            session.feed({"a": 0, "<k>": 0})
+            got: list = []
+            until(lambda: got.extend(session.poll()) or len(got) == 1, "one output")
+            for a in (100, 101, 102):
+                session.feed({"a": a, "<k>": a % 2})
+            queued = until(lambda: (now := session.stats()).boxes["gate"].queued and now, "a record queued")
+            assert 1 <= queued.boxes["gate"].queued <= 2 and queued.records_out == 1
+        finally:
+            release.set()
+        outs = session.close()
+    assert sorted(r["a"] for r in outs) == [100, 101, 102] and session.stats().boxes["gate"].queued == 0
+    assert session.stats().front.entities.created == 2  # the chain and the sink, as for `f .. gate`
+
+
 def test_the_engines_and_the_metrics_keep_one_set_of_buckets():
     """FRONT's C constant is the length of snet.stats's bounds; a call lands in the first bucket bounding it."""
     import snet_front.runtime as runtime
