@@ -313,9 +313,8 @@ cdef class ChainEntity(Entity):
         cdef list gathered
         cdef object outs
         if i == 0 and self.compiles and not every and type(rec) is dict:  # (timed walks go stage by stage)
-            for i in range(self.lead):  # the splits the chain begins with: the tag, as SplitEntity reads it
-                if type((<dict>rec).get(self.tags[i])) is not int:
-                    self.ops[i].values(rec)  # (the error of an absent tag)
+            for i in range(self.lead):  # the splits the chain begins with
+                check_tag(self.ops[i], self.tags[i], rec)
             i = 0
             compiled = self.compiled
             if compiled is None:
@@ -367,8 +366,7 @@ cdef class ChainEntity(Entity):
                 except (KeyError, TagExpressionError) as e:
                     raise self.errors[i].error(e, rec) from None
             elif kind == STAGE_SPLIT:  # the record goes on as it is, if it holds the tag
-                if type(rec.get(self.tags[i])) is not int:
-                    self.ops[i].values(rec)  # (the error of an absent tag)
+                check_tag(self.ops[i], self.tags[i], rec)
                 i += 1
                 continue
             else:
@@ -423,7 +421,7 @@ cdef Entity make_chain(Network net, tuple chain, Ctx ctx):
     for m in chain:
         node = net.nodes[m]
         if net.kind[m] == K_SPLIT:
-            if proven_by(net, stages, kinds, ops, node.keys.tag):
+            if proven_by(kinds, ops, node.keys.tag):
                 continue  # the box before it always gives the tag: nothing to check
             kinds.append(STAGE_SPLIT)
             ops.append(node.keys)
@@ -482,10 +480,18 @@ cdef Entity make_chain(Network net, tuple chain, Ctx ctx):
     return c
 
 
-cdef bint proven_by(Network net, list stages, bytearray kinds, list ops, str tag) except -1:
+cdef inline int check_tag(object keys, object tag, object rec) except -1:
+    """A transparent split's stage: ``rec`` holds ``tag`` with an ``int``, as SplitEntity reads it, else the
+    split's error (``keys.values`` raises it)."""
+    if type(rec.get(tag)) is not int:
+        keys.values(rec)
+    return 0
+
+
+cdef bint proven_by(bytearray kinds, list ops, str tag) except -1:
     """Whether the stage before a transparent split with this tag is a box whose every output variant holds
     it: its caller checks each result against its variants, so the record the split gets has the tag."""
-    if not stages or kinds[len(kinds) - 1] != STAGE_CALLER:
+    if not kinds or kinds[len(kinds) - 1] != STAGE_CALLER:
         return False
     declared = (<BoxCaller>ops[len(ops) - 1]).declared
     return bool(declared) and all(tag in variant for variant in declared)

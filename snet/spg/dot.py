@@ -163,11 +163,8 @@ class _Dot:
         mark = " (det)" if n.deterministic else ""
         d, c = f"d{n.id}", f"c{n.id}"
         fused = self.marks.get(n.id)  # a split that is a stage of a fused chain: its dispatcher checks the tag
-        if fused is not None:
-            self.node(d, f"{symbol}\n{what} dispatcher{mark}\n{fused[0]}: the tag's check", shape="triangle",
-                      **{**det, **fused[1]})
-        else:
-            self.node(d, f"{symbol}\n{what} dispatcher{mark}", shape="triangle", **det)
+        label = f"{symbol}\n{what} dispatcher{mark}" + (f"\n{fused[0]}: the tag's check" if fused else "")
+        self.node(d, label, shape="triangle", **{**det, **(fused[1] if fused else {})})
         self.node(c, f"{symbol}\n{what} collector{mark}", shape="invtriangle", **det)
         return d, c
 
