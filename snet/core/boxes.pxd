@@ -44,3 +44,5 @@ cdef class BoxCaller:
 cpdef list chain_outputs(tuple callers, list records)
 @cython.locals(n=Py_ssize_t, i=Py_ssize_t, caller=BoxCaller)
 cdef void _chain_rest(tuple callers, Py_ssize_t start, list records, list out) except *
+@cython.locals(k=str, binding=bint, passes=bint, passed=dict)
+cpdef dict filter_output(dict record, frozenset pattern, tuple labels, dict out)

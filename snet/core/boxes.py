@@ -286,6 +286,41 @@ def _chain_rest(callers: tuple, start: int, records: list, out: list) -> None:
             out.append(record)
 
 
+def filter_output(record: Record, pattern: frozenset, labels: tuple, out: dict) -> dict:
+    """A filter's output record: ``out`` over the labels ``record`` passes on (language.md §6.5).
+
+    What passes on is every label of ``record`` outside the filter's
+    ``pattern`` (``labels``: the same, as a tuple), binding tags excepted;
+    ``out``'s labels are set over them, in the order ``{**passed, **out}``
+    gives.  ``out`` itself when nothing passes on.  Compiled, the record's
+    labels are read without an iterator and the output is the record's
+    table copied whole, so the output record is all a filter allocates
+    besides its explicit part (``out``).
+    """
+    binding = False
+    passes = False
+    for k in record:
+        if k[1:2] == "#":
+            binding = True
+        elif k not in pattern:
+            passes = True
+    if not passes:
+        return out
+    if _FREE_THREADED_BUILD:  # (copy() of a dict with deleted entries locks it twice there: see above)
+        passed = {}
+        passed.update(record)
+    else:
+        passed = record.copy()
+    for k in labels:
+        if k in passed:
+            del passed[k]
+    if binding:
+        for k in [k for k in passed if k[1:2] == "#"]:
+            del passed[k]
+    passed.update(out)
+    return passed
+
+
 _pid = os.getpid()  # this process; a forked child sets its own (below)
 
 
@@ -541,7 +576,9 @@ class BoxCaller:
                 if result is None:
                     return []
             results: Sequence[Any]
-            if type(result) is dict:
+            if type(result) is list:  # (the common case first: a list is read, not copied)
+                results = result
+            elif type(result) is dict:
                 results = (result,)
             elif isinstance(result, Mapping):
                 results = (dict(result),)

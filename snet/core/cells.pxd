@@ -35,7 +35,7 @@ cpdef SyncCell new_cell(object shape, Py_ssize_t replica=*)
 @cython.locals(merged=dict, record=dict, j=Py_ssize_t)
 cdef dict merged_record(list slots, tuple later)
 
-@cython.locals(out=list, i=Py_ssize_t)
+@cython.locals(out=list, i=Py_ssize_t, first=Py_ssize_t)
 cpdef object patterns_matched(object record, tuple labels, object all_patterns)
 
 

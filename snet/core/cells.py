@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import sysconfig
 from collections import deque
-from typing import Any
+from typing import Any, Sequence
 
 from snet.tagexpr import TagExpressionError
 
@@ -82,7 +82,7 @@ class SyncCell:
         """Offer a record, testing it against the empty slots: what leaves the cell now, or None if stored."""
         return self.take(record, None)
 
-    def take(self, record: Record, hits: list | None) -> Record | None:
+    def take(self, record: Record, hits: Sequence[int] | None) -> Record | None:
         """Offer a record that matches the patterns ``hits`` (all of them; None: not tested yet).
 
         Returns what leaves the cell now, or None if the record was stored:
@@ -158,8 +158,8 @@ def merged_record(slots: list, later: tuple) -> Record:
     return merged
 
 
-def patterns_matched(record: Record, labels: tuple | None, all_patterns: Any) -> list | None:
-    """Every cell pattern ``record`` matches, or None where a guard cannot be evaluated on it.
+def patterns_matched(record: Record, labels: tuple | None, all_patterns: Any) -> Sequence[int] | None:
+    """The indices of every cell pattern ``record`` matches, in order, or None where a guard cannot be evaluated on it.
 
     ``labels`` are the patterns' labels when no pattern has a guard (tested
     here, with no call); otherwise ``all_patterns`` is the patterns'
@@ -168,14 +168,24 @@ def patterns_matched(record: Record, labels: tuple | None, all_patterns: Any) ->
     positioned error (see the module docstring).
     """
     if labels is not None:
-        out = []
+        # Mostly one pattern matches: a tuple of one (CPython keeps small tuples in a freelist) or none;
+        # a list only for a record that matches several.
+        first = -1
+        out: list[int] | None = None
         for i in range(len(labels)):
             for label in labels[i]:
                 if label not in record:
                     break
             else:
-                out.append(i)
-        return out
+                if first < 0:
+                    first = i
+                elif out is None:
+                    out = [first, i]
+                else:
+                    out.append(i)
+        if out is not None:
+            return out
+        return () if first < 0 else (first,)
     try:
         return all_patterns(record)
     except (KeyError, TagExpressionError):
@@ -200,7 +210,7 @@ class SyncStarIndex:
         self.replicas = 0
         self.probes = 0
 
-    def find(self, hits: list | None, after: int) -> SyncCell | None:
+    def find(self, hits: Sequence[int] | None, after: int) -> SyncCell | None:
         """The cell a record that matches ``hits`` (None: untested) goes to after replica ``after``.
 
         None when no open cell takes it: a new replica's cell does.
@@ -209,7 +219,7 @@ class SyncStarIndex:
             return self.first_after(after)
         return self.first_waiting(hits, after)
 
-    def first_waiting(self, hits: list, after: int) -> SyncCell | None:
+    def first_waiting(self, hits: Sequence[int], after: int) -> SyncCell | None:
         """The earliest unfired cell after ``after`` with an empty slot among ``hits``."""
         best = None
         for i in hits:
@@ -241,7 +251,7 @@ class SyncStarIndex:
                 self.waiting[i] = deque(queue)
         return cell
 
-    def offer(self, cell: SyncCell, record: Record, hits: list | None) -> Record | None:
+    def offer(self, cell: SyncCell, record: Record, hits: Sequence[int] | None) -> Record | None:
         """Offer ``record`` to ``cell`` (see :meth:`SyncCell.take`); the index follows what it filled."""
         before = cell.empty
         result = cell.take(record, hits)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Callable, Protocol, Sequence, cast
 
+from snet.core.boxes import filter_output
 from snet.errors import SNetRuntimeError
 from snet.records import describe, format_labels, is_tag_like, label_kind, FIELD
 from snet.source import Span
@@ -179,20 +180,15 @@ def compile_filter(node: FilterNode, what: str = "filter") -> CompiledFilter:
         if not outputs:
             return [f"{indent}return []"]
         # The explicit part is computed first, all from the input record;
-        # inherited labels are added under it, so explicit labels win.  A
-        # record with no label outside the pattern inherits nothing: its
-        # outputs are the explicit parts as they are (often the case in
-        # networks of filters).
+        # inherited labels are added under it, so explicit labels win
+        # (snet.core.boxes.filter_output, compiled: one copy of the record's
+        # table; a record with no label outside the pattern inherits
+        # nothing, and its outputs are the explicit parts as they are, often
+        # the case in networks of filters).
         code = []
         for n, items in enumerate(outputs):
             code.append(f"{indent}_o{n} = {output_code(items)}")
-        names = [f"_o{n}" for n in range(len(outputs))]
-        # A binding tag is the only valid label with '#' second (records are checked on the way
-        # in); a one-character slice is a cached string, where k[:2] would build one per label.
-        code.append(f"{indent}if r.keys() <= _P:")
-        code.append(f"{indent}    return [{', '.join(names)}]")
-        code.append(f"{indent}_inh = {{k: v for k, v in r.items() if k not in _P and k[1:2] != '#'}}")
-        code.append(f"{indent}return [{', '.join(f'{{**_inh, **{n}}}' for n in names)}]")
+        code.append(f"{indent}return [{', '.join(f'_inherit(r, _P, _L, _o{n})' for n in range(len(outputs)))}]")
         return code
 
     first = True
@@ -232,6 +228,8 @@ def _build_filter(source: str, spans: list[Span | None],
                   pattern: frozenset[str]) -> Callable[[Record], list[Record]]:
     scope = generated_globals(spans)
     scope["_P"] = pattern
+    scope["_L"] = tuple(sorted(pattern))
+    scope["_inherit"] = filter_output
     exec(compile(source, "<snet filter>", "exec"), scope)
     return scope["_filter"]
 

@@ -92,8 +92,12 @@ def test_an_untested_record_raises_the_guard_error_of_an_empty_slot(module):
 @BOTH
 def test_patterns_matched_tests_labels_or_calls_the_guards(module):
     plain = shape_of("net n connect [| {a}, {a, b} |];").matcher
-    assert module.patterns_matched({"a": 1, "b": 2}, plain.labels, None) == [0, 1]
-    assert module.patterns_matched({"b": 2}, plain.labels, None) == []
+    assert list(module.patterns_matched({"a": 1, "b": 2}, plain.labels, None)) == [0, 1]
+    assert list(module.patterns_matched({"a": 1}, plain.labels, None)) == [0]
+    assert list(module.patterns_matched({"b": 2}, plain.labels, None)) == []
+    later = shape_of("net n connect [| {a}, {b}, {c} |];").matcher
+    assert list(module.patterns_matched({"c": 1}, later.labels, None)) == [2]
+    assert list(module.patterns_matched({"a": 1, "b": 1, "c": 1}, later.labels, None)) == [0, 1, 2]
     guarded = shape_of("net n connect [| {a} if <u == 1>, {b} |];").matcher
     assert guarded.labels is None
     assert module.patterns_matched({"a": 1, "<u>": 1}, None, guarded.raw_all) == [0]
