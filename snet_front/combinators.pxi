@@ -524,7 +524,7 @@ cdef class Collector(Entity):
         cdef Group g = Group.__new__(Group)
         g.count = 1
         g.owner = self
-        g.queue = []
+        g.queue = None  # (made when a record of the group waits: most never do)
         self.groups.append(g)
         return g
 
@@ -540,6 +540,8 @@ cdef class Collector(Entity):
             it2 = make_item(t.rec, t.stack.next)
             if len(self.groups) and self.groups[0] is g:
                 w.write(self.resolve_out(), it2, False)
+            elif g.queue is None:
+                g.queue = [it2]
             else:
                 g.queue.append(it2)
             if snet_atomic_add(&g.count, -1) == 0:
@@ -564,7 +566,7 @@ cdef class Collector(Entity):
                 dest = self.resolve_out()
                 for it in h.queue:
                     w.write(dest, it, False)
-                h.queue = []
+                h.queue = None
             if snet_atomic_load(&h.count) == 0:
                 groups.popleft()
             else:

@@ -240,18 +240,24 @@ cdef Entity bypass(Entity d):
     return d
 
 
+# Groups, group stacks and tagged records are made and dropped per record in deterministic
+# regions and looping stars: each type keeps a few dropped instances for the next (a freelist;
+# Cython keeps none on a free-threaded CPython), so a record there costs no allocation for them.
 @cython.final
+@cython.freelist(64)
 cdef class Group:
     pass
 
 
 @cython.final
+@cython.freelist(64)
 @cython.trashcan(True)
 cdef class GStack:
     pass
 
 
 @cython.final
+@cython.freelist(64)
 @cython.trashcan(True)
 cdef class Tagged:
     pass
