@@ -4,6 +4,7 @@
 
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 
+from snet.core.compiled import compose_filters
 from snet.spg.fusion import chain_exit
 
 
@@ -429,6 +430,14 @@ cdef Entity make_chain(Network net, tuple chain, Ctx ctx):
             errors.append(None)
             stages.append(m)
             continue
+        if net.kind[m] != K_BOX and kinds and kinds[len(kinds) - 1] == STAGE_RAW_FILTER and \
+                getattr(node.apply, "raw", None) is not None:
+            # two filters in a row: one stage where one filter can do the work of both
+            composed = compose_filters(errors[len(errors) - 1], node.apply)
+            if composed is not None:
+                ops[len(ops) - 1] = composed.raw
+                errors[len(errors) - 1] = composed
+                continue
         errors.append(None)
         tags.append(None)
         stages.append(m)

@@ -20,14 +20,16 @@ the tests as an oracle) costs 5-20x more per filter application.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Protocol, Sequence, cast
 
 from snet.core.boxes import filter_output
 from snet.errors import SNetRuntimeError
 from snet.records import describe, format_labels, is_tag_like, label_kind, FIELD
 from snet.source import Span
-from snet.spg.nodes import FilterNode, Pattern, SplitNode
-from snet.tagexpr import TagExpressionError, generated_globals, to_python, to_python_test
+from snet.spg.nodes import FilterClause, FilterItem, FilterNode, Pattern, SplitNode
+from snet.tagexpr import (Binary, Cond, Const, Expr, Ref, TagExpressionError, Unary, generated_globals, to_python,
+                          to_python_test)
 
 Record = dict
 
@@ -148,6 +150,9 @@ class CompiledFilter(Protocol):
 
     raw: Callable[[Record], list[Record]]
     error: Callable[[KeyError | TagExpressionError, Record], SNetRuntimeError]
+    node: FilterNode  # what it was compiled from (for a composition: the filter it stands for)
+    parts: tuple[Callable[[Record], list[Record]], ...]  # the filters it does the work of, each with its errors
+    composed: dict  # the compositions made with it: the next filter -> the composition, or None
 
     def __call__(self, record: Record, /) -> list[Record]: ...
 
@@ -221,7 +226,113 @@ def compile_filter(node: FilterNode, what: str = "filter") -> CompiledFilter:
     compiled = cast(CompiledFilter, apply)  # the function, given the attributes the protocol names
     compiled.raw = scope_fn
     compiled.error = error
+    compiled.node = node
+    compiled.parts = (apply,)
+    compiled.composed = {}
     return compiled
+
+
+class _NotOne(Exception):
+    """Raised inside :func:`_composed_node` where two filters cannot be written as one."""
+
+
+def compose_filters(first: CompiledFilter, second: CompiledFilter) -> CompiledFilter | None:
+    """``first .. second`` as one filter, where the two can be written as one; else None (remembered on ``first``).
+
+    A fused chain (FRONT, docs/runtime.md "Fusion") runs two filters in a
+    row as the composition: one generated function, one output record.
+    Its outputs are the two filters' to the label and in the labels' order;
+    where it meets an error (an absent label, a division by zero), the
+    filters run again one after the other on the record, so the error is
+    the one of the filter that meets it, word for word.
+    """
+    known = first.composed.get(second, False)
+    if known is not False:
+        return known
+    node = _composed_node(first.node, second.node)
+    composed = None
+    if node is not None:
+        composed = compile_filter(node)
+        parts = first.parts + second.parts
+        span = first.node.span
+
+        def error(e: KeyError | TagExpressionError, record: Record) -> SNetRuntimeError:
+            records = [record]
+            for part in parts:  # the filters one after the other: the one that meets the error raises it
+                records = [out for r in records for out in part(r)]
+            return expression_error("filter", span, e, record)  # (not reached: filters are functions)
+
+        composed.error = error
+        composed.parts = parts
+    first.composed[second] = composed
+    return composed
+
+
+def _composed_node(a: FilterNode, b: FilterNode) -> FilterNode | None:
+    """The filter that does ``a .. b`` (language.md §6.5), or None where one filter cannot say it.
+
+    Both must be one unguarded clause with one output record.  ``b``'s
+    expressions read the record ``a`` made: a label ``a`` sets is replaced by
+    ``a``'s expression for it (symbolically, over ``a``'s input), a label it
+    passes on is read from its input as it is.  The composition is refused
+    where ``b`` reads what ``a``'s output lacks though its input has it (a
+    label ``a`` consumes, a binding tag ``a`` does not set) or a tag ``a``
+    copies bare (copied, or 0 if absent: no expression says that), and where
+    an output of ``a`` that could fail (anything but a constant) would
+    neither stay nor be read, so that an error the filters meet one by one
+    is met by the composition too.  What the composition inherits is its
+    input's labels outside both patterns; what it sets is ``a``'s output
+    that ``b`` passes on (in ``a``'s order), with ``b``'s output over it:
+    the labels and their order are what ``a`` then ``b`` give.
+    """
+    for f in (a, b):
+        if len(f.clauses) != 1 or f.clauses[0].guard is not None or len(f.clauses[0].outputs) != 1:
+            return None
+    made = {item.label: item for item in a.clauses[0].outputs[0]}
+    lacks = a.pattern - made.keys()  # what a's output lacks though a's input may have it
+    read: set[str] = set()
+
+    def reads(label: str) -> FilterItem | None:
+        item = made.get(label)
+        if item is None and (label in lacks or label[1:2] == "#"):
+            raise _NotOne
+        if item is not None:
+            read.add(label)
+        return item
+
+    def over(e: Expr) -> Expr:
+        if isinstance(e, Ref):
+            item = reads(e.label)
+            if item is None:
+                return e
+            if item.expr is None:  # a bare tag: copied, or 0 if absent
+                raise _NotOne
+            return item.expr
+        if isinstance(e, Unary):
+            return dataclasses.replace(e, operand=over(e.operand))
+        if isinstance(e, Binary):
+            return dataclasses.replace(e, left=over(e.left), right=over(e.right))
+        if isinstance(e, Cond):
+            return dataclasses.replace(e, test=over(e.test), then=over(e.then), otherwise=over(e.otherwise))
+        return e
+
+    items = {label: item for label, item in made.items() if label not in b.pattern and label[1:2] != "#"}
+    try:
+        for item in b.clauses[0].outputs[0]:
+            if item.expr is not None:
+                items[item.label] = FilterItem(item.label, expr=over(item.expr))
+            else:  # a field copied (renamed or not), or a bare tag
+                assert item.source is not None
+                source = reads(item.source)
+                items[item.label] = item if source is None else \
+                    FilterItem(item.label, source=source.source, expr=source.expr)
+    except _NotOne:
+        return None
+    for label, item in made.items():
+        if items.get(label) is not item and label not in read and not isinstance(item.expr, Const):
+            return None  # computed, then dropped unread: its error would be lost
+    return dataclasses.replace(a, pattern=a.pattern | b.pattern,
+                               clauses=(FilterClause(None, (tuple(items.values()),)),))
 
 
 def _build_filter(source: str, spans: list[Span | None],
