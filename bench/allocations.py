@@ -24,6 +24,9 @@ from pathlib import Path
 ALLOC = Path(__file__).resolve().parents[1] / "tests" / "runtime" / "alloc"
 
 BOX = "".join(f"box b{i} ((a) -> (a));\n" for i in range(10)) + "box c0 ((z) -> (z));\n"
+# Five filters in a row (one stage when fused: docs/runtime.md, "Filters in a row are one filter").
+FIVE_FILTERS = ("[{a} -> {a, <t=1>}] .. [{a} -> {a, <u=2>}] .. [{a, <t>} -> {a, <t=t+1>}] .. [{a} -> {a}]"
+                " .. [{a} -> {a, <v>}]")
 NETWORKS = [
     ("one box", "net n connect b0;"),
     ("ten boxes", "net n connect " + " .. ".join(f"b{i}" for i in range(10)) + ";"),
@@ -33,6 +36,7 @@ NETWORKS = [
     ("a box, then `(b1 !! <k>)`", "net n connect b0 .. (b1 !! <k>);"),
     ("a box, then `[{a} -> {a, <t=1>}]`", "net n connect b0 .. [{a} -> {a, <t=1>}];"),
     ("a box, then `([{a} -> {a, <done>}] * {<done>})`", "net n connect b0 .. ([{a} -> {a, <done>}] * {<done>});"),
+    ("a box, then five filters that add tags", "net n connect b0 .. " + FIVE_FILTERS + ";"),
 ]
 
 LOOP = r'''
