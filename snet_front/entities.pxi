@@ -318,6 +318,9 @@ cdef class FilterEntity(Entity):
                 outs = self.raw(rec)
             except (KeyError, TagExpressionError) as e:
                 raise self.op.error(e, rec) from None
+            if type(outs) is dict:  # a clause's one output, as itself
+                w.write(self.resolve_out(), make_item(outs, stack_of(item)), True)
+                return 0
         self.emit_list(w, outs, stack_of(item), True)
         return 0
 

@@ -143,12 +143,14 @@ class CompiledFilter(Protocol):
 
     The FRONT runtime calls the generated function ``raw`` itself and turns
     a KeyError or TagExpressionError into ``error(e, record)``: one Python
-    frame less per record.  (A function carrying the two as attributes: a
+    frame less per record.  ``raw`` gives a clause's one output record as
+    itself (a new dict, which nothing else holds), no list around it; a
+    list where a clause has none or several.  (A function carrying the two as attributes: a
     call costs what a plain function call costs, which a class with
     ``__call__`` does not.)
     """
 
-    raw: Callable[[Record], list[Record]]
+    raw: Callable[[Record], Record | list[Record]]
     error: Callable[[KeyError | TagExpressionError, Record], SNetRuntimeError]
     node: FilterNode  # what it was compiled from (for a composition: the filter it stands for)
     parts: tuple[Callable[[Record], list[Record]], ...]  # the filters it does the work of, each with its errors
@@ -193,7 +195,10 @@ def compile_filter(node: FilterNode, what: str = "filter") -> CompiledFilter:
         code = []
         for n, items in enumerate(outputs):
             code.append(f"{indent}_o{n} = {output_code(items)}")
-        code.append(f"{indent}return [{', '.join(f'_inherit(r, _P, _L, _o{n})' for n in range(len(outputs)))}]")
+        if len(outputs) == 1:  # (one output record as itself, no list: see CompiledFilter)
+            code.append(f"{indent}return _inherit(r, _P, _L, _o0)")
+        else:
+            code.append(f"{indent}return [{', '.join(f'_inherit(r, _P, _L, _o{n})' for n in range(len(outputs)))}]")
         return code
 
     first = True
@@ -214,11 +219,12 @@ def compile_filter(node: FilterNode, what: str = "filter") -> CompiledFilter:
     scope_fn = _build_filter(source, spans, pattern)
     span = node.span
 
-    def apply(record: Record, _fn: Callable[[Record], list[Record]] = scope_fn) -> list[Record]:
+    def apply(record: Record, _fn: Callable[[Record], Record | list[Record]] = scope_fn) -> list[Record]:
         try:
-            return _fn(record)
+            outs = _fn(record)
         except (KeyError, TagExpressionError) as e:
             raise expression_error(what, span, e, record) from None
+        return [outs] if type(outs) is dict else outs  # type: ignore[list-item]
 
     def error(e: KeyError | TagExpressionError, record: Record) -> SNetRuntimeError:
         return expression_error(what, span, e, record)
@@ -336,7 +342,7 @@ def _composed_node(a: FilterNode, b: FilterNode) -> FilterNode | None:
 
 
 def _build_filter(source: str, spans: list[Span | None],
-                  pattern: frozenset[str]) -> Callable[[Record], list[Record]]:
+                  pattern: frozenset[str]) -> Callable[[Record], Record | list[Record]]:
     scope = generated_globals(spans)
     scope["_P"] = pattern
     scope["_L"] = tuple(sorted(pattern))
