@@ -66,7 +66,7 @@ hill climber that keeps a change only on evidence:
 * *Workers*: the active workers are the base count (the cores, at
   first) plus one per slot of every automatic box above level 1 (a box at
   level L may hold L workers in its calls; the base count runs the rest),
-  at most the workers started.  A trial of one worker fewer is kept when the work rate
+  at most the workers made.  A trial of one worker fewer is kept when the work rate
   does not fall by more than ``TOLERANCE`` (fewer threads contending for
   the GIL; a pipeline of cheap pure-Python boxes runs faster on one); a
   trial of one more (up to the cores) needs a gain of ``GAIN``.

@@ -168,10 +168,11 @@ class AutoStats:
     """What box concurrency auto settled at (snet.autoconc); the levels per box are in ``boxes``."""
 
     workers: int  # workers active at the end
-    max_workers: int  # workers started
+    max_workers: int  # the workers the run may use (the cores and the highest level)
     changes: int  # changes of a level or of the worker count that stayed
     trials: int  # raises and worker counts tried
     settled_seconds: float  # when the last change that stayed was made, from the start of the run
+    started: int = 0  # the workers whose threads started: the most that were active at once
 
 
 @attrs.frozen

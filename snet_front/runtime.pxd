@@ -237,7 +237,9 @@ cdef class Network:
     cdef object error
     cdef object fail_lock
     cdef list workers
-    cdef list threads
+    cdef list threads  # the threads of the workers started so far (those below `active`, started when it rises)
+    cdef object threads_lock  # guards `threads` and `launched`: the tuner starts workers, close joins them
+    cdef bint launched  # start() has run: set_active starts the threads of workers it activates
     cdef object cond
     cdef bint consumer_waiting
     cdef object idle_cond  # idle workers sleep on it; writers wake one when `sleepers` > 0
@@ -454,5 +456,6 @@ cdef class Worker(Writer):
 cdef class Runtime(Network):
     cdef bint failure_settled  # the workers running when the run failed have finished (or were waited for)
     cdef void outputs_drained(self)
+    cdef int launch(self, int n) except -1
     cdef bint outputs_taken_at_bound(self)
     cdef int await_output(self, double timeout) except -1

@@ -199,6 +199,7 @@ cdef class Runtime(Network):
         self.root_ctx = new_ctx(None, Instance.__new__(Instance), None)
         self.workers = [Worker(self, i, (i + seed) % workers) for i in range(workers)]
         self.threads = []
+        self.threads_lock = threading.Lock()
         self.executor = plan.executor
         self.exec_lock = threading.Lock()
         self.exec_waiting = {}
@@ -216,11 +217,28 @@ cdef class Runtime(Network):
             self.fail(e)
         finally:
             set_current_writer(previous)
-        for w in self.workers:
-            t = threading.Thread(target=w.run, name=f"snet-front-worker-{(<Worker>w).wid}", daemon=True)
+        with self.threads_lock:
+            self.launched = True
+            self.launch(self.active)
+
+    cdef int launch(self, int n) except -1:
+        """Start the threads of workers ``len(threads)`` to ``n - 1`` (``threads_lock`` held).
+
+        Workers beyond the active count start when the count first reaches
+        them (``set_active``): under box concurrency auto the pool holds the
+        cores plus the highest level, most of which a run never uses, and a
+        thread that never runs costs nothing, not even its start.
+        """
+        cdef Worker w
+        started = []
+        while len(self.threads) < n and not snet_flag_load(&self.stop) and not snet_flag_load(&self.done):
+            w = <Worker>self.workers[len(self.threads)]
+            t = threading.Thread(target=w.run, name=f"snet-front-worker-{w.wid}", daemon=True)
             self.threads.append(t)
-        for t in self.threads:
+            started.append(t)
+        for t in started:
             t.start()
+        return 0
 
     cdef void outputs_drained(self):
         """The consumer found no output waiting: was it the bound that kept the workers from making more?
@@ -321,15 +339,15 @@ cdef class Runtime(Network):
                     # the failing record in order: wait for them (at most CLOSE_TIMEOUT), then those first.
                     self.failure_settled = True
                     deadline = snet_now() + CLOSE_TIMEOUT
-                    while snet_atomic_load(&self.exited) < len(self.workers) and snet_now() < deadline:
+                    while snet_atomic_load(&self.exited) < len(self.threads) and snet_now() < deadline:
                         with self.cond:
-                            if snet_atomic_load(&self.exited) < len(self.workers):
+                            if snet_atomic_load(&self.exited) < len(self.threads):
                                 self.cond.wait(0.005)
                     continue
                 raise self.error
             if snet_flag_load(&self.stop):  # halted or closed: no more outputs will come
                 raise StopIteration
-            if snet_flag_load(&self.done) and snet_atomic_load(&self.exited) >= len(self.workers):
+            if snet_flag_load(&self.done) and snet_atomic_load(&self.exited) >= len(self.threads):
                 if len(self.outputs):
                     continue
                 if self.finished == 0:
@@ -369,11 +387,13 @@ cdef class Runtime(Network):
         """
         self.halt()
         deadline = snet_now() + timeout
-        for t in self.threads:
+        with self.threads_lock:  # (no thread starts after the stop: launch checks it)
+            threads = list(self.threads)
+        for t in threads:
             t.join(max(0.0, deadline - snet_now()))
         if self.finished == 0:
             self.finished = snet_now()
-        return sum(1 for t in self.threads if t.is_alive())
+        return sum(1 for t in threads if t.is_alive())
 
     def termination_warnings(self):
         """(node id, filled, total) for every unfired cell that holds records, in creation order."""
@@ -414,12 +434,19 @@ cdef class Runtime(Network):
         """Run ``n`` workers (1 ... all), park the others; returns the count set."""
         n = max(1, min(n, len(self.workers)))
         self.active = n
+        with self.threads_lock:
+            if self.launched:
+                self.launch(n)
         with self.park_cond:
             self.park_cond.notify_all()
         return n
 
     def active_workers(self):
         return self.active
+
+    def workers_started(self):
+        """How many workers' threads have started (those below the highest active count so far)."""
+        return len(self.threads)
 
     def sample(self, nodes):
         """(now, invocations, [(calls, seconds, CPU seconds) per node of ``nodes``]): the counters so far, cheaply."""

@@ -236,7 +236,7 @@ class FrontExecution(Execution):
         stats = RunStats.from_front(self.runtime.statistics(), executor, self.runtime.held_in_cells(),
                                     resident_bytes())
         if self.controller is not None:
-            stats = stats.with_auto(self.controller.summary())
+            stats = stats.with_auto(dict(self.controller.summary(), started=self.runtime.workers_started()))
         return stats
 
 

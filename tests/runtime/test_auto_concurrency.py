@@ -10,6 +10,7 @@ machine, and assert the direction of the change, not its size.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import re
@@ -222,6 +223,22 @@ def test_a_sleeping_box_is_raised_while_the_run_goes_on_and_order_is_kept():
     assert not [name for name in alive if name == "snet-box-concurrency-auto" or name.startswith("snet-front-worker")]
 
 
+def test_workers_beyond_the_active_ones_start_only_when_the_count_reaches_them(caplog):
+    """The pool holds the cores and the highest level; a thread starts when the active count first reaches its
+    worker, so a run whose controller never raises the count starts as many threads as cores."""
+    net = snet.load(PIPE, boxes=boxes(seconds=0.0))
+    cores = os.cpu_count() or 1
+    with caplog.at_level(logging.INFO, logger="snet"):
+        with net.run([{"a": i} for i in range(200)], engine="front", box_concurrency="auto") as execution:
+            assert len(list(execution)) == 200
+    auto = execution.stats().auto
+    active = [int(n) for n in re.findall(r"; workers active: (\d+)$", caplog.text, re.M)]
+    assert auto is not None and auto.max_workers == cores + MAX_LEVEL
+    assert auto.started == max([cores] + active), (auto, caplog.text)
+    if not active:  # (the usual case: the run is over before the controller's first window)
+        assert auto.started == cores
+
+
 def test_a_box_given_a_number_keeps_it_beside_automatic_boxes():
     net = snet.load(PIPE, boxes=boxes(seconds=0.001))
     with net.run([{"a": i} for i in range(300)], engine="front", box_concurrency={"slow": "auto", "fast": 1}) as ex:
@@ -274,7 +291,10 @@ def test_verbose_prints_each_change_and_stats_show_the_levels(tmp_path):
                      err, re.M), err
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["boxes"]["slow"]["concurrency"] >= 2 and stats["boxes"]["fast"]["concurrency"] >= 1
-    assert set(stats["auto"]) == {"workers", "max_workers", "changes", "trials", "settled_seconds"}
+    assert set(stats["auto"]) == {"workers", "max_workers", "changes", "trials", "settled_seconds", "started"}
+    # a worker's thread starts when the active count first reaches it: as many as were ever active at once
+    active = [int(n) for n in re.findall(r"; workers active: (\d+)$", err, re.M)]
+    assert stats["auto"]["started"] == max([os.cpu_count() or 1] + active), (stats["auto"], active)
     assert re.search(r"^  box concurrency auto: \d+ of \d+ workers active; levels fast \d+, slow \d+; settled after",
                      err, re.M), err
     assert re.search(r"^  [\d.]+ m?s on the front engine with up to \d+ workers$", err, re.M), err
