@@ -224,7 +224,9 @@ def compile_filter(node: FilterNode, what: str = "filter") -> CompiledFilter:
             outs = _fn(record)
         except (KeyError, TagExpressionError) as e:
             raise expression_error(what, span, e, record) from None
-        return [outs] if type(outs) is dict else outs  # type: ignore[list-item]
+        if isinstance(outs, dict):  # a clause's one output, as itself
+            return [outs]
+        return outs
 
     def error(e: KeyError | TagExpressionError, record: Record) -> SNetRuntimeError:
         return expression_error(what, span, e, record)
