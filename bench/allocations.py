@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path
 
 ALLOC = Path(__file__).resolve().parents[1] / "tests" / "runtime" / "alloc"
+sys.path.insert(0, str(ALLOC))
+from counter import build  # noqa: E402 (the counting allocator's build, shared with the test)
 
 BOX = "".join(f"box b{i} ((a) -> (a));\n" for i in range(10)) + "box c0 ((z) -> (z));\n"
 # Five filters in a row (one stage when fused: docs/runtime.md, "Filters in a row are one filter").
@@ -65,10 +67,7 @@ def main() -> None:
     if sysconfig.get_config_var("Py_GIL_DISABLED"):
         sys.exit("allocations.py: a GIL build of CPython only (free-threaded objects come from mimalloc)")
     with tempfile.TemporaryDirectory() as tmp:
-        lib = Path(tmp) / "counting.so"
-        cc = sysconfig.get_config_var("CC") or "cc"
-        subprocess.run([*cc.split(), "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
-                        str(ALLOC / "counting.c"), "-o", str(lib)], check=True)
+        lib = build(Path(tmp))
         runs = [[f"{name}|{fuse}", BOX + source, fuse] for name, source in NETWORKS for fuse in (True, False)]
         done = subprocess.run([sys.executable, str(ALLOC / "measure.py"), str(lib)], input=json.dumps(runs),
                               capture_output=True, text=True, check=True)

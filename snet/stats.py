@@ -172,7 +172,7 @@ class AutoStats:
     changes: int  # changes of a level or of the worker count that stayed
     trials: int  # raises and worker counts tried
     settled_seconds: float  # when the last change that stayed was made, from the start of the run
-    started: int = 0  # the workers whose threads started: the most that were active at once
+    started: int  # the workers whose threads started: the most that were active at once
 
 
 @attrs.frozen

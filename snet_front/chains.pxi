@@ -112,11 +112,7 @@ cdef class ChainEntity(Entity):
         if self.tuned is not None:  # as an automatic box: the cheap path at level 1 with no call in flight
             one = self.level() <= 1 and snet_atomic_load(&self.running) == 0
         if one:
-            outs = self.walk(w, rec, 0, False, every)
-            if type(outs) is dict:
-                w.write(self.resolve_out(), make_item(outs, st), True)
-            else:
-                self.emit_list(w, outs, st, True)
+            self.emit(w, self.walk(w, rec, 0, False, every), st, True)
             return 0
         seq = self.next_seq  # concurrent invocation: as BoxEntity's
         self.next_seq += 1

@@ -455,7 +455,11 @@ cdef class Entity:
     cdef Entity entry(self):
         return self
 
-    cdef int emit_list(self, Writer w, object outs, GStack st, bint cont) except -1:
+    cdef int emit(self, Writer w, object outs, GStack st, bint cont) except -1:
+        """Write an invocation's outputs on: one output record as itself (a dict), or the list of them."""
+        if type(outs) is dict:
+            w.write(self.resolve_out(), make_item(outs, st), cont)
+            return 0
         cdef Py_ssize_t i, n = len(outs)
         if st is not None:
             if n == 0:

@@ -29,7 +29,7 @@ cdef long emit_or_hold(Entity e, Writer w, dict done, long emit_seq, long seq, o
     without bound behind it).
     """
     if seq == emit_seq and not done:  # the next in order: no stop in the reorder buffer
-        e.emit_list(w, outs, st, False)
+        e.emit(w, outs, st, False)
         return emit_seq + 1
     done[seq] = (outs, st)
     snet_atomic_add(&e.rt.reordered, len(outs))
@@ -46,7 +46,7 @@ cdef long emit_in_order(Entity e, Writer w, dict done, long emit_seq) except -1:
         if pair is None:
             break
         snet_atomic_add(&e.rt.reordered, -len(pair[0]))
-        e.emit_list(w, pair[0], pair[1], False)
+        e.emit(w, pair[0], pair[1], False)
         emit_seq += 1
     return emit_seq
 
@@ -145,10 +145,7 @@ cdef class BoxEntity(Entity):
                 if cw:
                     w.box_cpu[self.node] += (thread_cpu() - c0) * cw
             w.box_calls[self.node] += 1
-            if type(outs) is dict:  # one output: the walk goes on with it
-                w.write(self.resolve_out(), make_item(outs, st), True)
-            else:
-                self.emit_list(w, outs, st, True)
+            self.emit(w, outs, st, True)  # (one output: the walk goes on with it)
             return 0
         # Concurrent invocation: number the record while we hold the lock,
         # let other workers start on the next records, reorder at the end.
@@ -318,10 +315,7 @@ cdef class FilterEntity(Entity):
                 outs = self.raw(rec)
             except (KeyError, TagExpressionError) as e:
                 raise self.op.error(e, rec) from None
-            if type(outs) is dict:  # a clause's one output, as itself
-                w.write(self.resolve_out(), make_item(outs, stack_of(item)), True)
-                return 0
-        self.emit_list(w, outs, stack_of(item), True)
+        self.emit(w, outs, stack_of(item), True)  # (a clause's one output comes as itself)
         return 0
 
     cdef bint settled(self):

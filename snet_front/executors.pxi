@@ -112,7 +112,7 @@ cdef bint flush_executor(Network rt, Writer w) except -1:
                         e, st = entry
                     else:
                         e, st = entry, None
-                    e.emit_list(w, done.outputs, st, False)
+                    e.emit(w, done.outputs, st, False)
                     snet_atomic_add(&rt.exec_buffered, -1)
                     snet_atomic_add(&rt.pending, -1)
                 if result.error is not None:

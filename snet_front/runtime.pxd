@@ -88,7 +88,7 @@ cdef class Entity:
     cdef bint settled(self)
     cdef int level(self)
     cdef void hint_fresh(self, Instance replica)
-    cdef int emit_list(self, Writer w, object outs, GStack st, bint cont) except -1
+    cdef int emit(self, Writer w, object outs, GStack st, bint cont) except -1
 
 
 cdef class DepthInbox:

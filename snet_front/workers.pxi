@@ -537,7 +537,7 @@ cdef class Worker(Writer):
                 elif type(res) is dict:
                     self.write(out, res, False)
                 else:
-                    chain.emit_list(self, res, None, False)
+                    chain.emit(self, res, None, False)
                 if self.safe_point():
                     break
             failed = False

@@ -25,7 +25,7 @@ from typing import Callable, Protocol, Sequence, cast
 
 from snet.core.boxes import filter_output
 from snet.errors import SNetRuntimeError
-from snet.records import describe, format_labels, is_tag_like, label_kind, FIELD
+from snet.records import describe, format_labels, is_tag_like, label_kind, BTAG, FIELD
 from snet.source import Span
 from snet.spg.nodes import FilterClause, FilterItem, FilterNode, Pattern, SplitNode
 from snet.tagexpr import (Binary, Cond, Const, Expr, Ref, TagExpressionError, Unary, generated_globals, to_python,
@@ -302,7 +302,7 @@ def _composed_node(a: FilterNode, b: FilterNode) -> FilterNode | None:
 
     def reads(label: str) -> FilterItem | None:
         item = made.get(label)
-        if item is None and (label in lacks or label[1:2] == "#"):
+        if item is None and (label in lacks or label_kind(label) == BTAG):
             raise _NotOne
         if item is not None:
             read.add(label)
@@ -324,7 +324,7 @@ def _composed_node(a: FilterNode, b: FilterNode) -> FilterNode | None:
             return dataclasses.replace(e, test=over(e.test), then=over(e.then), otherwise=over(e.otherwise))
         return e
 
-    items = {label: item for label, item in made.items() if label not in b.pattern and label[1:2] != "#"}
+    items = {label: item for label, item in made.items() if label not in b.pattern and label_kind(label) != BTAG}
     try:
         for item in b.clauses[0].outputs[0]:
             if item.expr is not None:

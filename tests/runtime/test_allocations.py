@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from alloc.counter import build
+
 HERE = Path(__file__).resolve().parent / "alloc"
 
 pytestmark = pytest.mark.skipif(
@@ -46,10 +48,7 @@ NETWORKS = {
 @pytest.fixture(scope="module")
 def blocks(tmp_path_factory):
     """{(network, fused): blocks allocated per record}."""
-    lib = tmp_path_factory.mktemp("alloc") / "counting.so"
-    cc = sysconfig.get_config_var("CC") or "cc"
-    subprocess.run([*cc.split(), "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
-                    str(HERE / "counting.c"), "-o", str(lib)], check=True)
+    lib = build(tmp_path_factory.mktemp("alloc"))
     runs = [[f"{name}|{fuse}", BOX + source, fuse] for name, source in NETWORKS.items() for fuse in (True, False)]
     done = subprocess.run([sys.executable, str(HERE / "measure.py"), str(lib)], input=json.dumps(runs),
                           capture_output=True, text=True, timeout=600)
