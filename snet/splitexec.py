@@ -70,6 +70,7 @@ only records, node ids and replica state.
 from __future__ import annotations
 
 import importlib
+import logging
 import time
 from collections import deque
 from typing import Any, Callable, Iterable, NamedTuple, Protocol, Sequence
@@ -81,6 +82,8 @@ from snet.errorpolicy import ErrorPolicy, error_record
 from snet.errors import SNetRuntimeError, SNetUsageError
 from snet.gcpause import gc_paused
 from snet.spg.nodes import NetNode, Node, PropertyGraph, SplitNode
+
+log = logging.getLogger("snet")
 
 Record = dict[str, Any]
 Path = tuple[tuple[int, Any], ...]  # the replica an instance is in, as checkpoints name it (snet.checkpoint.state)
@@ -256,6 +259,10 @@ class SplitRunner:
     def stats(self) -> dict[str, Any]:
         return {}
 
+    def bytes_moved(self) -> int:
+        """The bytes of records sent to the replicas and of outputs read back so far (0: not counted)."""
+        return 0
+
     def cancel(self) -> None:
         """Stop the work running now (called from another thread)."""
 
@@ -277,31 +284,54 @@ class SplitBatchSizer:
     moving mean of the batches so far, each weighed by its records), as a
     power of two between ``FEWEST`` and ``MOST``.  The first batch is the
     executor's :attr:`SplitExecutor.first_batch`.
+
+    Quick records of many bytes would make such a batch large in memory (the
+    records, their pickles and their outputs are all held until it is done):
+    where the runners say how many bytes a batch moved
+    (:meth:`SplitRunner.bytes_moved`), the size is also kept to
+    ``MOST_BYTES`` over a moving mean of the bytes a record moved, in and out.
+    Each change is logged (``-v``) with its reason.
     """
 
     FEWEST = 8
     MOST = 65_536
+    MOST_BYTES = 64 << 20  # pickled records in and out of one batch, about
 
-    def __init__(self, seconds: float, first: int):
-        self.seconds = seconds
+    def __init__(self, seconds: float, first: int, where: str = "in the split executor"):
+        self.seconds, self.where = seconds, where
         self.per_record: float | None = None  # a moving mean, seconds a record
+        self.bytes_per_record: float | None = None  # a moving mean, bytes a record moved (None: not known)
         # the sizes set in turn, the latest 64: the first batch's, then each change (the last may have been
         # set after the run's last batch)
         self.sizes: deque[int] = deque([first], maxlen=64)
 
-    def next_size(self, records: int, seconds: float) -> int:
-        """The size of the next batch, after one of ``records`` records took ``seconds``."""
+    def next_size(self, records: int, seconds: float, moved: int = 0) -> int:
+        """The size of the next batch, after one of ``records`` records took ``seconds`` and moved ``moved``
+        bytes to and from the executor (0: not known)."""
+        # recent batches count most: a batch's weight grows with its records, up to half
+        weight = min(0.5, records / (records + 64))
         measured = seconds / records
         if self.per_record is None:
             self.per_record = measured
-        else:  # recent batches count most: a batch's weight grows with its records, up to half
-            weight = min(0.5, records / (records + 64))
+        else:
             self.per_record += weight * (measured - self.per_record)
+        if moved:
+            if self.bytes_per_record is None:
+                self.bytes_per_record = moved / records
+            else:
+                self.bytes_per_record += weight * (moved / records - self.bytes_per_record)
         wanted = self.seconds / self.per_record if self.per_record > 0 else self.MOST
+        reason = f"{self.per_record * 1e6:,.3g} µs a record, batches of about {self.seconds:g} s"
+        if self.bytes_per_record and self.MOST_BYTES / self.bytes_per_record < wanted:
+            wanted = self.MOST_BYTES / self.bytes_per_record
+            reason = (f"{self.bytes_per_record / 1024:,.0f} KiB a record in and out, at most "
+                      f"{self.MOST_BYTES >> 20} MiB a batch")
         size = self.FEWEST
         while size * 2 <= wanted and size < self.MOST:
             size *= 2
         if size != self.sizes[-1]:
+            log.info("info: batch size auto %s: %s -> %s (%s)", self.where, f"{self.sizes[-1]:,}", f"{size:,}",
+                     reason)
             self.sizes.append(size)
         return size
 
@@ -362,7 +392,7 @@ class SplitExecutor:
         """Size the batches while the run goes on (a :class:`SplitBatchSizer`), unless ``options`` give the size."""
         if self.batch_option and getattr(options, self.batch_option, None) is None:
             self.batch_size = self.first_batch or self.batch_size
-            self.sizer = SplitBatchSizer(self.batch_seconds, self.batch_size)
+            self.sizer = SplitBatchSizer(self.batch_seconds, self.batch_size, self.place)
 
     def take_checkpoints(self, graph: PropertyGraph, checkpointing: Any) -> None:
         """The run takes checkpoints (a :class:`snet.checkpoint.gate.Checkpointing`): refuse it if the state of
@@ -502,7 +532,7 @@ class SplitExecutor:
             return self._run(taken)
 
     def _run(self, batch: Taken) -> BatchResult:
-        started = time.perf_counter()
+        started, moved = time.perf_counter(), self._bytes_moved()
         done: list[SplitOutputs] = []
         failed: list[tuple[int, BaseException]] = []
         try:
@@ -523,10 +553,14 @@ class SplitExecutor:
             self.flushes += 1
             self.flush_seconds += seconds
             if self.sizer is not None:
-                self.batch_size = self.sizer.next_size(sum(len(columns[0]) for columns in batch.values()), seconds)
+                self.batch_size = self.sizer.next_size(sum(len(columns[0]) for columns in batch.values()), seconds,
+                                                       self._bytes_moved() - moved)
         if len(batch) > 1:  # (one split node's outputs come sorted: fold_outputs)
             done.sort(key=_seq)
         return BatchResult(tuple(done), failures=tuple(failed))
+
+    def _bytes_moved(self) -> int:
+        return sum(runner.bytes_moved() for runner in self.runners.values())
 
     def _skipped(self, runner: SplitRunner, failed: list[tuple[int, BaseException]]) -> None:
         """Report the records ``runner`` skipped to the run's error policy; note (seq, error) for the engines."""

@@ -311,8 +311,9 @@ class Pool:
         if answer[0] != "ready":
             raise SNetBindingError(f"split process {index + 1} of {self.count} could not start: {answer[1]}")
 
-    def send(self, index: int, message: tuple) -> None:
-        """Send ``message`` to process ``index``; a process that has ended is a run-time error."""
+    def send(self, index: int, message: tuple) -> int:
+        """Send ``message`` to process ``index`` (how many bytes it took); a process that has ended is a run-time
+        error."""
         data = pickle.dumps(message, PROTOCOL)
         entry = self.processes[index]
         try:
@@ -323,6 +324,7 @@ class Pool:
             self.broken = SNetRuntimeError(f"split process {index + 1} of {self.count} has ended "
                                            f"({entry.exit_text()}); its standard error says why")
             raise self.broken from None
+        return len(data)
 
     def stop(self) -> None:
         """End every process now (the run is over, or stopping): a batch running is abandoned."""
@@ -361,6 +363,7 @@ class ProcessSplitRunner(SplitRunner):
         self.stateful = node.operand.holds_state
         self.replicas: set[tuple[int, int]] = set()
         self.records = 0
+        self.moved = 0  # bytes of the batches' messages to the processes and of their answers
         self.failures: list[tuple] = []  # (seq, error record, error) of the records skipped in the processes
         self.box_calls: dict[str, list] = {}
         self.final_warnings: list[str] | None = None
@@ -389,7 +392,7 @@ class ProcessSplitRunner(SplitRunner):
             for index, share in enumerate(shares):
                 if share:
                     try:
-                        pool.send(index, ("run", self.node.id, share, paths[index]))
+                        self.moved += pool.send(index, ("run", self.node.id, share, paths[index]))
                     except (pickle.PicklingError, TypeError, AttributeError) as e:
                         raise SNetRuntimeError(f"a record that entered the split cannot be sent to a split process "
                                                f"(records travel pickled): {type(e).__name__}: {e}",
@@ -488,12 +491,13 @@ class ProcessSplitRunner(SplitRunner):
                         shares[index] = share[done[index] + 1:]
                         done[index], buffers[index] = 0, bytearray()
                         pool.replace(index)
-                        pool.send(index, ("run", self.node.id, shares[index], {}))  # answered with "end" if empty
+                        self.moved += pool.send(index, ("run", self.node.id, shares[index], {}))  # "end" if empty
                         fd = pool.processes[index].connection.fileno()
                         waiting[fd] = index
                         selector.register(fd, selectors.EVENT_READ)
                         continue
                     buffers[index] += chunk
+                    self.moved += len(chunk)
                     for data in _messages(buffers[index]):
                         try:
                             message = read_answer(data)
@@ -515,7 +519,7 @@ class ProcessSplitRunner(SplitRunner):
                             self._ended(index, message)
                             if runs and not errors and pool.broken is None:  # the next run not given out yet
                                 shares[index], done[index] = runs.popleft(), 0
-                                pool.send(index, ("run", self.node.id, shares[index], {}))  # (no state)
+                                self.moved += pool.send(index, ("run", self.node.id, shares[index], {}))
                                 continue
                             selector.unregister(fd)
                             del waiting[fd]
@@ -610,6 +614,9 @@ class ProcessSplitRunner(SplitRunner):
                                                f"checkpoint; its standard error says why", self.node.span)
                 raise pool.broken from None
         return parts
+
+    def bytes_moved(self) -> int:
+        return self.moved
 
     def stats(self) -> dict:
         return {"split": self.where, "records": self.records, "replicas": len(self.replicas),

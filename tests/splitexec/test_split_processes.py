@@ -108,6 +108,39 @@ def test_a_batch_sizer_aims_at_its_seconds_a_batch_as_a_power_of_two():
     assert SplitBatchSizer(0.25, 64).next_size(10, 0.0) == SplitBatchSizer.MOST
 
 
+def test_a_batch_sizer_keeps_a_batch_of_large_records_within_its_bytes_and_says_why(caplog):
+    """Quick records of 1 MiB each way: the time alone would give 8,192 a batch, 16 GiB; the bytes keep it at
+    MOST_BYTES (64 MiB) over the bytes a record moved.  A change is logged with its reason (``-v``)."""
+    sizer = SplitBatchSizer(0.25, 64, "in split processes")
+    with caplog.at_level(logging.INFO, logger="snet"):
+        assert sizer.next_size(64, 64 * 20e-6, 64 * (2 << 20)) == 32  # 2 MiB a record: 32 of them
+    assert caplog.messages == ["info: batch size auto in split processes: 64 -> 32 (2,048 KiB a record in and "
+                               "out, at most 64 MiB a batch)"]
+    assert sizer.next_size(32, 32 * 20e-6, 32 * (2 << 20)) == 32 and list(sizer.sizes) == [64, 32]
+    # the records turn small: the moving mean of their bytes falls, and the size grows back to the time's
+    grown = [sizer.next_size(8192, 8192 * 20e-6, 8192 * 100) for _ in range(16)]
+    assert grown == sorted(grown) and grown[-1] == 8192, grown
+    assert SplitBatchSizer(0.25, 64).next_size(64, 64 * 20e-6, 64 * 100) == 8192  # small records: the time's
+    assert SplitBatchSizer(0.25, 64).next_size(64, 64 * 20e-6, 64 * (1 << 30)) == SplitBatchSizer.FEWEST
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=["reference", "front"])
+def test_under_auto_the_batches_of_large_records_stay_within_their_bytes(tmp_path, engine, monkeypatch, caplog):
+    """A quick box over records of 16 KiB: the batches grow with the time alone (the test above), but the bytes
+    a record moves to its process and back (about 32 KiB) keep a batch to MOST_BYTES, here 1 MiB: 32 records at
+    most after the first batch's 64."""
+    monkeypatch.setattr(SplitBatchSizer, "MOST_BYTES", 1 << 20)
+    net = load(tmp_path, ONE, "def f(a, k):\n    return {'a': a, '<k>': k}\n")
+    records = [{"a": f"{i:05d}" + "x" * (16 << 10), "<k>": i % 8} for i in range(1500)]
+    with caplog.at_level(logging.INFO, logger="snet"):
+        with net.run(records, split_processes=2, box_concurrency="auto", **engine) as execution:
+            outputs = list(execution)
+    assert sorted(o["a"] for o in outputs) == sorted(r["a"] for r in records)
+    sizes = execution.stats().split_processes.batch_sizes
+    assert sizes[0] == 64 and 8 <= min(sizes[1:]) and max(sizes[1:]) <= 32, sizes
+    assert any("KiB a record in and out, at most 1 MiB a batch" in m for m in caplog.messages), caplog.messages
+
+
 SLEEPING = "import time\n\ndef f(a, k):\n    time.sleep(0.004)\n    return {'a': a, '<k>': k}\n"
 
 

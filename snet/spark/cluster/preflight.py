@@ -10,6 +10,7 @@ the JVM started, a master's endpoint there.  Each failure is an
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -171,10 +172,8 @@ def _shown(data: bytes, limit: int = 60) -> str:
 def _exchange(sock: socket.socket, deadline: float) -> bytes | None:
     """Send the probe and read the answer's first 9 bytes; b"" when the peer closed, None when silent."""
     data = b""
-    try:
+    with contextlib.suppress(OSError):  # the peer closed at once (it may have said why first)
         sock.sendall(_PROBE)
-    except OSError:  # the peer closed at once (it may have said why first)
-        pass
     while len(data) < 9:
         left = deadline - time.monotonic()
         if left <= 0:

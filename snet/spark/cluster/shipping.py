@@ -9,6 +9,7 @@ package's (:func:`snet.shipped_native.package_zip`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -209,11 +210,9 @@ def dump_context(context: RunContext) -> bytes:
         for module in modules:
             if module.__name__ in already:
                 continue  # registered by the caller: leave it registered
-            try:
+            with contextlib.suppress(ValueError):  # (a module it cannot take goes by reference)
                 cloudpickle.register_pickle_by_value(module)
                 registered.append(module)
-            except ValueError:
-                pass
         return cloudpickle.dumps(context, protocol=5)
     finally:
         for module in registered:

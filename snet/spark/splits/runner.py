@@ -9,6 +9,7 @@ DataFrame path (``mapInArrow``) on Spark Connect or with ``snet.path=dataframe``
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
@@ -164,6 +165,9 @@ class SparkSplitRunner(SplitRunner):
         log.info("spark split %s: batch %d, %d records, %d tasks, %.3f s", self.where, s["batches"],
                  records, len(payloads), seconds)
 
+    def bytes_moved(self) -> int:
+        return int(self._stats["bytes_out"] + self._stats["bytes_in"])
+
     def take_failures(self) -> list[tuple]:
         failures, self.failures = self.failures, []
         return [(seq, record, report.rebuild()) for seq, record, report in sorted(failures, key=lambda f: f[0])]
@@ -265,9 +269,7 @@ class SparkSplitRunner(SplitRunner):
         self._closed = True
         self._replicas_at_close = len(self.states)
         if self._broadcast is not None:
-            try:
+            with contextlib.suppress(Exception):  # the session may be gone at interpreter exit
                 self._broadcast.unpersist()
-            except Exception:  # the session may be gone at interpreter exit
-                pass
         self.states.clear()
 
