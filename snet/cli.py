@@ -136,8 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="which splits run in the split processes: 'auto' (default), 'all', or a comma list of "
                           "FILE:LINE:COL positions or net names")
     run.add_argument("--process-batch", type=int, metavar="N",
-                     help="records per batch of the split processes (default 1024; chosen while the run goes on "
-                          "under --box-concurrency auto)")
+                     help="records per batch of the split processes (default 1024, fewer where they are large; "
+                          "chosen while the run goes on under --box-concurrency auto)")
     run.add_argument("--spark", metavar="MASTER",
                      help="run index splits on Spark (local[N], spark://, yarn, k8s://, sc://); "
                           "default: $SNET_SPARK_MASTER, else no Spark")
@@ -147,8 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="which splits run on Spark: 'auto' (default), 'all', or a comma list of "
                           "FILE:LINE:COL positions or net names")
     run.add_argument("--spark-batch", type=int, metavar="N",
-                     help="records per Spark batch (default 4096; chosen while the run goes on under "
-                          "--box-concurrency auto)")
+                     help="records per Spark batch (default 4096, fewer where they are large; chosen while "
+                          "the run goes on under --box-concurrency auto)")
     run.add_argument("--spark-driver-fallback", action="store_true",
                      help="Spark source and sink, but a network whose state cannot be partitioned: run it on the "
                           "driver instead of stopping")

@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import pickle
 import time
 from collections import deque
 from typing import Any, Callable, Iterable, NamedTuple, Protocol, Sequence
@@ -79,7 +80,7 @@ import attrs
 
 from snet.checkpoint.state import replica_value
 from snet.errorpolicy import ErrorPolicy, error_record
-from snet.errors import SNetRuntimeError, SNetUsageError
+from snet.errors import SNetError, SNetRuntimeError, SNetUsageError
 from snet.gcpause import gc_paused
 from snet.spg.nodes import NetNode, Node, PropertyGraph, SplitNode
 
@@ -271,7 +272,8 @@ class SplitRunner:
 
 
 class SplitBatchSizer:
-    """Batch sizes chosen while the run goes on (``--box-concurrency auto`` without a batch size given).
+    """Batch sizes chosen while the run goes on, where the options give none: under ``--box-concurrency auto``
+    by the time a batch takes and its bytes, else the executor's default size kept to its bytes.
 
     A batch runs as one round trip to the executor, and the run's other
     stages get its outputs only when all of it is done: a large batch
@@ -289,16 +291,19 @@ class SplitBatchSizer:
     records, their pickles and their outputs are all held until it is done):
     where the runners say how many bytes a batch moved
     (:meth:`SplitRunner.bytes_moved`), the size is also kept to
-    ``MOST_BYTES`` over a moving mean of the bytes a record moved, in and out.
-    Each change is logged (``-v``) with its reason.
+    ``MOST_BYTES`` over a moving mean of the bytes a record moved, in and out;
+    before the first batch, over twice the pickle of the run's first record
+    (:meth:`first_record`).  Without ``auto`` (``seconds`` None) that is all:
+    the size is the executor's default (``first``), or fewer records where
+    they are large.  Each change is logged (``-v``) with its reason.
     """
 
     FEWEST = 8
     MOST = 65_536
     MOST_BYTES = 64 << 20  # pickled records in and out of one batch, about
 
-    def __init__(self, seconds: float, first: int, where: str = "in the split executor"):
-        self.seconds, self.where = seconds, where
+    def __init__(self, seconds: float | None, first: int, where: str = "in the split executor"):
+        self.seconds, self.where, self.default = seconds, where, first
         self.per_record: float | None = None  # a moving mean, seconds a record
         self.bytes_per_record: float | None = None  # a moving mean, bytes a record moved (None: not known)
         # the sizes set in turn, the latest 64: the first batch's, then each change (the last may have been
@@ -320,20 +325,46 @@ class SplitBatchSizer:
                 self.bytes_per_record = moved / records
             else:
                 self.bytes_per_record += weight * (moved / records - self.bytes_per_record)
-        wanted = self.seconds / self.per_record if self.per_record > 0 else self.MOST
-        reason = f"{self.per_record * 1e6:,.3g} µs a record, batches of about {self.seconds:g} s"
+        if self.seconds is None:
+            wanted, reason = float(self.default), f"the default, {(self.bytes_per_record or 0) / 1024:,.0f} KiB a " \
+                                                  f"record in and out"
+        else:
+            wanted = self.seconds / self.per_record if self.per_record > 0 else self.MOST
+            reason = f"{self.per_record * 1e6:,.3g} µs a record, batches of about {self.seconds:g} s"
         if self.bytes_per_record and self.MOST_BYTES / self.bytes_per_record < wanted:
             wanted = self.MOST_BYTES / self.bytes_per_record
             reason = (f"{self.bytes_per_record / 1024:,.0f} KiB a record in and out, at most "
                       f"{self.MOST_BYTES >> 20} MiB a batch")
+        size = self._power(wanted)
+        if size != self.sizes[-1]:
+            self._say(self.sizes[-1], size, reason)
+            self.sizes.append(size)
+        return size
+
+    def first_record(self, moved: int) -> int:
+        """The first batch's size, given the bytes the run's first record would move (twice its pickle, as if
+        its outputs were as large): at most ``MOST_BYTES`` of such records."""
+        first = self.sizes[0]
+        if moved and self.MOST_BYTES / moved < first:
+            size = self._power(self.MOST_BYTES / moved)
+            self._say(first, size, f"the first record: {moved / 1024:,.0f} KiB in and out, at most "
+                                   f"{self.MOST_BYTES >> 20} MiB a batch")
+            self.sizes[0] = first = size
+        return first
+
+    def chosen(self) -> tuple[int, ...]:
+        """The sizes set in turn (the first batch's, then each change), for the statistics; none where the
+        default size was kept all along."""
+        return () if self.seconds is None and list(self.sizes) == [self.default] else tuple(self.sizes)
+
+    def _power(self, wanted: float) -> int:
         size = self.FEWEST
         while size * 2 <= wanted and size < self.MOST:
             size *= 2
-        if size != self.sizes[-1]:
-            log.info("info: batch size auto %s: %s -> %s (%s)", self.where, f"{self.sizes[-1]:,}", f"{size:,}",
-                     reason)
-            self.sizes.append(size)
         return size
+
+    def _say(self, old: int, new: int, reason: str) -> None:
+        log.info("info: batch size auto %s: %s -> %s (%s)", self.where, f"{old:,}", f"{new:,}", reason)
 
 
 class SplitExecutor:
@@ -343,8 +374,8 @@ class SplitExecutor:
         selected: the split node ids whose replicas run here.
         batch_size: records per batch (chosen after every batch when
             :attr:`sizer` is set).
-        sizer: the :class:`SplitBatchSizer` of a run with ``--box-concurrency
-            auto`` and no batch size given (:attr:`batch_option`), else None.
+        sizer: the :class:`SplitBatchSizer` of a run that gives no batch size
+            (:attr:`batch_option`), else None.
         linger: seconds an engine may let a partial batch wait for input
             before it runs it anyway (when nothing else is in flight).
         error_policy: the run's :class:`snet.errorpolicy.ErrorPolicy`, set by
@@ -387,12 +418,16 @@ class SplitExecutor:
         self.checkpointed = frozenset()
         self.resumed_bytes = {}
         self.final_part: dict[str, Any] | None = None  # ("bytes") the replicas' part as the run ended (close)
+        self.probe_first = False  # the next record submitted sizes the first batch (SplitBatchSizer.first_record)
 
-    def choose_batch_sizes(self, options: Any) -> None:
-        """Size the batches while the run goes on (a :class:`SplitBatchSizer`), unless ``options`` give the size."""
+    def choose_batch_sizes(self, options: Any, auto: bool) -> None:
+        """Size the batches while the run goes on (a :class:`SplitBatchSizer`; ``auto``: under ``--box-concurrency
+        auto``), unless ``options`` give the size."""
         if self.batch_option and getattr(options, self.batch_option, None) is None:
-            self.batch_size = self.first_batch or self.batch_size
-            self.sizer = SplitBatchSizer(self.batch_seconds, self.batch_size, self.place)
+            if auto:
+                self.batch_size = self.first_batch or self.batch_size
+            self.sizer = SplitBatchSizer(self.batch_seconds if auto else None, self.batch_size, self.place)
+            self.probe_first = True
 
     def take_checkpoints(self, graph: PropertyGraph, checkpointing: Any) -> None:
         """The run takes checkpoints (a :class:`snet.checkpoint.gate.Checkpointing`): refuse it if the state of
@@ -486,6 +521,8 @@ class SplitExecutor:
 
     def submit(self, instance: int, record: Record) -> int:
         """Add a record that entered ``instance`` to the batch; returns its sequence number."""
+        if self.probe_first:
+            self._probe(record)
         seq = self.seq
         node = self.instance_node[instance]
         buffer = self.buffers.get(node)
@@ -497,6 +534,15 @@ class SplitExecutor:
         self.seq = seq + 1
         self.pending += 1
         return seq
+
+    def _probe(self, record: Record) -> None:
+        self.probe_first = False
+        try:
+            moved = 2 * len(pickle.dumps(record, 5))
+        except Exception:  # (the runner says why when it sends the record)
+            return
+        if self.sizer is not None:
+            self.batch_size = self.sizer.first_record(moved)
 
     def full(self) -> bool:
         return self.pending >= self.batch_size
@@ -542,7 +588,7 @@ class SplitExecutor:
                     runner = self.runners[node_id] = self.make_runner(node_id)
                     self._resume_runner(node_id, runner)
                 try:
-                    done.extend(runner.process_columns(*batch[node_id]))
+                    done.extend(self._process(runner, batch[node_id]))
                 except SplitFailure as failure:
                     self._skipped(runner, failed)
                     before = sorted((o for o in done + failure.done if o.seq < failure.seq), key=_seq)
@@ -558,6 +604,19 @@ class SplitExecutor:
         if len(batch) > 1:  # (one split node's outputs come sorted: fold_outputs)
             done.sort(key=_seq)
         return BatchResult(tuple(done), failures=tuple(failed))
+
+    def _process(self, runner: SplitRunner, columns: tuple[list[int], list[int], list[Record]]) -> list[SplitOutputs]:
+        """``runner.process_columns``; an error of the runner's own, not the network's (Spark's JVM gone, say),
+        is the split's failure at the batch's first record, saying where and what, as the runners' errors do."""
+        try:
+            return runner.process_columns(*columns)
+        except (SplitFailure, SNetError):
+            raise
+        except Exception as e:
+            where = getattr(runner, "where", None)
+            error = SNetRuntimeError(f"the split{f' at {where}' if where else ''} failed {self.place}: "
+                                     f"{type(e).__name__}: {e}")
+            raise SplitFailure(error, columns[1][0], []) from e
 
     def _bytes_moved(self) -> int:
         return sum(runner.bytes_moved() for runner in self.runners.values())

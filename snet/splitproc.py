@@ -135,8 +135,8 @@ class ProcessSplits(SplitExecutor):
         if self.pool is None:
             return
         where = sorted(n.span.location for n in self.graph.nodes if n.id in self.selected and n.span is not None)
-        batches = f"first {self.batch_size:,} records, then chosen after every batch" if self.sizer is not None \
-            else f"{self.batch_size:,} records"
+        batches = f"first {self.batch_size:,} records, then chosen after every batch" \
+            if self.sizer is not None and self.sizer.seconds is not None else f"{self.batch_size:,} records"
         logging.getLogger("snet").info("info: %d split processes ready in %.0f ms for the split%s at %s (batches: %s)",
                                        self.count, self.start_seconds * 1000,
                                        "s" if len(where) != 1 else "", ", ".join(where), batches)
@@ -190,7 +190,7 @@ class ProcessSplits(SplitExecutor):
             selected=tuple(sorted(_where(self.graph.nodes[i]) for i in self.selected)),
             flushes=self.flushes, seconds=self.flush_seconds, records=sum(r.records for r in runners),
             replicas=sum(len(r.replicas) for r in runners), boxes=BoxStats.table(box_entries(calls, guarded)),
-            batch_sizes=tuple(self.sizer.sizes) if self.sizer is not None else ())
+            batch_sizes=self.sizer.chosen() if self.sizer is not None else ())
 
     def cancel(self) -> None:
         if self.pool is not None:

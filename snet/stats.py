@@ -221,7 +221,7 @@ class SparkStats:
     flushes: int
     seconds: float  # total time of the flushes
     splits: Mapping[str, SplitStats]  # by position
-    batch_sizes: tuple[int, ...] = ()  # under --box-concurrency auto: the batch sizes set in turn (SplitBatchSizer)
+    batch_sizes: tuple[int, ...] = ()  # the batch sizes set in turn where chosen (SplitBatchSizer.chosen)
 
     @property
     def batches(self) -> int:
@@ -246,7 +246,7 @@ class SplitProcessStats:
     records: int  # records sent to the processes (a range split's copies counted)
     replicas: int  # replicas with state, alive in the processes
     boxes: Mapping[str, BoxStats]  # box calls in the processes
-    batch_sizes: tuple[int, ...] = ()  # under --box-concurrency auto: the batch sizes set in turn (SplitBatchSizer)
+    batch_sizes: tuple[int, ...] = ()  # the batch sizes set in turn where chosen (SplitBatchSizer.chosen)
 
 
 def _batches(count: int) -> str:

@@ -23,6 +23,7 @@ from snet.backends import RunOptions, start  # noqa: E402
 from snet.errors import SNetBoxError, SNetRuntimeError  # noqa: E402
 
 pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(graph, boxes, records, engine="reference", **options):
@@ -106,6 +107,10 @@ def work(v, k):
     return {"v": v * 10, "<k>": k}
 
 
+def echo(v, k):
+    return {"v": v, "<k>": k}
+
+
 @pytest.mark.parametrize("deterministic", [False, True])
 def test_box_split_orders_outputs_per_input(spark_options, deterministic):
     graph = handmade.box_split(deterministic=deterministic)
@@ -115,6 +120,22 @@ def test_box_split_orders_outputs_per_input(spark_options, deterministic):
     assert out == local
     stats = execution.stats().spark.splits["hand.snet:1:54"]
     assert stats.batches == 3 and stats.boxes["work"].calls == 40
+
+
+def test_large_records_go_in_batches_kept_to_their_bytes(spark_options, monkeypatch):
+    """No --spark-batch: the default 4,096 records a batch, fewer where the records are large (a batch's
+    payloads and results are held in the JVM at once: 4,096 records of 64 KiB ran local[2] out of Java heap
+    space).  Here MOST_BYTES is 256 KiB and a record about 3 KiB each way: 32 a batch, from the first on."""
+    from snet.splitexec import SplitBatchSizer
+
+    monkeypatch.setattr(SplitBatchSizer, "MOST_BYTES", 256 << 10)
+    graph = handmade.box_split()
+    records = [{"v": "x" * 3000 + str(i), "<k>": i % 5} for i in range(300)]
+    out, execution = run(graph, {"work": echo}, records, **spark_options())
+    assert multiset(out) == multiset(records)
+    spark = execution.stats().spark
+    assert spark.batch_sizes[0] == 32 and max(spark.batch_sizes) <= 32, spark.batch_sizes
+    assert spark.splits["hand.snet:1:54"].batches >= 300 // 32
 
 
 def test_dataframe_path_gives_the_same_results(spark_options):
@@ -217,6 +238,40 @@ def test_a_task_that_fails_once_is_retried_without_duplicates(spark_options, tmp
     expected = [{"v": i, "w": 0, "<k>": i} for i in range(3)] + [{"v": i, "<k>": i % 3} for i in range(3, 9)]
     assert multiset(out) == multiset(expected)
     assert execution.warnings == []
+
+
+KILLS_THE_JVM = """
+import os
+import signal
+
+
+def f(v, k):
+    if v == 3:  # the JVM of this task's executor dies, as when the kernel kills it for its memory
+        with open(f"/proc/{os.getppid()}/stat") as stat:  # (this worker's parent is pyspark's daemon)
+            jvm = int(stat.read().rsplit(")", 1)[1].split()[1])
+        os.kill(jvm, signal.SIGKILL)
+    return {"v": v, "<k>": k}
+"""
+
+
+@pytest.mark.slow  # a Spark of its own: the one of these tests would not outlive it
+def test_a_jvm_that_dies_mid_run_ends_it_with_the_split_s_error_and_the_outputs_before_it(tmp_path):
+    """``snet run --spark local[2]``, a batch a record: the JVM (driver and executor in one) is killed by the
+    task of record 3.  The run ends at once with status 1, an error at the split's position (whichever py4j
+    call noticed first), and the outputs of records 0-2 in the output file; not a write error of the output
+    file, which the connection's OSError once read as."""
+    (tmp_path / "net.snet").write_text("net one {\n  box f((v, <k>) -> (v, <k>));\n} connect f ! <k>;\n")
+    (tmp_path / "net.py").write_text(KILLS_THE_JVM)
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"v": i, "<k>": i % 2}) + "\n" for i in range(8)))
+    done = subprocess.run([sys.executable, "-m", "snet", "run", "net.snet", "-i", "in.jsonl", "-o", "out.jsonl",
+                           "--spark", "local[2]", "--spark-batch", "1", "-w", "1"], cwd=tmp_path, timeout=300,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 1, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if " error: " in line or line.startswith("error: ")]
+    assert errors and errors[-1].startswith("net.snet:3:13: error: "), done.stderr[-3000:]
+    assert "cannot write" not in done.stderr
+    assert [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()] == \
+        [{"v": i, "<k>": i % 2} for i in range(3)]
 
 
 def test_without_a_master_spark_is_never_imported(tmp_path):

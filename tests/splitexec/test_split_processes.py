@@ -122,13 +122,16 @@ def test_a_batch_sizer_keeps_a_batch_of_large_records_within_its_bytes_and_says_
     assert grown == sorted(grown) and grown[-1] == 8192, grown
     assert SplitBatchSizer(0.25, 64).next_size(64, 64 * 20e-6, 64 * 100) == 8192  # small records: the time's
     assert SplitBatchSizer(0.25, 64).next_size(64, 64 * 20e-6, 64 * (1 << 30)) == SplitBatchSizer.FEWEST
+    first = SplitBatchSizer(4.0, 4096, "on Spark")  # before the first batch: the first record's bytes
+    assert first.first_record(2 << 20) == 32 and list(first.sizes) == [32]
+    assert SplitBatchSizer(4.0, 4096).first_record(2000) == 4096  # small records: the first batch as it was
 
 
 @pytest.mark.parametrize("engine", ENGINES, ids=["reference", "front"])
 def test_under_auto_the_batches_of_large_records_stay_within_their_bytes(tmp_path, engine, monkeypatch, caplog):
     """A quick box over records of 16 KiB: the batches grow with the time alone (the test above), but the bytes
     a record moves to its process and back (about 32 KiB) keep a batch to MOST_BYTES, here 1 MiB: 32 records at
-    most after the first batch's 64."""
+    most, and the first batch 16 instead of 64 (sized by the first record's pickle, twice: 32.8 KB)."""
     monkeypatch.setattr(SplitBatchSizer, "MOST_BYTES", 1 << 20)
     net = load(tmp_path, ONE, "def f(a, k):\n    return {'a': a, '<k>': k}\n")
     records = [{"a": f"{i:05d}" + "x" * (16 << 10), "<k>": i % 8} for i in range(1500)]
@@ -137,8 +140,33 @@ def test_under_auto_the_batches_of_large_records_stay_within_their_bytes(tmp_pat
             outputs = list(execution)
     assert sorted(o["a"] for o in outputs) == sorted(r["a"] for r in records)
     sizes = execution.stats().split_processes.batch_sizes
-    assert sizes[0] == 64 and 8 <= min(sizes[1:]) and max(sizes[1:]) <= 32, sizes
-    assert any("KiB a record in and out, at most 1 MiB a batch" in m for m in caplog.messages), caplog.messages
+    assert sizes[0] == 16 and 8 <= min(sizes) and max(sizes) <= 32, sizes
+    said = [m for m in caplog.messages if "batch size auto" in m]
+    assert said[0] == "info: batch size auto in split processes: 64 -> 16 (the first record: 32 KiB in and out, " \
+                      "at most 1 MiB a batch)", said
+
+
+def test_without_auto_a_batch_sizer_keeps_the_default_size_but_for_large_records():
+    sizer = SplitBatchSizer(None, 1024, "in split processes")
+    assert sizer.first_record(2000) == 1024 and sizer.next_size(1024, 1024 * 20e-6, 1024 * 200) == 1024
+    assert sizer.next_size(1024, 1024 * 1.0, 1024 * 200) == 1024  # slow records: the time does not count
+    assert sizer.chosen() == ()  # the default all along: nothing chosen to show
+    assert sizer.next_size(1024, 1.0, 1024 * (1 << 20)) == 64 and sizer.chosen() == (1024, 64)  # 1 MiB a record
+    back = [sizer.next_size(64, 0.1, 64 * 200) for _ in range(16)]
+    assert back == sorted(back) and back[-1] == 1024, back  # small again: the default, never more
+
+
+def test_without_auto_the_default_batches_of_large_records_stay_within_their_bytes(tmp_path, monkeypatch):
+    """No batch size given and no auto: the default 1,024, kept to MOST_BYTES (here 1 MiB) of records of about
+    32 KiB in and out: 16 from the first batch on; with small records the default stays (the test below)."""
+    monkeypatch.setattr(SplitBatchSizer, "MOST_BYTES", 1 << 20)
+    net = load(tmp_path, ONE, "def f(a, k):\n    return {'a': a, '<k>': k}\n")
+    records = [{"a": f"{i:05d}" + "x" * (16 << 10), "<k>": i % 8} for i in range(400)]
+    with net.run(records, split_processes=2, engine="front", workers=2) as execution:
+        outputs = list(execution)
+    assert sorted(o["a"] for o in outputs) == sorted(r["a"] for r in records)
+    part = execution.stats().split_processes
+    assert part.batch_sizes[0] == 16 and max(part.batch_sizes) <= 32 and part.flushes >= 400 // 32, part
 
 
 SLEEPING = "import time\n\ndef f(a, k):\n    time.sleep(0.004)\n    return {'a': a, '<k>': k}\n"

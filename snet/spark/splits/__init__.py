@@ -45,7 +45,7 @@ class SparkSplits(SplitExecutor):
         selected = tuple(sorted(span.location if (span := self.graph.nodes[i].span) is not None else str(i)
                                 for i in self.selected))
         return SparkStats(master=self.master, batch_size=self.batch_size, selected=selected, flushes=self.flushes,
-                          seconds=self.flush_seconds, batch_sizes=tuple(self.sizer.sizes) if self.sizer else (),
+                          seconds=self.flush_seconds, batch_sizes=self.sizer.chosen() if self.sizer else (),
                           splits={r.where: SplitStats.from_runner(r.stats()) for r in self.runners.values()})
 
 
