@@ -7,7 +7,8 @@ cimport cython
 
 from snet.errors import SNetRuntimeError
 
-from snet_front.atomics cimport snet_atomic_add, snet_atomic_load, snet_now, snet_try_lock, snet_unlock, snet_flag_load
+from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_atomic_store, snet_now, snet_try_lock,
+                                 snet_unlock, snet_flag_load)
 from snet_front.kinds cimport K_EXECSPLIT
 
 
@@ -46,6 +47,7 @@ cdef class ExecutorSplitEntity(Entity):
             seq = rt.executor.submit(self.inst, rec)
             rt.exec_waiting[seq] = self if st is None else (self, st)  # (no tuple when it can: Taken)
             full = rt.executor.full()
+            snet_atomic_store(&rt.exec_bound, 2 * <long>rt.executor.batch_size)  # (the size changes: a sizer)
             snet_atomic_add(&rt.exec_buffered, 1)
         if full:
             flush_executor(rt, w)

@@ -138,6 +138,31 @@ def test_large_records_go_in_batches_kept_to_their_bytes(spark_options, monkeypa
     assert spark.splits["hand.snet:1:54"].batches >= 300 // 32
 
 
+def test_while_a_batch_runs_the_next_fills_to_its_size_and_no_further(spark_options, caplog):
+    """The input pauses after three records, so the quiet network runs that partial batch (a Spark job, a
+    tenth of a second at least); meanwhile FRONT's other worker admits input into the next batch only until
+    two batches' worth wait (the one running and the one full), so a batch holds at most twice the size. It
+    used to take in all the rest of the input meanwhile: batches of 3 and 197."""
+    import logging
+    import time
+
+    graph = handmade.box_split()
+    records = [{"v": i, "<k>": i % 5} for i in range(200)]
+
+    def source():
+        for record in records:
+            if record["v"] == 3:
+                time.sleep(0.3)  # longer than the executor's linger (0.05 s): the batch of three runs
+            yield record
+
+    with caplog.at_level(logging.INFO, logger="snet.spark"):
+        out, _ = run(graph, {"work": echo}, source(), **spark_options(spark_batch=8))
+    assert multiset(out) == multiset(records)
+    sizes = [int(m.split(" records")[0].rsplit(" ", 1)[1]) for m in caplog.messages
+             if m.startswith("spark split ") and " records, " in m]
+    assert sum(sizes) == 200 and max(sizes) <= 16, sizes
+
+
 def test_dataframe_path_gives_the_same_results(spark_options):
     graph = handmade.box_split(sync_first=True)
     records = [{"w": 0, "<k>": 0}] + [{"v": i, "<k>": i % 3} for i in range(12)] + [{"w": 1, "<k>": 2}]
