@@ -364,7 +364,8 @@ class SplitBatchSizer:
         return size
 
     def _say(self, old: int, new: int, reason: str) -> None:
-        log.info("info: batch size auto %s: %s -> %s (%s)", self.where, f"{old:,}", f"{new:,}", reason)
+        log.info("info: batch size%s %s: %s -> %s (%s)", " auto" if self.seconds is not None else "", self.where,
+                 f"{old:,}", f"{new:,}", reason)
 
 
 class SplitExecutor:

@@ -156,17 +156,21 @@ def test_without_auto_a_batch_sizer_keeps_the_default_size_but_for_large_records
     assert back == sorted(back) and back[-1] == 1024, back  # small again: the default, never more
 
 
-def test_without_auto_the_default_batches_of_large_records_stay_within_their_bytes(tmp_path, monkeypatch):
+def test_without_auto_the_default_batches_of_large_records_stay_within_their_bytes(tmp_path, monkeypatch, caplog):
     """No batch size given and no auto: the default 1,024, kept to MOST_BYTES (here 1 MiB) of records of about
     32 KiB in and out: 16 from the first batch on; with small records the default stays (the test below)."""
     monkeypatch.setattr(SplitBatchSizer, "MOST_BYTES", 1 << 20)
     net = load(tmp_path, ONE, "def f(a, k):\n    return {'a': a, '<k>': k}\n")
     records = [{"a": f"{i:05d}" + "x" * (16 << 10), "<k>": i % 8} for i in range(400)]
-    with net.run(records, split_processes=2, engine="front", workers=2) as execution:
-        outputs = list(execution)
+    with caplog.at_level(logging.INFO, logger="snet"):
+        with net.run(records, split_processes=2, engine="front", workers=2) as execution:
+            outputs = list(execution)
     assert sorted(o["a"] for o in outputs) == sorted(r["a"] for r in records)
     part = execution.stats().split_processes
     assert part.batch_sizes[0] == 16 and max(part.batch_sizes) <= 32 and part.flushes >= 400 // 32, part
+    said = [m for m in caplog.messages if m.startswith("info: batch size")]
+    assert said[0] == "info: batch size in split processes: 1,024 -> 16 (the first record: 32 KiB in and out, " \
+                      "at most 1 MiB a batch)", said
 
 
 SLEEPING = "import time\n\ndef f(a, k):\n    time.sleep(0.004)\n    return {'a': a, '<k>': k}\n"
