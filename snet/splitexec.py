@@ -70,21 +70,19 @@ only records, node ids and replica state.
 from __future__ import annotations
 
 import importlib
-import logging
 import pickle
 import time
-from collections import deque
 from typing import Any, Callable, Iterable, NamedTuple, Protocol, Sequence
 
 import attrs
 
+from snet.batchsize import SplitBatchSizer
 from snet.checkpoint.state import replica_value
 from snet.errorpolicy import ErrorPolicy, error_record
 from snet.errors import SNetError, SNetRuntimeError, SNetUsageError
 from snet.gcpause import gc_paused
 from snet.spg.nodes import NetNode, Node, PropertyGraph, SplitNode
 
-log = logging.getLogger("snet")
 
 Record = dict[str, Any]
 Path = tuple[tuple[int, Any], ...]  # the replica an instance is in, as checkpoints name it (snet.checkpoint.state)
@@ -269,103 +267,6 @@ class SplitRunner:
 
     def close(self) -> None:
         """Release what the runner holds."""
-
-
-class SplitBatchSizer:
-    """Batch sizes chosen while the run goes on, where the options give none: under ``--box-concurrency auto``
-    by the time a batch takes and its bytes, else the executor's default size kept to its bytes.
-
-    A batch runs as one round trip to the executor, and the run's other
-    stages get its outputs only when all of it is done: a large batch
-    spreads the executor's fixed cost per batch over many records, a small
-    one lets outputs flow (and stages after the split work) while the next
-    batch runs.  So the size aims at a batch that takes ``seconds`` of wall
-    time, long beside the executor's fixed cost per batch (a pipe's round
-    trip for split processes, a job's start on Spark) and short beside a
-    run: after each batch, ``seconds`` over the time a record took (a
-    moving mean of the batches so far, each weighed by its records), as a
-    power of two between ``FEWEST`` and ``MOST``.  The first batch is the
-    executor's :attr:`SplitExecutor.first_batch`.
-
-    Quick records of many bytes would make such a batch large in memory (the
-    records, their pickles and their outputs are all held until it is done):
-    where the runners say how many bytes a batch moved
-    (:meth:`SplitRunner.bytes_moved`), the size is also kept to
-    ``MOST_BYTES`` over a moving mean of the bytes a record moved, in and out;
-    before the first batch, over twice the pickle of the run's first record
-    (:meth:`first_record`).  Without ``auto`` (``seconds`` None) that is all:
-    the size is the executor's default (``first``), or fewer records where
-    they are large.  Each change is logged (``-v``) with its reason.
-    """
-
-    FEWEST = 8
-    MOST = 65_536
-    MOST_BYTES = 64 << 20  # pickled records in and out of one batch, about
-
-    def __init__(self, seconds: float | None, first: int, where: str = "in the split executor"):
-        self.seconds, self.where, self.default = seconds, where, first
-        self.per_record: float | None = None  # a moving mean, seconds a record
-        self.bytes_per_record: float | None = None  # a moving mean, bytes a record moved (None: not known)
-        # the sizes set in turn, the latest 64: the first batch's, then each change (the last may have been
-        # set after the run's last batch)
-        self.sizes: deque[int] = deque([first], maxlen=64)
-
-    def next_size(self, records: int, seconds: float, moved: int = 0) -> int:
-        """The size of the next batch, after one of ``records`` records took ``seconds`` and moved ``moved``
-        bytes to and from the executor (0: not known)."""
-        # recent batches count most: a batch's weight grows with its records, up to half
-        weight = min(0.5, records / (records + 64))
-        measured = seconds / records
-        if self.per_record is None:
-            self.per_record = measured
-        else:
-            self.per_record += weight * (measured - self.per_record)
-        if moved:
-            if self.bytes_per_record is None:
-                self.bytes_per_record = moved / records
-            else:
-                self.bytes_per_record += weight * (moved / records - self.bytes_per_record)
-        if self.seconds is None:
-            wanted, reason = float(self.default), f"the default, {(self.bytes_per_record or 0) / 1024:,.0f} KiB a " \
-                                                  f"record in and out"
-        else:
-            wanted = self.seconds / self.per_record if self.per_record > 0 else self.MOST
-            reason = f"{self.per_record * 1e6:,.3g} µs a record, batches of about {self.seconds:g} s"
-        if self.bytes_per_record and self.MOST_BYTES / self.bytes_per_record < wanted:
-            wanted = self.MOST_BYTES / self.bytes_per_record
-            reason = (f"{self.bytes_per_record / 1024:,.0f} KiB a record in and out, at most "
-                      f"{self.MOST_BYTES >> 20} MiB a batch")
-        size = self._power(wanted)
-        if size != self.sizes[-1]:
-            self._say(self.sizes[-1], size, reason)
-            self.sizes.append(size)
-        return size
-
-    def first_record(self, moved: int) -> int:
-        """The first batch's size, given the bytes the run's first record would move (twice its pickle, as if
-        its outputs were as large): at most ``MOST_BYTES`` of such records."""
-        first = self.sizes[0]
-        if moved and self.MOST_BYTES / moved < first:
-            size = self._power(self.MOST_BYTES / moved)
-            self._say(first, size, f"the first record: {moved / 1024:,.0f} KiB in and out, at most "
-                                   f"{self.MOST_BYTES >> 20} MiB a batch")
-            self.sizes[0] = first = size
-        return first
-
-    def chosen(self) -> tuple[int, ...]:
-        """The sizes set in turn (the first batch's, then each change), for the statistics; none where the
-        default size was kept all along."""
-        return () if self.seconds is None and list(self.sizes) == [self.default] else tuple(self.sizes)
-
-    def _power(self, wanted: float) -> int:
-        size = self.FEWEST
-        while size * 2 <= wanted and size < self.MOST:
-            size *= 2
-        return size
-
-    def _say(self, old: int, new: int, reason: str) -> None:
-        log.info("info: batch size%s %s: %s -> %s (%s)", " auto" if self.seconds is not None else "", self.where,
-                 f"{old:,}", f"{new:,}", reason)
 
 
 class SplitExecutor:
@@ -584,17 +485,13 @@ class SplitExecutor:
         failed: list[tuple[int, BaseException]] = []
         try:
             for node_id in sorted(batch):
-                runner = self.runners.get(node_id)
-                if runner is None:
-                    runner = self.runners[node_id] = self.make_runner(node_id)
-                    self._resume_runner(node_id, runner)
                 try:
-                    done.extend(self._process(runner, batch[node_id]))
+                    done.extend(self._process(node_id, batch[node_id]))
                 except SplitFailure as failure:
-                    self._skipped(runner, failed)
+                    self._skipped(node_id, failed)
                     before = sorted((o for o in done + failure.done if o.seq < failure.seq), key=_seq)
                     return BatchResult(tuple(before), failure.error, failure.seq, tuple(failed))
-                self._skipped(runner, failed)
+                self._skipped(node_id, failed)
         finally:
             seconds = time.perf_counter() - started
             self.flushes += 1
@@ -606,25 +503,33 @@ class SplitExecutor:
             done.sort(key=_seq)
         return BatchResult(tuple(done), failures=tuple(failed))
 
-    def _process(self, runner: SplitRunner, columns: tuple[list[int], list[int], list[Record]]) -> list[SplitOutputs]:
-        """``runner.process_columns``; an error of the runner's own, not the network's (Spark's JVM gone, say),
-        is the split's failure at the batch's first record, saying where and what, as the runners' errors do."""
+    def _process(self, node_id: int, columns: tuple[list[int], list[int], list[Record]]) -> list[SplitOutputs]:
+        """The outputs of one split node's part of a batch from its runner (made for its first batch).  An error
+        of the runner's own, not the network's (a py4j call after Spark's JVM died, say), is the split's failure
+        at the first record of that part, at the split's position, as the runners' own errors are."""
         try:
+            runner = self.runners.get(node_id)
+            if runner is None:
+                runner = self.runners[node_id] = self.make_runner(node_id)
+                self._resume_runner(node_id, runner)
             return runner.process_columns(*columns)
         except (SplitFailure, SNetError):
             raise
         except Exception as e:
-            where = getattr(runner, "where", None)
-            error = SNetRuntimeError(f"the split{f' at {where}' if where else ''} failed {self.place}: "
-                                     f"{type(e).__name__}: {e}")
+            graph = getattr(self, "graph", None)  # (the executors': a position for the message)
+            error = SNetRuntimeError(f"the split failed {self.place}: {type(e).__name__}: {e}",
+                                     graph.nodes[node_id].span if graph is not None else None)
+            error.__cause__ = e
             raise SplitFailure(error, columns[1][0], []) from e
 
     def _bytes_moved(self) -> int:
         return sum(runner.bytes_moved() for runner in self.runners.values())
 
-    def _skipped(self, runner: SplitRunner, failed: list[tuple[int, BaseException]]) -> None:
-        """Report the records ``runner`` skipped to the run's error policy; note (seq, error) for the engines."""
-        if self.error_policy is not None:
+    def _skipped(self, node_id: int, failed: list[tuple[int, BaseException]]) -> None:
+        """Report the records the node's runner skipped to the run's error policy; note (seq, error) for the
+        engines."""
+        runner = self.runners.get(node_id)
+        if self.error_policy is not None and runner is not None:
             for seq, record, error in runner.take_failures():
                 self.error_policy.reported(record)
                 failed.append((seq, error))

@@ -613,17 +613,13 @@ cdef class Network:
         reads) holds the run at a bounded size instead of letting outputs
         pile up.  Outputs held in reorder buffers for an earlier call count
         too (``reordered``): that call finishes without more input.  The
-        throttle: ``inputs < offset + factor * outputs``.  The split
-        executor's batches: while one runs, the next fills, up to its size;
-        with both full (``exec_bound`` records buffered) no input is
-        admitted either, or the next batch would grow while this one runs
-        (records of many bytes ran Spark's JVM out of memory so).
+        throttle: ``inputs < offset + factor * outputs``.  The split executor:
+        none while a batch runs and the next is full (``exec_bound``, docs/runtime.md).
         """
         cdef long bound = snet_atomic_load(&self.out_bound)
         if bound and snet_atomic_load(&self.n_out) + snet_atomic_load(&self.reordered) >= bound:
             return False
-        bound = snet_atomic_load(&self.exec_bound)
-        if bound and snet_atomic_load(&self.exec_buffered) >= bound:
+        if 0 < snet_atomic_load(&self.exec_bound) <= snet_atomic_load(&self.exec_buffered):
             return False
         if not self.throttle_holds():
             return True

@@ -66,13 +66,14 @@ cdef bint executor_due(Network rt):
     """True when the executor's batch should run although it is not full.
 
     That is when nothing but the batch is in flight (every pending item
-    is a batched record) and no input can come soon: the input has
-    ended, the throttle holds it, or the input iterator has been waiting
-    for its next record longer than the executor's ``linger``.  While
-    input flows the batch fills up instead.
+    is a batched record, or a record parked for ever in a synchro-cell
+    star, which no output can come to release) and no input can come
+    soon: the input has ended, the throttle holds it, or the input
+    iterator has been waiting for its next record longer than the
+    executor's ``linger``.  While input flows the batch fills up instead.
     """
     cdef long b = snet_atomic_load(&rt.exec_buffered)
-    if b == 0 or snet_atomic_load(&rt.pending) != b:
+    if b == 0 or snet_atomic_load(&rt.pending) - snet_atomic_load(&rt.parked) != b:
         return False
     if snet_flag_load(&rt.input_done) or not rt.admits_input():
         return True
@@ -100,6 +101,8 @@ cdef bint flush_executor(Network rt, Writer w) except -1:
                     break
                 ran = True
                 result = rt.executor.run(taken)
+                with rt.exec_lock:  # (its sizer may have changed the size: the bound follows at once)
+                    snet_atomic_store(&rt.exec_bound, 2 * <long>rt.executor.batch_size)
                 for seq, error in result.failures:  # skipped on the executor: fail its tracked input, if any
                     with rt.exec_lock:
                         entry = rt.exec_waiting.get(seq)

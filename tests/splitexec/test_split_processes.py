@@ -223,6 +223,25 @@ def test_records_kept_for_ever_in_a_replica_end_the_run_as_in_process(engine):
         assert got == [{"a": 1, "b": 2, "<k>": 0}], options
 
 
+PARKED_THEN_SPLIT = "net t { box f((x, <k>) -> (x, <k>)); } connect (([| {a}, {b} |] * {a, b}) ! <j>) .. (f ! <k>);\n"
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=["reference", "front"])
+def test_a_record_parked_for_ever_does_not_keep_a_partial_batch_from_running(tmp_path, engine):
+    """A record that stays in a synchro-cell star for ever (in process), and one record in the batch of a split
+    after it (in split processes) when the input ends: the batch runs, its output comes, and then the run ends
+    saying the network cannot terminate.  FRONT used to wait for ever: it ran a partial batch only when every
+    record in flight was in it, and the parked record counted as in flight."""
+    net = load(tmp_path, PARKED_THEN_SPLIT, "def f(x, k):\n    return {'x': x * 10, '<k>': k}\n")
+    split = f"net.snet:1:{PARKED_THEN_SPLIT.index('f ! <k>') + 3}"
+    records = [{"c": 5, "<j>": 1}, {"a": 1, "x": 1, "<k>": 1, "<j>": 2}, {"b": 2, "<j>": 2}]
+    got = []
+    with pytest.raises(SNetRuntimeError, match=r"cannot terminate: 1 record\(s\) stay in the synchro-cell star"):
+        for record in net.run(records, split_processes=2, process_splits=split, **engine):
+            got.append(record)
+    assert got == [{"x": 10, "<k>": 1, "a": 1, "b": 2, "<j>": 2}]
+
+
 def test_owner_is_a_stable_hash_that_spreads_strided_values():
     assert [owner(v, 2) for v in range(16)] == [1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 0, 1]  # across runs
     for values in (range(0, 256, 2), range(0, 512, 4), range(-300, 0)):
