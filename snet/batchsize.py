@@ -89,9 +89,10 @@ class SplitBatchSizer:
         """The first batch's size, given the bytes the run's first record would move (twice its pickle, as if
         its outputs were as large): at most ``MOST_BYTES`` of such records."""
         first = self.sizes[0]
-        if moved:
-            self.bytes_per_record = float(moved)  # (until the runners say what the batches moved)
-        if moved and self.MOST_BYTES / moved < first:
+        if not moved:
+            return first
+        self.bytes_per_record = float(moved)  # (until the runners say what the batches moved)
+        if self.MOST_BYTES / moved < first:
             size = self._power(self.MOST_BYTES / moved)
             self._say(first, size, f"the first record: {moved / 1024:,.0f} KiB in and out, at most "
                                    f"{self.MOST_BYTES >> 20} MiB a batch")

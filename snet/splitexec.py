@@ -83,7 +83,6 @@ from snet.errors import SNetError, SNetRuntimeError, SNetUsageError
 from snet.gcpause import gc_paused
 from snet.spg.nodes import NetNode, Node, PropertyGraph, SplitNode
 
-
 Record = dict[str, Any]
 Path = tuple[tuple[int, Any], ...]  # the replica an instance is in, as checkpoints name it (snet.checkpoint.state)
 

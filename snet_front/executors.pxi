@@ -47,7 +47,8 @@ cdef class ExecutorSplitEntity(Entity):
             seq = rt.executor.submit(self.inst, rec)
             rt.exec_waiting[seq] = self if st is None else (self, st)  # (no tuple when it can: Taken)
             full = rt.executor.full()
-            snet_atomic_store(&rt.exec_bound, 2 * <long>rt.executor.batch_size)  # (the size changes: a sizer)
+            if rt.exec_bound == 0:  # the run's first record (which may have sized the first batch); then per batch
+                snet_atomic_store(&rt.exec_bound, 2 * <long>rt.executor.batch_size)
             snet_atomic_add(&rt.exec_buffered, 1)
         if full:
             flush_executor(rt, w)

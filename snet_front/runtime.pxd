@@ -273,7 +273,7 @@ cdef class Network:
     # Calls of async def boxes done on the box loop, for a worker to finish: (entity, what it needs)
     cdef object completions  # collections.deque: appended by the box loop's thread
     cdef long exec_buffered  # records in the batch or in a running batch, not yet emitted
-    cdef long exec_bound  # no input is admitted while this many are buffered: two batches (0: no executor)
+    cdef long exec_bound  # no input is admitted while this many are buffered: two batches (0: no record yet)
     cdef int exec_flushing  # one batch at a time
     cdef double exec_linger  # seconds the input may wait in its iterator before a quiet network flushes
 
