@@ -72,6 +72,7 @@ from __future__ import annotations
 import importlib
 import pickle
 import time
+from itertools import repeat
 from typing import Any, Callable, Iterable, NamedTuple, Protocol, Sequence
 
 import attrs
@@ -674,6 +675,12 @@ def _match(graph: PropertyGraph, token: str) -> set[int]:
     return hits
 
 
+def aligned_outputs(instances: list[int], seqs: list[int], outputs: list[list[Record]]) -> list[SplitOutputs]:
+    """:class:`SplitOutputs` of columns of the same length, one per input, made in C by ``tuple.__new__`` (the
+    class's own ``__new__`` is a Python function: twice the time, a batch of 50,000 trivial records)."""
+    return list(map(tuple.__new__, repeat(SplitOutputs), zip(instances, seqs, outputs)))
+
+
 def fold_outputs(keyed: list[tuple[tuple[int, int, Any], list[Record]]]) -> list[SplitOutputs]:
     """Outputs keyed ``(seq, instance, tag value)``, sorted, as :class:`SplitOutputs` per input.
 
@@ -748,4 +755,4 @@ def executor_for(graph: PropertyGraph, boxes: dict[str, Callable[..., Any]], opt
 __all__ = ["Batch", "Taken", "SplitExecutorProtocol", "ExecutorStats", "SplitBatchSizer", "SplitExecutor",
            "SplitRunner", "SplitOutputs", "BatchResult", "SplitFailure", "select_splits", "split_positions",
            "state_outside_snapshots", "check_resume", "keeps_state", "SAVED_REPLICAS", "ExecutorEntry", "EXECUTORS",
-           "register_executor", "executor_for", "asked_executors", "fold_outputs"]
+           "register_executor", "executor_for", "asked_executors", "aligned_outputs", "fold_outputs"]

@@ -153,6 +153,22 @@ cdef class CWalk:
     def __call__(self, dict rec):
         return self.run(rec)
 
+    def many(self, tuple shape, list records, Py_ssize_t start, Py_ssize_t end, list outputs):
+        """``snet.core.chains.walk_many`` of this walk, its loop in C: records ``start`` to ``end`` walked
+        while each is a dict of labels ``shape`` whose walk gives the output record, ``[that record]``
+        appended to ``outputs`` for each; ``(where it stopped, what the walk handed back there or None)``."""
+        cdef Py_ssize_t i
+        cdef object rec, out
+        for i in range(start, end):
+            rec = records[i]
+            if type(rec) is not dict or not same_labels(<dict>rec, shape):
+                return i, None
+            out = self.run(<dict>rec)
+            if type(out) is not dict:
+                return i, out
+            outputs.append([out])
+        return end, None
+
     cdef object run(self, dict rec):
         """``rec`` (of the program's shape) through the boxes: the output record, or what is handed back."""
         cdef PyObject *v[WALK_SLOTS]

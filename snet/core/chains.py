@@ -43,6 +43,7 @@ the output record as it is: ``WalkProgram.as_result``).
 
 from __future__ import annotations
 
+import functools
 import marshal
 import sys
 from time import perf_counter
@@ -195,13 +196,14 @@ def compile_walk(callers: Sequence[Any], shape: tuple[str, ...]) -> Callable[[di
                          *(stage.function for stage in program.stages))
 
 
-def chain_records(callers: Sequence[Any], records: Any) -> list:
+def chain_records(callers: Sequence[Any], records: Any, make: Callable[[tuple, tuple], Any] | None = None) -> list:
     """The outputs of ``records`` through the box callers ``callers`` one after another, in order.
 
     What :func:`snet.core.boxes.chain_outputs` gives, through compiled
-    walks: one per record shape (up to :data:`SHAPES`), the callers for the
-    rest and for whatever a walk hands back.  A Spark task's chain of boxes
-    runs its rows so (:mod:`snet.spark.whole.dataframe`).
+    walks (made by ``make``, as in :class:`CountedChain`): one per record
+    shape (up to :data:`SHAPES`), the callers for the rest and for whatever
+    a walk hands back.  A Spark task's chain of boxes runs its rows so
+    (:mod:`snet.spark.whole.dataframe`).
     """
     from snet.core.boxes import chain_outputs
 
@@ -212,7 +214,7 @@ def chain_records(callers: Sequence[Any], records: Any) -> list:
             shape = tuple(record)
             walk = walks.get(shape, _UNSEEN)
             if walk is _UNSEEN:
-                walk = compile_walk(callers, shape) if len(walks) < SHAPES else None
+                walk = (make or compile_walk)(tuple(callers), shape) if len(walks) < SHAPES else None
                 walks[shape] = walk
             if walk is not None:
                 result = walk(record)
@@ -227,6 +229,16 @@ def chain_records(callers: Sequence[Any], records: Any) -> list:
 
 
 _UNSEEN = object()
+
+
+def walk_maker() -> Callable[[tuple, tuple], Any]:
+    """FRONT's ``make_walk`` (the walk in C, about a third of its time as Python) where the compiled runtime
+    imports, else :func:`compile_walk`: the same outputs and errors (a Spark task's chains take it)."""
+    try:
+        from snet_front.runtime import make_walk
+    except (ImportError, ValueError):  # ValueError: another snet's runtime ("size changed")
+        return compile_walk
+    return make_walk
 
 
 def box_chain(plan: Any, root: int = 0) -> tuple | None:
@@ -252,8 +264,9 @@ def box_chain(plan: Any, root: int = 0) -> tuple | None:
 class CountedChain:
     """A chain of box callers (:func:`box_chain`) that counts its boxes' calls as an engine does.
 
-    Records go through compiled walks (:func:`compile_walk`, one per record
-    shape), and through the callers for whatever a walk hands back, giving
+    Records go through compiled walks (one per record shape, made by
+    ``make``: :func:`compile_walk`, or FRONT's ``make_walk``, which runs the
+    same program in C), and through the callers for whatever a walk hands back, giving
     the outputs and errors an engine gives.  Each box's calls are counted
     exactly into a table ``{name: [calls, seconds, histogram counts]}`` (as
     ``ReferenceEngine.count_box`` keeps it, :mod:`snet.stats`); their times
@@ -268,47 +281,53 @@ class CountedChain:
     TIMED_RECORDS = 64
     SAMPLE_EVERY = 16
 
-    def __init__(self, callers: Sequence[Any]):
+    def __init__(self, callers: Sequence[Any], make: Callable[[tuple, tuple], Any] | None = None):
         self.callers = tuple(callers)
+        # the compiler of a shape's walk: compile_walk, or FRONT's make_walk where a task has it (the same results)
+        self.make = make or compile_walk
         self.walks: dict[tuple, Any] = {}  # record shape -> its compiled walk, or None (up to SHAPES)
         self.seen = 0  # records walked
         self.untimed = 0  # ... since the last timed one
-        self.key: Any = None  # the key of the last item walk took: the failing one after an error
+        self.place = 0  # where in the records walk took the last: the failing one after an error
 
-    def walk(self, items: Sequence[Sequence[Any]], outputs: list, box_calls: dict) -> None:
-        """Append ``(key, the record's outputs)`` to ``outputs`` for each item ``(key, record, ...)``, in order,
-        counting the calls into ``box_calls``.  A box's error is raised (:attr:`key` says whose)."""
-        callers, walks, append, last = self.callers, self.walks, outputs.append, len(self.callers) - 1
+    def walk(self, records: Sequence[Any], outputs: list, box_calls: dict) -> None:
+        """Append each record's outputs to ``outputs``, in order, counting the calls into ``box_calls``.  A box's
+        error is raised (:attr:`place` says whose record it was).  Between two timed records, a stretch of
+        records of one shape goes through its walk in one call (:func:`walk_many`, or ``CWalk.many``)."""
+        callers, walks, append, last, make = self.callers, self.walks, outputs.append, len(self.callers) - 1, self.make
         seen, untimed, every, timed_records = self.seen, self.untimed, self.SAMPLE_EVERY, self.TIMED_RECORDS
         walked = 0  # records walked untimed to the chain's end: one call of every box each
-        key = None
+        first, i, n = len(outputs), 0, len(records)
         try:
-            for item in items:
-                key = item[0]
-                record = item[1]
-                seen += 1
-                if seen <= timed_records or not seen % every:
-                    append((key, self._through(0, [record], untimed + 1, box_calls)))
+            while i < n:
+                record = records[i]
+                if seen < timed_records or not (seen + 1) % every:  # (records are numbered from 1)
+                    seen, i = seen + 1, i + 1
+                    append(self._through(0, [record], untimed + 1, box_calls))
                     untimed = 0
                     continue
-                untimed += 1
-                walk = walks.get(shape := tuple(record), _UNSEEN) if type(record) is dict else None
-                if walk is _UNSEEN:
-                    walk = walks[shape] = compile_walk(callers, shape) if len(walks) < SHAPES else None
-                if walk is None:
-                    append((key, self._through(0, [record], 0, box_calls)))
+                many = walks.get(shape := tuple(record), _UNSEEN) if type(record) is dict else None
+                if many is _UNSEEN:
+                    walk = make(callers, shape) if len(walks) < SHAPES else None
+                    many = walks[shape] = None if walk is None else getattr(walk, "many", None) or \
+                        functools.partial(walk_many, walk)
+                if many is None:
+                    seen, untimed, i = seen + 1, untimed + 1, i + 1
+                    append(self._through(0, [record], 0, box_calls))
                     continue
-                out = walk(record)
-                if type(out) is dict:
-                    walked += 1
-                    append((key, [out]))
+                # the records of this shape up to the next timed one
+                j, out = many(shape, records, i, min(n, i + every - 1 - seen % every), outputs)
+                walked += j - i
+                seen, untimed, i = seen + j - i, untimed + j - i, j
+                if out is None:  # (the record at j, if any, is of another shape)
                     continue
+                seen, untimed, i = seen + 1, untimed + 1, i + 1
                 _count(callers[:out[0] if out[3] else out[0] + 1], 1, box_calls)  # (one that raised: not counted)
                 k, rest = handed_back(callers, out)
                 rest = [rest] if type(rest) is dict else rest
-                append((key, self._through(k + 1, rest, 0, box_calls) if k < last else list(rest)))
+                append(self._through(k + 1, rest, 0, box_calls) if k < last else list(rest))
         except BaseException:
-            self.key = key
+            self.place = len(outputs) - first
             raise
         finally:
             self.seen, self.untimed = seen, untimed
@@ -337,6 +356,23 @@ class CountedChain:
         return out
 
 
+def walk_many(walk: Callable[[dict], Any], shape: tuple[str, ...], records: Sequence[Any], start: int, end: int,
+              outputs: list) -> tuple[int, Any]:
+    """Records ``start`` to ``end`` through the compiled walk ``walk`` while each is a dict of labels ``shape``
+    whose walk gives the output record, ``[that record]`` appended to ``outputs`` for each: ``(where it
+    stopped, what the walk handed back there)``, None when the record there is not of the shape (not walked)."""
+    append = outputs.append
+    for i in range(start, end):
+        record = records[i]
+        if type(record) is not dict or tuple(record) != shape:
+            return i, None
+        out = walk(record)
+        if type(out) is not dict:
+            return i, out
+        append([out])
+    return end, None
+
+
 def _count(callers: Sequence[Any], calls: int, box_calls: dict) -> None:
     """``calls`` untimed calls of each of ``callers``."""
     if calls:
@@ -361,5 +397,5 @@ def handed_back(callers: Sequence[Any], result: tuple) -> tuple[int, Any]:
     return k, caller.outputs_of(what, given)
 
 
-__all__ = ["box_chain", "chain_records", "CountedChain", "compile_walk", "handed_back", "walk_program", "SHAPES",
-           "WalkProgram", "WalkStage"]
+__all__ = ["box_chain", "chain_records", "CountedChain", "compile_walk", "handed_back", "walk_maker",
+           "walk_many", "walk_program", "SHAPES", "WalkProgram", "WalkStage"]

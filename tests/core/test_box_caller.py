@@ -231,7 +231,12 @@ def test_chain_records_gives_what_the_callers_give_through_compiled_walks():
     assert got == want and [list(r) for r in got] == [list(r) for r in want]
     assert walked == calls  # the same calls, in the same order
     assert got == list(net.run(records, engine="reference"))
-    from snet.core.chains import compile_walk
+    from snet.core.chains import compile_walk, walk_maker
+
+    if walk_maker() is not compile_walk:  # FRONT's walks in C, where its runtime imports: the same
+        calls[:] = []
+        in_c = chain_records(chain, [dict(r) for r in records], walk_maker())
+        assert in_c == want and [list(r) for r in in_c] == [list(r) for r in want] and calls == walked
 
     assert compile_walk(chain, ("a", "id")) is not None  # the records of that shape took the compiled walk
     with pytest.raises(SNetBoxError, match=r"box 'tag' raised ValueError: forty-four \(input record \{a, id\}\)"):
@@ -297,3 +302,55 @@ def test_the_walk_front_runs_in_c_gives_what_the_python_walk_gives():
             assert got == want == callers[0] and list(got) == list(want) == list(callers[0])
         else:
             assert got[:2] == want[:2] and got[2] == want[2] and not got[3]
+
+
+@pytest.mark.parametrize("maker", ["front", "python"])
+@pytest.mark.parametrize("every", [2, 3, 16])
+def test_a_counted_chain_walks_a_stretch_of_one_shape_in_one_call_and_gives_what_the_callers_give(maker, every):
+    """``CountedChain.walk`` times its first records and then one in ``SAMPLE_EVERY``, and walks each stretch of
+    records of one shape between them in one call (``CWalk.many`` in C, ``walk_many`` in Python): the stretch
+    stops at a record of another shape and at a record the walk hands back.  Whatever the stretches, the
+    outputs, the order of the calls and the count of every box's calls are the callers' own."""
+    from snet.core.boxes import chain_outputs
+    from snet.core.chains import CountedChain, compile_walk, walk_maker
+
+    if maker == "front" and walk_maker() is compile_walk:
+        pytest.skip("needs FRONT's compiled runtime (snet_front)")
+    calls = []
+
+    def inc(a):
+        calls.append(("inc", a))
+        return {"a": a + 1}
+
+    def fan(a):
+        calls.append(("fan", a))
+        return None if a % 11 == 0 else [{"a": a}, {"a": -a}] if a % 7 == 0 else {"a": a}
+
+    net, callers = _chain_of(compiled_boxes, {"inc": (inc, "(a) -> (a)"), "fan": (fan, "(a) -> (a)")})
+    shapes = [lambda i: {"a": i}, lambda i: {"a": i, "id": i}, lambda i: {"id": i, "a": i}, lambda i: {"a": i, "b": 0},
+              lambda i: {"a": i, "c": 1}, lambda i: {"a": i, "d": 2}]  # six shapes: two beyond SHAPES walks
+    records = [shapes[(i // 5 + i * i) % 6 if i % 3 else 0](i) for i in range(400)]
+    want = [chain_outputs(callers, [dict(r)]) for r in records]
+    wanted_calls, calls[:] = list(calls), []
+    class Counting(CountedChain):
+        timed = 0  # records given to the box callers timed
+
+        def _through(self, start, records, weight, box_calls):
+            self.timed += weight > 0
+            return super()._through(start, records, weight, box_calls)
+
+    chain = Counting(callers, walk_maker() if maker == "front" else compile_walk)
+    chain.TIMED_RECORDS, chain.SAMPLE_EVERY = 5, every
+    got, box_calls = [], {}
+    for start in range(0, 400, 97):  # in four groups: the count of records seen goes on across them
+        chain.walk([dict(r) for r in records[start:start + 97]], got, box_calls)
+    assert got == want and [[list(r) for r in outs] for outs in got] == [[list(r) for r in outs] for outs in want]
+    assert calls == wanted_calls and chain.seen == 400
+    assert box_calls["inc"][0] == 400 and box_calls["fan"][0] == sum(1 for call in calls if call[0] == "fan")
+    assert chain.timed == 5 + sum(1 for n in range(6, 401) if n % every == 0)  # records 1-5, then every n-th
+    assert sum(box_calls["inc"][2]) == pytest.approx(400, abs=every)  # each timed call stands for those since
+
+    failing = [{"a": 1}, {"a": 2}, {"a": "x"}, {"a": 4}]  # "x" + 1 raises in inc
+    with pytest.raises(SNetBoxError, match="box 'inc' raised TypeError"):
+        chain.walk(failing, [], {})
+    assert chain.place == 2

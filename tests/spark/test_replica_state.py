@@ -155,11 +155,15 @@ net chain {
 """
 
 
-def test_a_chain_of_boxes_gives_what_the_engine_gives_and_counts_every_call():
+@pytest.mark.parametrize("maker", ["front", "python"])
+def test_a_chain_of_boxes_gives_what_the_engine_gives_and_counts_every_call(maker):
     """A stateless chain of boxes on an executor takes compiled walks (snet.core.chains.CountedChain), not the
     engine: the same outputs per item, the same error at the same item, every call counted, and the timed
-    calls standing for the rest in the seconds and the histogram."""
+    calls standing for the rest in the seconds and the histogram.  Its walks are FRONT's (``make_walk``, in C)
+    where the compiled runtime imports, else Python's (``compile_walk``): both are checked."""
     import snet
+    from snet.core.chains import compile_walk
+    from snet.spark.tasks import front_imports
     from snet.stats import LATENCY_BUCKETS
 
     def inc(a, k):
@@ -179,26 +183,35 @@ def test_a_chain_of_boxes_gives_what_the_engine_gives_and_counts_every_call():
     walked = ReplicaHost(net.graph, net.boxes, split_id(net.graph))
     engine = ReplicaHost(net.graph, net.boxes, split_id(net.graph))
     assert walked.chain is not None
+    if maker == "front":
+        if not front_imports():
+            pytest.skip("needs FRONT's compiled runtime (snet_front)")
+        from snet_front.runtime import make_walk
+
+        assert walked.chain.make is make_walk  # what a task with the runtime takes
+    else:
+        walked.chain = CountedChain(walked.chain.callers, compile_walk)
     engine.chain = None  # the reference engine's path
-    items = [((i, 0, i % 4), {"a": i, "<k>": i % 4} if i % 5 else {"<k>": i % 4, "a": i, "b": "x"}, False)
-             for i in range(600)]
-    tasks = [TaskInput("run", [Group(-1, None, None, items[start:start + 150])]) for start in range(0, 600, 150)]
+    records = [{"a": i, "<k>": i % 4} if i % 5 else {"<k>": i % 4, "a": i, "b": "x"} for i in range(600)]
+    # a stateless operand's groups are bare (the runner's equal chunks): outputs aligned with the records
+    tasks = [TaskInput("run", [Group(-1, 0, None, records[start:start + 150], True)]) for start in range(0, 600, 150)]
     for task in tasks:
         got, want = walked.run_task(task), engine.run_task(task)
+        assert got.results[0].aligned and want.results[0].aligned
         assert got.results[0].outputs == want.results[0].outputs and got.results[0].error is None
-        assert [list(r) for _, outs in got.results[0].outputs for r in outs] == \
-            [list(r) for _, outs in want.results[0].outputs for r in outs]  # labels in the same order
+        assert [list(r) for outs in got.results[0].outputs for r in outs] == \
+            [list(r) for outs in want.results[0].outputs for r in outs]  # labels in the same order
         for name in ("inc", "fan", "tag"):
             assert got.box_calls[name][0] == want.box_calls[name][0]
     calls = got.box_calls["tag"][0]
     assert calls > 100 and len(got.box_calls["tag"][2]) == LATENCY_BUCKETS
     assert got.box_calls["tag"][1] > 0 and abs(sum(got.box_calls["tag"][2]) - calls) <= 2 * CountedChain.SAMPLE_EVERY
 
-    failing = [((5000 + i, 0, 0), {"a": 990 + i, "<k>": 0}, False) for i in range(20)]  # 999 + 1 fails in tag
-    got = walked.run_task(TaskInput("run", [Group(-1, None, None, failing)]))
-    want = engine.run_task(TaskInput("run", [Group(-1, None, None, failing)]))
+    failing = [{"a": 990 + i, "<k>": 0} for i in range(20)]  # 999 + 1 fails in tag
+    got = walked.run_task(TaskInput("run", [Group(-1, 0, None, failing, True)]))
+    want = engine.run_task(TaskInput("run", [Group(-1, 0, None, failing, True)]))
     assert got.results[0].outputs == want.results[0].outputs
-    assert got.results[0].error.key == want.results[0].error.key == (5009, 0, 0)
+    assert got.results[0].error.key == want.results[0].error.key == (9,)
     assert got.results[0].error.message == want.results[0].error.message
     assert "box 'tag' raised ValueError: a thousand" in got.results[0].error.rebuild().render()
     assert {name: entry[0] for name, entry in got.box_calls.items()} == \

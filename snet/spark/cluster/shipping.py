@@ -227,20 +227,15 @@ def ship(session, context: RunContext, connect: bool) -> None:
     """Add the snet package zip and the zips of the box files' folders to ``session``, once per session."""
     from snet.shipped_native import package_zip
 
-    files = [package_zip()]
-    if context.files:
-        folder = tempfile.mkdtemp(prefix="snet-boxes-")
-        zipped = {}
-        for entry in context.files.values():
-            if entry.shipped_name not in zipped:
-                zipped[entry.shipped_name] = folder_zip(entry.path, folder)
-        files.extend(zipped.values())
     with _SHIP_LOCK:
         owner = session.sparkContext if not connect else session
         done = _SHIPPED.setdefault(id(owner), set())
-        for path in files:
-            name = os.path.basename(path)
-            if name in done:
+        # a folder is zipped once per session and content (its name says which: shipped_name)
+        names = {entry.shipped_name: entry.path for entry in context.files.values()
+                 if entry.shipped_name not in done}
+        folder = tempfile.mkdtemp(prefix="snet-boxes-") if names else ""
+        for path in [package_zip()] + [folder_zip(path, folder) for path in names.values()]:
+            if (name := os.path.basename(path)) in done:
                 continue
             if connect:
                 session.addArtifacts(path, pyfile=True)

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from snet.core.chains import CountedChain, box_chain
+from snet.core.chains import CountedChain, box_chain, walk_maker
 from snet.core.semantics import SyncCell, unfinished_warning
 from snet.gcpause import gc_paused
 from snet.recursion import deep_recursion
@@ -192,22 +192,23 @@ class ReplicaHost:
         self.observer: Callable[[object], None] | None = None
         # a stateless operand that is a chain of boxes and nothing else runs as such
         callers = None if self.stateful or skip_errors else box_chain(self.plan, self.operand)
-        self.chain = CountedChain(callers) if callers is not None else None
+        self.chain = CountedChain(callers, walk_maker()) if callers is not None else None
 
     def run_group(self, group: Group) -> GroupResult:
         if group.bare:  # the outputs go back without the keys
+            if self.chain is not None and self.observer is None:  # through the chain's walks
+                result = GroupResult(group.instance, group.value, [], None, [], aligned=True)
+                try:
+                    self.chain.walk(group.items, result.outputs, self.engine.box_calls)
+                except SNetRuntimeError as e:
+                    result.error = ErrorReport.of(e, (self.chain.place,))
+                return result
             result = self.run_group(keyed(group))
             result.outputs, result.aligned = [outputs for _place, outputs in result.outputs], True
             return result
         engine = self.engine
         outputs: list[tuple[Any, list[Record]]] = []
         result = GroupResult(group.instance, group.value, outputs, None, [])
-        if self.chain is not None and self.observer is None:
-            try:
-                self.chain.walk(group.items, outputs, engine.box_calls)
-            except SNetRuntimeError as e:
-                result.error = ErrorReport.of(e, self.chain.key)
-            return result
         if not self.stateful:
             if self._shared is None:
                 self._shared = engine.replica(self.operand)

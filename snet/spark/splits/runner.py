@@ -22,7 +22,7 @@ from snet.spark.failures import crash_summary, interrupt_in, looks_like_crash, r
 from snet.spark.splits import crash
 from snet.spark.splits.replicas import Group, GroupResult, TaskInput, TaskOutput, run_payload
 from snet.spark.tasks import arrow_payloads, dumps, loads, rdd_payloads
-from snet.splitexec import SplitFailure, SplitOutputs, SplitRunner, fold_outputs
+from snet.splitexec import SplitFailure, SplitOutputs, SplitRunner, aligned_outputs, fold_outputs
 from snet.stats import add_box_calls, add_guard_counts, box_entries
 from snet.spg.nodes import PropertyGraph, SplitNode
 
@@ -104,7 +104,7 @@ class SparkSplitRunner(SplitRunner):
                 errors.append((seqs[j], instances[j], j, result.error))
         self._account(len(set(seqs)) if ranged else n, n, payloads, started, job_seconds)
         if not errors and not ranged:
-            return list(map(SplitOutputs, instances, seqs, done))
+            return aligned_outputs(instances, seqs, done)
         seq, instance, _, first = min(errors, key=lambda e: e[:3]) if errors else (n and seqs[-1] + 1, 0, 0, None)
         outputs = fold_outputs([((q, i, 0), o) for i, q, o in zip(instances, seqs, done) if (q, i) < (seq, instance)])
         if first is not None:

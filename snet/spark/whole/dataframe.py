@@ -215,11 +215,11 @@ def map_partition(run_id: str, context: bytes, drop: tuple[str, ...], schema_jso
     writer = Writer(schema_json, project)
     chain = box_chain(plan)
     if chain is not None:  # a batch at a time: a list of records in, a list out
-        from snet.core.chains import chain_records
+        from snet.core.chains import chain_records, walk_maker
 
         pending: list[dict] = []
         for batch in batches:
-            pending.extend(chain_records(chain, rows(batch, drop)))
+            pending.extend(chain_records(chain, rows(batch, drop), walk_maker()))
             if len(pending) >= OUT_BATCH:
                 whole = len(pending) - len(pending) % OUT_BATCH
                 for start in range(0, whole, OUT_BATCH):
