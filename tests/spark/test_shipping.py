@@ -86,6 +86,27 @@ def test_a_box_module_imports_its_sibling_modules_on_the_executors(spark_options
         assert record["deep"] == "int"
 
 
+@pytest.mark.spark
+def test_a_box_folder_is_zipped_once_a_session_until_its_content_changes(spark_options, tmp_path, monkeypatch):
+    """Each run's split runner ships its box folders; one that the session has already got (the zip's name
+    says its folder and content: ``shipped_name``) is not zipped again."""
+    import snet
+    import snet.spark.cluster.shipping as shipping
+
+    zipped = []
+    real = shipping.folder_zip
+    monkeypatch.setattr(shipping, "folder_zip", lambda path, target: zipped.append(path) or real(path, target))
+    make_folder(tmp_path / "boxes", helpers="helpers_once")
+    net = snet.load(str(tmp_path / "boxes" / "net.snet"))
+    records = [{"a": i, "<k>": i % 2} for i in range(4)]
+    for _ in range(2):
+        assert sorted(r["a"] for r in net.run(records, **spark_options())) == [0, 20, 40, 60]
+    assert len(zipped) == 1
+    (tmp_path / "boxes" / "tools" / "more.py").write_text("x = 1\n")  # a new name: shipped again
+    assert sorted(r["a"] for r in net.run(records, **spark_options())) == [0, 20, 40, 60]
+    assert len(zipped) == 2
+
+
 PROBE = ("import sys\n"
          "import snet, snet.core.boxes as boxes, snet.shipped_native as shipped\n"
          "import snet.syntax.parser as p\n"
