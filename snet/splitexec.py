@@ -20,7 +20,12 @@ protocol:
    ``flush()`` for both): the records run, and every input's outputs come
    back as :class:`SplitOutputs`, in sequence order.  An engine that submits
    from several threads calls ``take`` under its own lock and ``run``
-   outside it, so records keep arriving while a batch runs;
+   outside it, so records keep arriving while a batch runs.  FRONT fills
+   the batch itself, in C, instead of steps 2–4 (``submit``, ``full``,
+   ``take`` are the reference engine's): it tells the executor the run's
+   first record (``first_record``, which may size the first batch), numbers
+   the records from 0, keeps the :data:`Taken` columns and hands them to
+   ``run``, full at ``batch_size`` records (read again after each batch);
 5. a run-time error inside the executor does not raise: the
    :class:`BatchResult` carries it, with the outputs of the inputs before
    the failing one, so the engine writes those first and then fails;
@@ -191,6 +196,8 @@ class SplitExecutorProtocol(Protocol):
     def pending(self) -> int: ...
 
     def new_instance(self, node_id: int, path: Path = ()) -> int: ...
+
+    def first_record(self, record: Record) -> None: ...
 
     def submit(self, instance: int, record: Record) -> int: ...
 
@@ -436,6 +443,12 @@ class SplitExecutor:
         self.seq = seq + 1
         self.pending += 1
         return seq
+
+    def first_record(self, record: Record) -> None:
+        """Told the run's first record by an engine that fills the batches itself (FRONT, in C: the
+        :data:`Taken` columns, handed to :meth:`run`) instead of :meth:`submit`; it may size the first batch."""
+        if self.probe_first:
+            self._probe(record)
 
     def _probe(self, record: Record) -> None:
         self.probe_first = False

@@ -43,13 +43,28 @@ cdef class ExecutorSplitEntity(Entity):
                 w.drop(st)
             return 0
         snet_atomic_add(&rt.pending, 1)  # released when its outputs are emitted
-        with rt.exec_lock:
-            seq = rt.executor.submit(self.inst, rec)
-            rt.exec_waiting[seq] = self if st is None else (self, st)  # (no tuple when it can: Taken)
-            full = rt.executor.full()
-            if rt.exec_bound == 0:  # the run's first record (which may have sized the first batch); then per batch
-                snet_atomic_store(&rt.exec_bound, 2 * <long>rt.executor.batch_size)
+        if snet_atomic_load(&rt.exec_size) == 0:  # the run's first record, which may size the first batch
+            with rt.exec_lock:
+                if rt.exec_size == 0:
+                    rt.executor.first_record(rec)
+                    set_batch_size(rt)
+        entry = self if st is None else (self, st)  # (no tuple when it can: Taken)
+        spin_lock(&rt.exec_word)
+        try:
+            columns = rt.exec_columns.get(self.node)
+            if columns is None:
+                columns = rt.exec_columns[self.node] = ([], [], [])
+            seq = rt.exec_seq
+            rt.exec_seq += 1
+            (<list>(<tuple>columns)[0]).append(self.inst)
+            (<list>(<tuple>columns)[1]).append(seq)
+            (<list>(<tuple>columns)[2]).append(rec)
+            rt.exec_waiting[seq] = entry
+            rt.exec_filling += 1
+            full = rt.exec_filling >= rt.exec_size
             snet_atomic_add(&rt.exec_buffered, 1)
+        finally:
+            snet_unlock(&rt.exec_word)
         if full:
             flush_executor(rt, w)
         return 0
@@ -84,35 +99,63 @@ cdef bint executor_due(Network rt):
     return since > 0 and snet_now() - since >= rt.exec_linger
 
 
+cdef int set_batch_size(Network rt) except -1:
+    """Read the executor's batch size (its sizer may change it after a batch): a batch is full at that many
+    records, and no input is admitted while twice that many are buffered."""
+    cdef long size = max(1, <long>rt.executor.batch_size)
+    snet_atomic_store(&rt.exec_size, size)
+    snet_atomic_store(&rt.exec_bound, 2 * size)
+    return 0
+
+
+cdef bint batch_full(Network rt):
+    spin_lock(&rt.exec_word)
+    cdef bint full = rt.exec_filling >= rt.exec_size
+    snet_unlock(&rt.exec_word)
+    return full
+
+
 cdef bint flush_executor(Network rt, Writer w) except -1:
     """Run the executor's batch and write every input's outputs (one batch at a time).
 
-    Records that arrive meanwhile start the next batch; it runs at once if
-    it is full by the time this one is done.  An executor's error is
-    raised after the outputs of the inputs before it have been written.
+    The batch fills here, in C (`ExecutorSplitEntity.invoke`): its columns
+    are what the executor's ``take`` would give (``snet.splitexec.Taken``),
+    handed to its ``run``; the executor's ``submit``, ``full`` and ``take``
+    are the reference engine's.  Records that arrive meanwhile start the
+    next batch; it runs at once if it is full by the time this one is done.
+    An executor's error is raised after the outputs of the inputs before it
+    have been written.
     """
     cdef ExecutorSplitEntity e
     cdef bint ran = False
     while snet_try_lock(&rt.exec_flushing):
         try:
             while not snet_flag_load(&rt.stop):
-                with rt.exec_lock:
-                    taken = rt.executor.take()
+                spin_lock(&rt.exec_word)
+                taken = None
+                if rt.exec_filling:
+                    taken = rt.exec_columns
+                    rt.exec_columns = {}
+                    rt.exec_filling = 0
+                snet_unlock(&rt.exec_word)
                 if taken is None:
                     break
                 ran = True
                 result = rt.executor.run(taken)
-                with rt.exec_lock:  # (its sizer may have changed the size: the bound follows at once)
-                    snet_atomic_store(&rt.exec_bound, 2 * <long>rt.executor.batch_size)
+                set_batch_size(rt)  # (its sizer may have changed the size: the bound follows at once)
                 for seq, error in result.failures:  # skipped on the executor: fail its tracked input, if any
-                    with rt.exec_lock:
-                        entry = rt.exec_waiting.get(seq)
+                    spin_lock(&rt.exec_word)
+                    entry = rt.exec_waiting.get(seq)
+                    snet_unlock(&rt.exec_word)
                     if type(entry) is tuple:  # (entity, group stack); else the entity alone
                         request = request_of(make_item(None, entry[1]))
                         if request is not None:
                             request.failed(error)
-                with rt.exec_lock:
+                spin_lock(&rt.exec_word)
+                try:
                     waiting = [rt.exec_waiting.pop(done.seq) for done in result.outputs]
+                finally:
+                    snet_unlock(&rt.exec_word)
                 for done, entry in zip(result.outputs, waiting):
                     if type(entry) is tuple:
                         e, st = entry
@@ -123,16 +166,14 @@ cdef bint flush_executor(Network rt, Writer w) except -1:
                     snet_atomic_add(&rt.pending, -1)
                 if result.error is not None:
                     raise result.error
-                with rt.exec_lock:
-                    if not rt.executor.full():
-                        break
+                if not batch_full(rt):
+                    break
         finally:
             snet_unlock(&rt.exec_flushing)
         # A worker that filled the batch just before the unlock could not take
         # the flush: look again, so that a full batch never waits.
-        with rt.exec_lock:
-            if snet_flag_load(&rt.stop) or not rt.executor.full():
-                break
+        if snet_flag_load(&rt.stop) or not batch_full(rt):
+            break
     return ran
 
 

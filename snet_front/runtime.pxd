@@ -267,7 +267,12 @@ cdef class Network:
 
     # The split executor (snet.splitexec; None without executor splits)
     cdef object executor
-    cdef object exec_lock  # guards the executor's batch and `exec_waiting`
+    cdef object exec_lock  # guards the executor's own state (new_instance, first_record)
+    cdef int exec_word  # a lock word (spin_lock) over the batch filling here, `exec_seq` and `exec_waiting`
+    cdef dict exec_columns  # the batch filling: split node -> ([instances], [sequence numbers], [records])
+    cdef long exec_seq  # the next record's sequence number
+    cdef long exec_filling  # records in `exec_columns`
+    cdef long exec_size  # the executor's batch size, read at the run's first record and after each batch (0: none yet)
     cdef dict exec_waiting  # sequence number -> (ExecutorSplitEntity, group stack), or the entity for no stack
 
     # Calls of async def boxes done on the box loop, for a worker to finish: (entity, what it needs)

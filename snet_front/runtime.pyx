@@ -202,6 +202,7 @@ cdef class Runtime(Network):
         self.threads_lock = threading.Lock()
         self.executor = plan.executor
         self.exec_lock = threading.Lock()
+        self.exec_columns = {}
         self.exec_waiting = {}
         self.completions = deque()
         self.exec_linger = plan.executor.linger if plan.executor is not None else 0.0
