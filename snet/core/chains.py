@@ -231,9 +231,11 @@ def chain_records(callers: Sequence[Any], records: Any, make: Callable[[tuple, t
 _UNSEEN = object()
 
 
+@functools.lru_cache(maxsize=1)
 def walk_maker() -> Callable[[tuple, tuple], Any]:
     """FRONT's ``make_walk`` (the walk in C, about a third of its time as Python) where the compiled runtime
-    imports, else :func:`compile_walk`: the same outputs and errors (a Spark task's chains take it)."""
+    imports, else :func:`compile_walk`: the same outputs and errors (a Spark task's chains take it, once per
+    batch: looked up once per process)."""
     try:
         from snet_front.runtime import make_walk
     except (ImportError, ValueError):  # ValueError: another snet's runtime ("size changed")
@@ -285,7 +287,7 @@ class CountedChain:
         self.callers = tuple(callers)
         # the compiler of a shape's walk: compile_walk, or FRONT's make_walk where a task has it (the same results)
         self.make = make or compile_walk
-        self.walks: dict[tuple, Any] = {}  # record shape -> its compiled walk, or None (up to SHAPES)
+        self.walks: dict[tuple, Any] = {}  # record shape -> its walk's ``many`` (walk_many), or None (up to SHAPES)
         self.seen = 0  # records walked
         self.untimed = 0  # ... since the last timed one
         self.place = 0  # where in the records walk took the last: the failing one after an error
