@@ -9,20 +9,17 @@
 #   `Writer` (what an entity needs of the worker that invokes it) and
 #   `Network`, the per-run state: the plan's tables, lazy entity creation
 #   through one factory per node kind, the output channel and failure;
-# * ``entities``: the entities of boxes, filters, synchro-cells and the
-#   synchro-cell star;
+# * ``entities``: the entities of boxes, filters, synchro-cells and the synchro-cell star;
 # * ``combinators``: collectors, and the entities of parallel, star, split,
 #   executor split and feedback, with the firing of initialisers;
 # * ``workers``: licences, the worker loop, input admission, stealing;
-# * ``runtime``: `Runtime`, the Python-facing object: start, outputs,
-#   termination, statistics.
+# * ``runtime``: `Runtime`, the Python-facing object: start, outputs, termination, statistics.
 #
 # This is the scheduling core of the FRONT engine (Gijsbers & Grelck 2013,
 # in the seed document §4).  What each construct *means* is not decided here:
 # every entity calls the operators of its node's template in the plan
-# (:mod:`snet.plan`: box callers, compiled filters, routers, pattern
-# matchers, synchro-cell patterns, split keys).  This part only decides where a record goes next and which
-# worker moves it.
+# (:mod:`snet.plan`: box callers, compiled filters, routers, pattern matchers, synchro-cell patterns,
+# split keys).  This part only decides where a record goes next and which worker moves it.
 #
 # Entities
 # ========
@@ -57,8 +54,7 @@
 # once if it is free ("walking the record", `Worker.write`).  An idle worker
 # first admits one input record (one worker at a time, optionally throttled),
 # then steals half the licences of the first stream with an unlocked
-# destination from the head of a victim's list (round robin, one thief per
-# victim).
+# destination from the head of a victim's list (round robin, one thief per victim).
 #
 # Determinism
 # ===========
@@ -73,8 +69,7 @@
 # brings a count to zero elsewhere sends a wake-up item to the collector.
 # Nested non-deterministic parts need nothing: the ordering happens at the
 # deterministic collector.  Initialisers in a parallel's branches form group
-# 0 of that parallel's collector (the barrier that makes their outputs leave
-# first, language.md §6.4).
+# 0 of that parallel's collector (the barrier that makes their outputs leave first, language.md §6.4).
 #
 # Termination
 # ===========
@@ -83,6 +78,8 @@
 # (incremented on every write, decremented after an invocation has written
 # its outputs).  The network has terminated when the input has ended and
 # ``pending`` is zero: global quiescence, which also covers feedback loops.
+# A record's failure leaves its entity locked: the workers admit no more
+# input, finish what is queued elsewhere and exit (`Worker.loop`).
 #
 # The GIL
 # =======
@@ -745,11 +742,13 @@ cdef class Network:
             log_parked(self.span_of(node), record)
         return 0
 
-    cdef void fail(self, object error):
+    cdef void fail(self, object error, bint drain=False):
+        """Record the run's error (the first stays); ``drain``: the workers finish what is queued, else they stop."""
         with self.fail_lock:
             if self.error is None:
                 self.error = error  # set once: readers outside the lock never see it replaced
-            snet_flag_store(&self.stop, True)
+            if not drain:
+                snet_flag_store(&self.stop, True)
         self.notify()
         self.wake_idle(True)
 
@@ -795,6 +794,7 @@ cdef class Network:
             snet_unlock(&self.partial_lock)
         node, record = unfolding if unfolding is not None else (-1, None)
         span = self.span_of(node) if node >= 0 else None
-        if grown:
-            raise diverging(span, record, grown=grown, memory_limit=self.mem_limit)
-        raise diverging(span, record, held=self.held(), limit=self.max_held)
+        error = (diverging(span, record, grown=grown, memory_limit=self.mem_limit) if grown
+                 else diverging(span, record, held=self.held(), limit=self.max_held))
+        self.fail(error)  # the workers stop at once: finishing what is queued would grow the run further
+        raise error

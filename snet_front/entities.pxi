@@ -184,6 +184,13 @@ cdef class BoxEntity(Entity):
                 self.emit_seq = emit_or_hold(self, w, self.done, self.emit_seq, seq, outs, st)
             finally:
                 snet_unlock(&self.rlock)
+        except BaseException:
+            # The run fails: the box stays locked, as a call that holds the lock leaves it, so that no later
+            # record is taken from its inbox while the workers finish what is queued elsewhere (workers.pxi).
+            # (Held already: by another failed call, or for a moment by a worker numbering a record, which
+            # the workers' loop then leaves in the inbox, the box being among the failed ones.)
+            snet_try_lock(&self.lock)
+            raise
         finally:
             snet_atomic_add(&self.running, -1)
         return early

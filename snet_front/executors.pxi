@@ -165,6 +165,7 @@ cdef bint flush_executor(Network rt, Writer w) except -1:
                     snet_atomic_add(&rt.exec_buffered, -1)
                     snet_atomic_add(&rt.pending, -1)
                 if result.error is not None:
+                    rt.exec_failed = True  # (the workers drain what is queued elsewhere: no batch runs after it)
                     raise result.error
                 if not batch_full(rt):
                     break

@@ -236,6 +236,10 @@ cdef class Network:
     cdef int done
     cdef object error
     cdef object fail_lock
+    # After a record's failure, the workers finish what is queued (input admission stops) and exit when
+    # what they hold waits only at the entities that failed, which stay locked (Worker.loop, docs/runtime.md)
+    cdef set failed_entities  # (under fail_lock)
+    cdef bint exec_failed  # the split executor raised: its batches run no more
     cdef list workers
     cdef list threads  # the threads of the workers started so far (those below `active`, started when it rises)
     cdef object threads_lock  # guards `threads` and `launched`: the tuner starts workers, close joins them
@@ -301,7 +305,7 @@ cdef class Network:
     cdef void wake_idle(self, bint everyone)
     cdef void note_partial(self, object cell, int node, bint fired)
     cdef int park(self, int node, object record) except -1
-    cdef void fail(self, object error)
+    cdef void fail(self, object error, bint drain=*)
     cdef int unfolded(self, int node, object record) except -1
     cdef int check_bounds(self, double now) except -1
     cdef long held(self)
@@ -442,11 +446,14 @@ cdef class Worker(Writer):
     cdef int steal_lock
     cdef Py_ssize_t cur  # insertion point for new licences (-1: append)
     cdef int victim
+    cdef Entity failed_at  # the entity left locked by the invocation that raised (None: none)
 
     cdef int process(self, Entity e, object item) except -1
     cdef bint work_own(self) except -1
     cdef void sweep(self)
     cdef bint holds_work(self)
+    cdef bint holds_live_work(self)
+    cdef int loop(self) except -1
     cdef bint try_input(self) except -1
     cdef bint admit_batch(self, Entity chain, long most) except -1
     cdef object admit_next(self)
@@ -460,7 +467,9 @@ cdef class Worker(Writer):
 # ---- runtime.pyx: the Python surface
 
 cdef class Runtime(Network):
-    cdef bint failure_settled  # the workers running when the run failed have finished (or were waited for)
+    cdef long drain_made  # the workers' invocations when the consumer last saw the drain after a failure move
+    cdef double drain_until  # when the consumer stops waiting for a drain that does not move (0: not yet)
+    cdef bint draining(self)
     cdef void outputs_drained(self)
     cdef int launch(self, int n) except -1
     cdef bint outputs_taken_at_bound(self)

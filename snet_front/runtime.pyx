@@ -187,6 +187,8 @@ cdef class Runtime(Network):
         self.active = active if 0 < active <= workers else workers
         self.park_cond = threading.Condition(threading.Lock())
         self.fail_lock = threading.Lock()
+        self.failed_entities = set()
+        self.drain_made = -1
         self.partial = {}
         self.cond = threading.Condition(threading.Lock())
         self.idle_cond = threading.Condition(threading.Lock())
@@ -335,15 +337,10 @@ cdef class Runtime(Network):
             if len(self.outputs):
                 return 0
             if self.error is not None:
-                if not self.failure_settled:
-                    # Workers still inside a call when another failed finish it, and emit what comes before
-                    # the failing record in order: wait for them (at most CLOSE_TIMEOUT), then those first.
-                    self.failure_settled = True
-                    deadline = snet_now() + CLOSE_TIMEOUT
-                    while snet_atomic_load(&self.exited) < len(self.threads) and snet_now() < deadline:
-                        with self.cond:
-                            if snet_atomic_load(&self.exited) < len(self.threads):
-                                self.cond.wait(0.005)
+                if snet_atomic_load(&self.exited) < len(self.threads) and self.draining():
+                    with self.cond:
+                        if not len(self.outputs) and snet_atomic_load(&self.exited) < len(self.threads):
+                            self.cond.wait(0.005)
                     continue
                 raise self.error
             if snet_flag_load(&self.stop):  # halted or closed: no more outputs will come
@@ -363,6 +360,24 @@ cdef class Runtime(Network):
                 if not len(self.outputs) and self.error is None and not snet_flag_load(&self.done):
                     self.cond.wait(timeout)
                 self.consumer_waiting = False
+
+    cdef bint draining(self):
+        """After a failure, while the workers still finish the records queued before it (docs/runtime.md).
+
+        The outputs they make reach the consumer before the error.  A drain
+        that makes no invocation for ``CLOSE_TIMEOUT`` (a box call that does
+        not return) is given up: the workers are stopped.
+        """
+        cdef long made = sum((<Worker>w).n_invocations for w in self.workers)
+        cdef double now = snet_now()
+        if made != self.drain_made:
+            self.drain_made = made
+            self.drain_until = now + CLOSE_TIMEOUT
+        if now < self.drain_until:
+            return True
+        snet_flag_store(&self.stop, True)
+        self.wake_idle(True)
+        return False
 
     def output_backlog(self):
         """``(outputs waiting for the consumer, the output bound now)``."""
@@ -394,6 +409,8 @@ cdef class Runtime(Network):
             t.join(max(0.0, deadline - snet_now()))
         if self.finished == 0:
             self.finished = snet_now()
+        with self.fail_lock:
+            self.failed_entities.clear()
         return sum(1 for t in threads if t.is_alive())
 
     def termination_warnings(self):

@@ -14,6 +14,7 @@ from snet_front.atomics cimport (snet_atomic_add, snet_atomic_load, snet_try_loc
                                  snet_now, snet_flag_load, snet_flag_store)
 
 from snet.core.semantics import cannot_terminate
+from snet.errors import SNetError, SNetInterrupted
 from snet.requests import NO_INPUT_YET, Request, set_current_request
 
 # Idle back-off (microseconds): short enough that a stolen licence is
@@ -216,23 +217,30 @@ cdef class Worker(Writer):
         """Invoke ``e`` (locked by us) on ``item``, then follow continuations."""
         cdef Network rt = self.rt
         cdef int rc
-        while True:
-            if rt.tracking:
-                set_current_request(request_of(item))
-            rc = e.invoke(self, item)
-            if rc == 0:
-                snet_unlock(&e.lock)
-            self.n_invocations += 1
-            e = self.cont_e
-            if e is None:
-                snet_atomic_add(&rt.pending, -1)
-                return 0
-            # (else the continuation carries this invocation's count on: see `write`)
-            item = self.cont_item
-            self.cont_e = None
-            self.cont_item = None
-            if snet_flag_load(&rt.stop) or self.safe_point():
-                return 0
+        cdef bint ok = False
+        try:
+            while True:
+                if rt.tracking:
+                    set_current_request(request_of(item))
+                rc = e.invoke(self, item)
+                if rc == 0:
+                    snet_unlock(&e.lock)
+                self.n_invocations += 1
+                e = self.cont_e
+                if e is None:
+                    snet_atomic_add(&rt.pending, -1)
+                    ok = True
+                    return 0
+                # (else the continuation carries this invocation's count on: see `write`)
+                item = self.cont_item
+                self.cont_e = None
+                self.cont_item = None
+                if snet_flag_load(&rt.stop) or self.safe_point():
+                    ok = True
+                    return 0
+        finally:
+            if not ok:  # (raised) the entity stays locked: no later record of its inbox passes it
+                self.failed_at = e
 
     cdef bint work_own(self) except -1:
         """Use one licence from the own list (head first); True on progress."""
@@ -256,7 +264,7 @@ cdef class Worker(Writer):
                     continue
                 e = ref.entity
                 if snet_try_lock(&e.lock):
-                    if saturated(e):
+                    if saturated(e) or (rt.error is not None and e in rt.failed_entities):
                         snet_unlock(&e.lock)
                         i += 1
                         continue
@@ -315,12 +323,28 @@ cdef class Worker(Writer):
         finally:
             snet_unlock(&self.list_lock)
 
+    cdef bint holds_live_work(self):
+        """True while a licence of this worker is for a record still waiting at an entity that has not failed."""
+        cdef Licence ref
+        cdef Network rt = self.rt
+        spin_lock(&self.list_lock)
+        try:
+            with rt.fail_lock:
+                for r in self.refs:
+                    ref = <Licence>r
+                    if ref.count > 0 and len(ref.entity.inbox) and ref.entity not in rt.failed_entities:
+                        return True
+            return False
+        finally:
+            snet_unlock(&self.list_lock)
+
     cdef bint try_input(self) except -1:
-        """Admit one input record (one worker at a time)."""
+        """Admit one input record (one worker at a time; none once a record has failed)."""
         cdef Network rt = self.rt
         cdef Entity dest
         cdef double started
-        if snet_flag_load(&rt.input_done) or self.holds_work() or not snet_try_lock(&rt.input_lock):
+        if (snet_flag_load(&rt.input_done) or rt.error is not None or self.holds_work()
+                or not snet_try_lock(&rt.input_lock)):
             return False
         try:
             if rt.input_done:
@@ -538,7 +562,7 @@ cdef class Worker(Writer):
                     self.write(out, res, False)
                 else:
                     chain.emit(self, res, None, False)
-                if self.safe_point():
+                if self.safe_point() or rt.error is not None:
                     break
             failed = False
         finally:
@@ -549,6 +573,8 @@ cdef class Worker(Writer):
                 snet_atomic_add(&rt.pending, -taken)
                 if not failed:
                     snet_unlock(&chain.lock)
+                else:
+                    self.failed_at = chain
         return True
 
     cdef bint try_completion(self) except -1:
@@ -606,19 +632,51 @@ cdef class Worker(Writer):
         """
         cdef Network rt = self.rt
         with rt.park_cond:
-            while self.wid >= rt.active and not snet_flag_load(&rt.stop) and not snet_flag_load(&rt.done):
+            while (self.wid >= rt.active and not snet_flag_load(&rt.stop) and not snet_flag_load(&rt.done)
+                   and rt.error is None):
                 rt.park_cond.wait(PARK_WAIT_S)
         return 0
 
     def run(self):
-        """The worker loop: own work, then input, then stealing, then a short nap."""
+        """The worker thread: the worker loop, and after a record's failure the loop again until it drains.
+
+        A run-time error of a record (a box raising, a routing error: an
+        ``SNetError``) is recorded as the run's error, and the entity it
+        raised in stays locked, so no record behind it in its inbox passes
+        it.  The workers admit no more input and go on with what is queued
+        elsewhere, records that came before the failing one among them, so
+        their outputs reach the consumer before the error; each exits when
+        what it holds waits only at failed entities.  Any other error (the
+        run's bounds, an internal one) stops every worker at once.
+        """
+        cdef Network rt = self.rt
+        set_current_writer(self)
+        try:
+            while True:
+                try:
+                    self.loop()
+                    break
+                except BaseException as e:
+                    drain = isinstance(e, SNetError) and not isinstance(e, SNetInterrupted)
+                    if self.failed_at is not None:
+                        with rt.fail_lock:
+                            rt.failed_entities.add(self.failed_at)
+                        self.failed_at = None
+                    rt.fail(e, drain)
+                    if not drain:
+                        break
+        finally:
+            snet_atomic_add(&rt.exited, 1)
+            rt.notify()
+
+    cdef int loop(self) except -1:
+        """The worker loop: own work, then input, then stealing, then a short nap; returns when the run ends."""
         cdef Network rt = self.rt
         cdef int idle = 0
         cdef double t0
         cdef double last = 0.0  # when the last turn of the loop began, if it did work (0: it did none)
         cdef unsigned int nap
         cdef long left
-        set_current_writer(self)
         try:
             while not snet_flag_load(&rt.stop) and not snet_flag_load(&rt.done):
                 t0 = snet_now()  # one clock read a turn: a busy turn's time is counted at the next
@@ -635,7 +693,7 @@ cdef class Worker(Writer):
                     last = t0
                     idle = 0
                     continue
-                if rt.executor is not None and executor_due(rt) and flush_executor(rt, self):
+                if rt.executor is not None and not rt.exec_failed and executor_due(rt) and flush_executor(rt, self):
                     last = t0
                     idle = 0
                     continue
@@ -660,6 +718,8 @@ cdef class Worker(Writer):
                         node, record = rt.parked_first
                         rt.fail(cannot_terminate(rt.span_of(node), left, record))
                         break
+                if rt.error is not None and not self.holds_live_work() and not len(rt.completions):
+                    break  # drained: what is left waits at failed entities (run)
                 if self.wid >= rt.active and not self.holds_work():
                     self.park()
                     idle = 0
@@ -679,10 +739,7 @@ cdef class Worker(Writer):
                                 rt.idle_cond.wait(IDLE_SLEEP_S)
                     finally:
                         snet_atomic_add(&rt.sleepers, -1)
-        except BaseException as e:
-            rt.fail(e)
         finally:
             if last:
                 self.busy += snet_now() - last
-            snet_atomic_add(&rt.exited, 1)
-            rt.notify()
+        return 0

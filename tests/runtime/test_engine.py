@@ -245,6 +245,64 @@ def test_leaving_the_loop_keeps_the_outputs_a_batch_took():
     assert first + rest == list(range(1000))
 
 
+SERIAL_FG = "box f ((x) -> (x)); box g ((x) -> (y)); net p connect f .. g;"
+
+
+def test_records_queued_before_a_failing_one_are_finished_and_their_outputs_come_before_the_error():
+    """Record 1 is inside g, record 2 queued behind it, record 3 fails in f on a third worker: the workers
+    finish record 2 before the run ends, so both outputs come, then the error (as on the reference engine).
+    (Unfused: a fused f .. g would hold records 2 and 3 behind record 1's walk.)"""
+    failed = threading.Event()
+
+    def f(x):
+        if x == 3:
+            failed.set()
+            raise ValueError("three")
+        return {"x": x}
+
+    def g(x):
+        if x == 1:
+            failed.wait(10)
+            time.sleep(0.05)  # (so that the failure reaches the run before this call ends)
+        return {"y": x}
+
+    net = snet.load(SERIAL_FG, boxes={"f": f, "g": g})
+    got = []
+    with pytest.raises(SNetBoxError, match="three"):
+        for out in net.run([{"x": 1}, {"x": 2}, {"x": 3}], engine="front", workers=3, box_concurrency=1,
+                           fuse=False):
+            got.append(out)
+    assert failed.is_set()
+    assert got == [{"y": 1}, {"y": 2}]
+
+
+def test_a_failure_behind_a_box_call_that_does_not_return_still_ends_the_run():
+    """Record 2 waits behind a call of g that does not return: finishing it cannot happen, and the error
+    comes once the workers have made no progress for a second, not never."""
+    failed, release = threading.Event(), threading.Event()
+
+    def f(x):
+        if x == 3:
+            failed.set()
+            raise ValueError("three")
+        return {"x": x}
+
+    def g(x):
+        if x == 1:
+            release.wait(300)  # released when the test ends
+        return {"y": x}
+
+    net = snet.load(SERIAL_FG, boxes={"f": f, "g": g})
+    execution = net.run([{"x": 1}, {"x": 2}, {"x": 3}], engine="front", workers=3, box_concurrency=1, fuse=False)
+    try:
+        with pytest.raises(SNetBoxError, match="three"):
+            list(execution)
+        assert failed.is_set()
+    finally:
+        release.set()
+        execution.close()
+
+
 def test_outputs_of_calls_in_flight_when_another_fails_come_before_the_error():
     """Two calls at once, the later record's fails first: the earlier record's output is still delivered
     (it comes before the failure in order, as on the reference engine), then the error."""
