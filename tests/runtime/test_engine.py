@@ -248,17 +248,23 @@ def test_leaving_the_loop_keeps_the_outputs_a_batch_took():
 SERIAL_FG = "box f ((x) -> (x)); box g ((x) -> (y)); net p connect f .. g;"
 
 
+def fails_at_three(failed):
+    """Box f of SERIAL_FG: raises for x == 3, after setting ``failed``."""
+    def f(x):
+        if x == 3:
+            failed.set()
+            raise ValueError("three")
+        return {"x": x}
+    return f
+
+
 def test_records_queued_before_a_failing_one_are_finished_and_their_outputs_come_before_the_error():
     """Record 1 is inside g, record 2 queued behind it, record 3 fails in f on a third worker: the workers
     finish record 2 before the run ends, so both outputs come, then the error (as on the reference engine).
     (Unfused: a fused f .. g would hold records 2 and 3 behind record 1's walk.)"""
     failed = threading.Event()
 
-    def f(x):
-        if x == 3:
-            failed.set()
-            raise ValueError("three")
-        return {"x": x}
+    f = fails_at_three(failed)
 
     def g(x):
         if x == 1:
@@ -281,11 +287,7 @@ def test_a_failure_behind_a_box_call_that_does_not_return_still_ends_the_run():
     comes once the workers have made no progress for a second, not never."""
     failed, release = threading.Event(), threading.Event()
 
-    def f(x):
-        if x == 3:
-            failed.set()
-            raise ValueError("three")
-        return {"x": x}
+    f = fails_at_three(failed)
 
     def g(x):
         if x == 1:
