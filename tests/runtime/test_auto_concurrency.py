@@ -154,6 +154,34 @@ def _slower_on_one_worker(window, c):
     return slower
 
 
+def test_the_work_rate_is_the_box_calls_where_invocations_a_record_change_with_the_workers():
+    # One worker admits runs of input into a fused chain, two hand each record on: fewer invocations a
+    # record on one.  The boxes' calls a record stay, so they judge the trial, not the invocations.
+    c = controller()
+    model = Model(c, 7, service=20e-6, releases=False, overhead=40e-6, one_worker_gain=0.3)
+    window = model.window
+
+    def fewer_invocations_on_one_worker(seconds=0.2):
+        w = window(seconds)
+        return w if c.active() > 1 else Window(w.seconds, w.invocations // 3, w.boxes)
+
+    model.window = fewer_invocations_on_one_worker
+    decisions = model.run(10.0)
+    assert c.summary()["workers"] == 1
+    kept = [d for d in decisions if d.node is None and d.new == 1 and d.reason.startswith("kept")]
+    assert kept and "box calls/s" in kept[0].reason
+
+
+def test_a_network_without_box_calls_is_judged_by_its_invocations():
+    c = controller(start_workers=2)
+    c.skip = 0
+    a = Window(0.2, 60_000, {})
+    assert c.decide(a, 0.2)[0].reason.endswith("invocations/s: trying one worker fewer")
+    assert c.decide(Window(0.05, 15_000, {}), 0.25) == []  # discarded
+    undone = c.decide(Window(0.2, 30_000, {}), 0.45)
+    assert undone[0].reason.startswith("undone: work rate 300,000 -> 150,000 invocations/s (-50%)")
+
+
 def test_an_idle_box_is_lowered_after_the_observation_windows_and_not_raised_back():
     c = controller(start_workers=1)  # (no trial of fewer workers in between)
     c.levels[7] = 8
