@@ -10,7 +10,8 @@ reasons.
 What is measured
 ================
 
-Every ``TICK_S`` the tuner samples the runtime's counters (``Runtime.sample``):
+The tuner samples the runtime's counters (``Runtime.sample``) when the open
+window may close, then every ``TICK_S`` until it does:
 the invocations of all entities so far, and per automatic box its calls
 and the seconds spent in them.  The network's *work rate* is the automatic
 boxes' calls per second, added up: in a steady state every record costs
@@ -18,9 +19,11 @@ the same calls, so the rate is proportional to the throughput, whichever
 box limits it (``_work_rates``).  Invocations a record are not fixed: one
 worker admits runs of input straight into a fused chain, two hand each
 record on; they are the work rate only where a window has too few box
-calls (a network without boxes).  Ticks are summed into a :class:`Window` of at least ``WINDOW_S``
+calls (a network without boxes).  Samples make a :class:`Window` of at least ``WINDOW_S``
 (longer until the box under trial made ``MIN_CALLS`` calls, at most
-``MAX_WINDOW_S``).  Per box a window gives:
+``MAX_WINDOW_S``); outside trials a window that decides nothing makes the
+next twice as long, up to ``QUIET_WINDOW_S``, since every sample takes the
+GIL from the workers.  Per box a window gives:
 
 * the *arrival rate* and *service time*: calls per second and seconds
   per call;
@@ -104,6 +107,7 @@ FIRST_WINDOW_S = 0.1  # ... but the first of the run, which only decides whether
 SETTLE_S = 0.05  # shortest window discarded after a change
 RECHECK_S = 4.0  # a raise kept is tried lower again after this (then doubling, as a failed trial)
 MAX_WINDOW_S = 1.0  # longest: a window closes then even with few calls
+QUIET_WINDOW_S = 1.0  # a window that decides nothing makes the next twice as long as it, up to this
 MIN_CALLS = 20  # calls of the box under trial a window waits for
 GAIN = 0.10  # one worker more is kept when the work rate grows by this share
 RAISE_GAIN = 0.25  # a raise is kept when the work rate and the box's calls per second grow by this share
@@ -213,6 +217,7 @@ class Controller:
         self.trial: _Trial | None = None
         self.skip = 1  # windows to discard (the start, and after every change)
         self.judged = False  # a window has been judged (the first may be shorter: FIRST_WINDOW_S)
+        self.quiet = WINDOW_S  # the length of a window outside trials: doubles while they decide nothing
         self.low: dict[int, int] = {node: 0 for node in boxes}  # windows in a row below LOWER_AT
         self.retry_at: dict[Any, float] = {}
         self.backoff: dict[Any, float] = {}
@@ -240,11 +245,20 @@ class Controller:
             return window.seconds >= SETTLE_S
         if not self.judged and trial is None:
             return window.seconds >= FIRST_WINDOW_S and window.invocations >= MIN_CALLS
-        if window.seconds < WINDOW_S:
+        if window.seconds < (WINDOW_S if trial is not None else self.quiet):
             return False
         if trial is not None and trial.node is not None:
             return window.boxes.get(trial.node, (0,))[0] >= MIN_CALLS
         return True
+
+    def window_length(self) -> float:
+        """The seconds the window now open lasts at least (``window_done`` says when it is done)."""
+        trial = self.trial
+        if (self.skip > 0 if trial is None else trial.phase in (0, 2)):
+            return SETTLE_S
+        if trial is not None:
+            return WINDOW_S
+        return FIRST_WINDOW_S if not self.judged else self.quiet
 
     def decide(self, window: Window, now: float) -> list[Decision]:
         """The decisions after ``window`` (which ended at ``now``, in seconds since the start)."""
@@ -257,8 +271,12 @@ class Controller:
         if window.invocations < MIN_CALLS:  # an idle network (a session between inputs) says nothing
             return []
         self.judged = True
-        return (self._lower(window, now) or self._raise(window, now) or self._down(window, now)
-                or self._workers(window, now))
+        decisions = (self._lower(window, now) or self._raise(window, now) or self._down(window, now)
+                     or self._workers(window, now))
+        # A window that decides nothing makes the next one longer, up to QUIET_WINDOW_S: a settled run is
+        # looked at once a second, not five times (each look takes the GIL from the workers, see Tuner)
+        self.quiet = WINDOW_S if decisions else min(QUIET_WINDOW_S, 2 * self.quiet)
+        return decisions
 
     # -- the moves -------------------------------------------------------------
 
@@ -536,16 +554,23 @@ class Tuner:
             self._thread.join(1.0)
 
     def _run(self) -> None:
+        # The thread sleeps until the open window may close, then every TICK_S until it does, rather than
+        # every TICK_S throughout: each wake-up waits for the GIL (up to the switch interval, 5 ms) and
+        # takes it from the workers, which cost a pipeline of pure-Python boxes 3 % of its run at 20 a second.
+        controller = self.controller
         try:
             first = last = self.runtime.sample(self.nodes)
-            while not self._stop.wait(TICK_S):
+            wait = controller.window_length()
+            while not self._stop.wait(wait):
                 now = self.runtime.sample(self.nodes)
                 window = _window(last, now, self.nodes)
-                if not self.controller.window_done(window):
+                if not controller.window_done(window):
+                    wait = max(TICK_S, controller.window_length() - window.seconds)
                     continue
                 last = now
-                for decision in self.controller.decide(window, now[0] - first[0]):
+                for decision in controller.decide(window, now[0] - first[0]):
                     self._apply(decision)
+                wait = max(TICK_S, controller.window_length())
         except Exception as e:  # never the run's failure: the levels stay where they are
             log.warning("warning: box concurrency auto stopped: %s: %s", type(e).__name__, e)
 

@@ -22,7 +22,8 @@ import time
 import pytest
 
 import snet
-from snet.autoconc import (BACKOFF_S, LOWER_WINDOWS, MAX_LEVEL, TURNS_BACKOFF_S, Controller, Window)
+from snet.autoconc import (BACKOFF_S, LOWER_WINDOWS, MAX_LEVEL, QUIET_WINDOW_S, SETTLE_S, TURNS_BACKOFF_S, WINDOW_S,
+                           Controller, Window)
 from snet.errors import SNetUsageError
 from snet.options import RunOptions
 
@@ -342,6 +343,25 @@ def test_an_idle_network_changes_nothing():
     idle = Window(0.2, 0, {7: (0, 0.0, 0.0)})
     decisions = [d for i in range(100) for d in c.decide(idle, 0.2 * (i + 1))]
     assert not decisions and c.summary()["workers"] == 2 and c.levels[7] == 1
+
+
+def test_windows_that_decide_nothing_grow_to_a_second_and_a_decision_shortens_them_again():
+    c = controller(start_workers=1)  # (no worker trial)
+    c.skip = 0
+    c.judged = True
+    quiet = Window(0.2, 6000, {7: (200, 0.2 * 0.3, 0.2 * 0.3)})  # 0.3 in flight at level 1: no raise
+    lengths = []
+    for i in range(6):
+        lengths.append(c.window_length())
+        assert not c.window_done(Window(c.window_length() - 0.01, 6000, quiet.boxes))
+        assert c.window_done(Window(c.window_length(), 6000, quiet.boxes))
+        assert c.decide(quiet, i + 1.0) == []
+    assert lengths == [WINDOW_S, 2 * WINDOW_S, 4 * WINDOW_S, QUIET_WINDOW_S, QUIET_WINDOW_S, QUIET_WINDOW_S]
+    busy = Window(1.0, 30_000, {7: (1000, 1.0 * 0.9, 1.0 * 0.9)})  # 0.9 in flight: a raise is tried
+    assert c.decide(busy, 7.0)[0].new == 2
+    assert c.window_length() == SETTLE_S  # the window after the change, discarded
+    c.decide(Window(SETTLE_S, 1500, busy.boxes), 7.05)
+    assert c.window_length() == WINDOW_S  # the trial's windows keep their length
 
 
 def test_noise_alone_cannot_make_the_levels_oscillate():
