@@ -364,6 +364,22 @@ def test_windows_that_decide_nothing_grow_to_a_second_and_a_decision_shortens_th
     assert c.window_length() == WINDOW_S  # the trial's windows keep their length
 
 
+def test_calls_in_flight_are_bounded_by_the_active_workers():
+    # Five cheap boxes fused on two workers, as sampled in one window: 3.99 calls in flight in all
+    boxes = {1: (1000, 0.116), 2: (1000, 0.082), 3: (1000, 0.072), 4: (1000, 0.276), 5: (1000, 0.252)}
+    raw = Window(0.2, 5000, boxes)
+    assert raw.in_flight(4) == pytest.approx(1.38)
+    bounded = Window(0.2, 5000, boxes, workers=2)
+    assert sum(bounded.in_flight(n) for n in boxes) == pytest.approx(2.0)
+    assert bounded.in_flight(4) == pytest.approx(1.38 * 2 / 3.99)
+    assert Window(0.2, 5000, {7: (100, 0.1)}, workers=2).in_flight(7) == pytest.approx(0.5)  # within: as measured
+    c = Controller({n: f"b{n}" for n in boxes}, start_workers=2, max_workers=18)
+    c.skip = 0
+    # the controller bounds each window by the workers active during it: no box reaches 0.7 of its level
+    assert not [d for d in c.decide(raw, 0.2) if d.node is not None]
+    assert Controller({n: f"b{n}" for n in boxes}, start_workers=2, max_workers=18)._raise(raw, 0.2)  # unbounded
+
+
 def test_noise_alone_cannot_make_the_levels_oscillate():
     """Rates that depend on nothing but noise (±40 %): some changes pass the dead band, but fewer and fewer."""
     c = controller()
