@@ -22,8 +22,8 @@ import time
 import pytest
 
 import snet
-from snet.autoconc import (BACKOFF_S, LOWER_WINDOWS, MAX_LEVEL, QUIET_WINDOW_S, SETTLE_S, TURNS_BACKOFF_S, WINDOW_S,
-                           Controller, Window)
+from snet.autoconc import (BACKOFF_S, LOWER_WINDOWS, MAX_LEVEL, QUIET_WINDOW_S, SETTLE_S, SHORT_CALL_S, TURNS_BACKOFF_S,
+                           WINDOW_S, Controller, Window)
 from snet.errors import SNetUsageError
 from snet.options import RunOptions
 
@@ -134,6 +134,26 @@ def test_a_cheap_gil_bound_pipeline_parks_a_worker():
     decisions = Model(c, 7, service=20e-6, releases=False, overhead=40e-6, one_worker_gain=0.3).run(10.0)
     assert c.summary()["workers"] == 1
     assert any(d.node is None and d.old == 2 and d.new == 1 and d.reason.startswith("kept") for d in decisions)
+
+
+def test_under_the_gil_a_box_of_calls_too_short_to_overlap_is_not_raised_but_the_workers_are_tried():
+    # five cheap boxes fused, as sampled: 0.8 µs a call, 0.75 calls in flight at level 1, all of it computing
+    busy = Window(0.1, 150_000, {7: (150_000, 0.1 * 0.75, 0.1 * 0.75)})
+    c = controller(gil=True)
+    c.skip = 0
+    decisions = c.decide(busy, 0.1)
+    assert [(d.node, d.old, d.new) for d in decisions] == [(None, 2, 1)], [d.describe() for d in decisions]
+    assert c.levels[7] == 1
+    # a free-threaded interpreter runs such calls at once: the raise is tried
+    free = controller(gil=False)
+    free.skip = 0
+    assert [(d.node, d.old, d.new) for d in free.decide(busy, 0.1)] == [(7, 1, 2)]
+    # and under the GIL, calls of SHORT_CALL_S or longer are tried as before
+    longer = Window(0.1, 3_000, {7: (3_000, 0.1 * 0.75, 0.1 * 0.75)})  # 25 µs a call
+    assert longer.service_time(7) >= SHORT_CALL_S
+    slow = controller(gil=True)
+    slow.skip = 0
+    assert [(d.node, d.old, d.new) for d in slow.decide(longer, 0.1)] == [(7, 1, 2)]
 
 
 def test_fewer_workers_are_undone_when_slower():
