@@ -1,9 +1,10 @@
 """Box concurrency ``auto``: a controller that sets each box's concurrency and the active workers.
 
 With ``--box-concurrency auto`` (``box_concurrency="auto"``) the FRONT
-engine starts every automatic box at one call at a time and runs as many
-workers as the machine has cores; a :class:`Tuner` thread then watches the
-run and changes both while it goes on.  docs/runtime.md ("Automatic box
+engine starts every automatic box at one call at a time and runs one
+worker under the GIL, as many as the machine has cores without it
+(:func:`first_workers`); a :class:`Tuner` thread then watches the run and
+changes both while it goes on.  docs/runtime.md ("Automatic box
 concurrency") describes the design for users; this docstring keeps the
 reasons.
 
@@ -70,13 +71,15 @@ hill climber that keeps a change only on evidence:
   ``RAISE_AT`` (hysteresis) means a lowered box is not a candidate for a
   raise at once: after halving, its saturation is at most twice
   ``LOWER_AT``, below ``RAISE_AT``.
-* *Workers*: the active workers are the base count (the cores, at
-  first) plus one per slot of every automatic box above level 1 (a box at
-  level L may hold L workers in its calls; the base count runs the rest),
-  at most the workers made.  A trial of one worker fewer is kept when the work rate
-  does not fall by more than ``TOLERANCE`` (fewer threads contending for
-  the GIL; a pipeline of cheap pure-Python boxes runs faster on one); a
-  trial of one more (up to the cores) needs a gain of ``GAIN``.
+* *Workers*: the active workers are the base count plus one per slot of
+  every automatic box above level 1 (a box at level L may hold L workers
+  in its calls; the base count runs the rest), at most the workers made.
+  The base count starts at one under the GIL and at the cores without it
+  (:func:`first_workers`).  A trial of one worker more (up to the cores;
+  from one, not before ``MORE_FIRST_S``) needs a gain of ``GAIN``; a trial
+  of one fewer is kept when the work rate does not fall by more than
+  ``TOLERANCE`` (fewer threads contending for the GIL; a pipeline of cheap
+  pure-Python boxes runs faster on one).
 
 Stability: a trial that fails is not tried again before a back-off that
 starts at ``BACKOFF_S`` and doubles with every failure of the same trial
@@ -125,6 +128,7 @@ TURNS = 0.8  # a raise whose calls each took this share of (new level / old leve
 TURNS_BACKOFF_S = 8.0  # ... and such a raise is first tried again after this (the box holds the GIL or a lock)
 MAX_BACKOFF_S = 64.0
 SHORT_CALL_S = 20e-6  # under the GIL, a box whose calls take less than this is not raised
+MORE_FIRST_S = 1.0  # a run that starts on fewer workers than cores tries one more after this at the earliest
 
 log = logging.getLogger("snet")
 
@@ -222,17 +226,18 @@ class Controller:
     """The decision function: feed it windows (:meth:`decide`), apply what it returns.
 
     ``boxes``: node id -> box name, for the automatic boxes.  Levels start
-    at 1, the base worker count at ``start_workers``; the active workers
+    at 1; the base worker count goes from 1 to ``cores`` and starts at
+    ``start_workers`` (the cores where not given); the active workers
     (:meth:`active`) are never more than ``max_workers``.
     """
 
-    def __init__(self, boxes: Mapping[int, str], *, start_workers: int, max_workers: int,
+    def __init__(self, boxes: Mapping[int, str], *, cores: int, max_workers: int, start_workers: int | None = None,
                  max_level: int = MAX_LEVEL, gil: bool | None = None):
         self.names = dict(boxes)
         self.gil = _gil_enabled() if gil is None else gil  # the interpreter runs one thread's Python at a time
         self.levels = {node: 1 for node in boxes}
-        self.start_workers = max(1, min(start_workers, max_workers))
-        self.base = self.start_workers
+        self.cores = max(1, min(cores, max_workers))
+        self.base = self.cores if start_workers is None else max(1, min(start_workers, self.cores))
         self.max_workers = max_workers
         self.max_level = max(1, min(max_level, max_workers))
         self.trial: _Trial | None = None
@@ -240,7 +245,9 @@ class Controller:
         self.judged = False  # a window has been judged (the first may be shorter: FIRST_WINDOW_S)
         self.quiet = WINDOW_S  # the length of a window outside trials: doubles while they decide nothing
         self.low: dict[int, int] = {node: 0 for node in boxes}  # windows in a row below LOWER_AT
-        self.retry_at: dict[Any, float] = {}
+        # A run that starts below the cores tries one worker more after MORE_FIRST_S at the earliest: a run
+        # over by then gains little from it, and the trial's windows run at the other count
+        self.retry_at: dict[Any, float] = {"more": MORE_FIRST_S} if self.base < self.cores else {}
         self.backoff: dict[Any, float] = {}
         self.changes = 0  # changes that stayed
         self.trials = 0
@@ -360,7 +367,7 @@ class Controller:
         if self.base > 1 and now >= self.retry_at.get("fewer", 0.0):
             return [self._start(None, self.base, self.base - 1, window,
                                 f"{rate:,.0f} {unit}: trying one worker fewer")]
-        if self.base < self.start_workers and now >= self.retry_at.get("more", 0.0):
+        if self.base < self.cores and now >= self.retry_at.get("more", 0.0):
             return [self._start(None, self.base, self.base + 1, window,
                                 f"{rate:,.0f} {unit}: trying one worker more")]
         return []
@@ -505,6 +512,26 @@ class Controller:
                 "changes": self.changes, "trials": self.trials, "settled_seconds": self.settled_at}
 
 
+def first_workers(cores: int, *, held: bool, gil: bool | None = None) -> int:
+    """The base workers a run under ``auto`` starts with: one under the GIL, else the cores.
+
+    Under the GIL a second worker gains only while the first is in a call
+    that released it (a sleep, I/O, a C library); otherwise the two take
+    turns for it, and hand each record on where one would walk it straight
+    through: five cheap pure-Python boxes run faster on one worker.  The
+    boxes whose calls release the GIL are what the raise trials find, and
+    each level above 1 adds its workers; the trial of one worker more
+    finds the rest (several short boxes that release it), after
+    ``MORE_FIRST_S``.  ``held``: workers are held apart from the automatic
+    boxes' calls (a split executor's batch holds the worker that runs it,
+    a box given a number its calls), and the run starts at the cores as
+    without ``auto``.  Without the GIL, every worker runs Python at once.
+    """
+    if held or not (_gil_enabled() if gil is None else gil):
+        return cores
+    return 1
+
+
 def _gil_enabled() -> bool:
     is_enabled = getattr(sys, "_is_gil_enabled", None)  # (Python 3.13 and later)
     return True if is_enabled is None else bool(is_enabled())
@@ -629,4 +656,4 @@ def _window(last: tuple, now: tuple, nodes: list[int]) -> Window:
     return Window(seconds=max(now[0] - last[0], 1e-9), invocations=now[1] - last[1], boxes=boxes)
 
 
-__all__ = ["Controller", "Decision", "Tuner", "Window", "MAX_LEVEL"]
+__all__ = ["Controller", "Decision", "Tuner", "Window", "MAX_LEVEL", "first_workers"]

@@ -21,10 +21,12 @@ cap").  ``--box-concurrency 1`` restores one call at a time.
 
 ``--box-concurrency auto`` (for every box, or ``NAME=auto`` for one)
 leaves the choice to :mod:`snet.autoconc`: such a box starts at one call
-at a time, the runtime starts up to ``cores + MAX_LEVEL`` workers (or
-the ``-w`` given) of which as many as there are cores run at first, and a
-tuner thread changes the levels and the active workers while the run goes
-on (docs/runtime.md, "Automatic box concurrency").
+at a time, the runtime makes up to ``cores + MAX_LEVEL`` workers (or
+the ``-w`` given) of which one runs at first under the GIL (as many as
+there are cores without it, or where a split executor or a box given a
+number holds workers: :func:`snet.autoconc.first_workers`), and a tuner
+thread changes the levels and the active workers while the run goes on
+(docs/runtime.md, "Automatic box concurrency").
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from snet.autoconc import MAX_LEVEL, Controller, Tuner
+from snet.autoconc import MAX_LEVEL, Controller, Tuner, first_workers
 from snet.backends import RunOptions
 from snet.core.limits import resident_bytes
 from snet.execution import Engine, Execution, Input
@@ -130,7 +132,13 @@ class FrontExecution(Execution):
         if automatic or options.box_concurrency == AUTO:  # (no box to tune: the active workers still are)
             cores = self.workers
             self.workers = options.workers or (cores + MAX_LEVEL if automatic else cores)
-            self.controller = Controller(automatic, start_workers=cores, max_workers=self.workers)
+            # workers held apart from the automatic boxes' calls: a split executor's batch holds the worker
+            # that runs it, a box given a number above one as many as its number
+            held = plan.executor is not None or any(
+                limit > 1 and i not in automatic and isinstance(node, BoxPlan) and not node.deferred
+                for i, (node, limit) in enumerate(zip(plan.nodes, limits)))
+            self.controller = Controller(automatic, cores=cores, max_workers=self.workers,
+                                         start_workers=first_workers(cores, held=held))
             limits = [1 if i in automatic else limit for i, limit in enumerate(limits)]  # others: as without auto
         self.chains = plan.fused if options.fuse else ()
         for chain in self.chains:  # one entity: as many calls at once as its least concurrent box allows

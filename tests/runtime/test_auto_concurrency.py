@@ -22,8 +22,8 @@ import time
 import pytest
 
 import snet
-from snet.autoconc import (BACKOFF_S, LOWER_WINDOWS, MAX_LEVEL, QUIET_WINDOW_S, SETTLE_S, SHORT_CALL_S, TURNS_BACKOFF_S,
-                           WINDOW_S, Controller, Window)
+from snet.autoconc import (BACKOFF_S, LOWER_WINDOWS, MAX_LEVEL, MORE_FIRST_S, QUIET_WINDOW_S, SETTLE_S, SHORT_CALL_S,
+                           TURNS_BACKOFF_S, WINDOW_S, Controller, Window, _gil_enabled, first_workers)
 from snet.errors import SNetUsageError
 from snet.options import RunOptions
 
@@ -70,8 +70,7 @@ class Model:
 
 
 def controller(**kw) -> Controller:
-    return Controller({7: "box"}, start_workers=kw.pop("start_workers", 2), max_workers=kw.pop("max_workers", 18),
-                      **kw)
+    return Controller({7: "box"}, cores=kw.pop("cores", 2), max_workers=kw.pop("max_workers", 18), **kw)
 
 
 def test_a_gil_releasing_box_is_raised_to_the_top_level_and_stays():
@@ -204,7 +203,7 @@ def test_a_network_without_box_calls_is_judged_by_its_invocations():
 
 
 def test_an_idle_box_is_lowered_after_the_observation_windows_and_not_raised_back():
-    c = controller(start_workers=1)  # (no trial of fewer workers in between)
+    c = controller(cores=1)  # (no worker trial in between)
     c.levels[7] = 8
     c.skip = 0
     quiet = Window(0.2, 1000, {7: (100, 0.2 * 0.5)})  # half a call in flight at level 8
@@ -274,18 +273,72 @@ def test_a_sleeping_box_is_raised_while_the_run_goes_on_and_order_is_kept():
 
 def test_workers_beyond_the_active_ones_start_only_when_the_count_reaches_them(caplog):
     """The pool holds the cores and the highest level; a thread starts when the active count first reaches its
-    worker, so a run whose controller never raises the count starts as many threads as cores."""
+    worker, so a run whose controller never raises the count starts as many threads as it starts with: one
+    under the GIL, the cores without it."""
     net = snet.load(PIPE, boxes=boxes(seconds=0.0))
     cores = os.cpu_count() or 1
+    first = first_workers(cores, held=False)
+    assert first == (1 if _gil_enabled() else cores)
     with caplog.at_level(logging.INFO, logger="snet"):
         with net.run([{"a": i} for i in range(200)], engine="front", box_concurrency="auto") as execution:
             assert len(list(execution)) == 200
     auto = execution.stats().auto
     active = [int(n) for n in re.findall(r"; workers active: (\d+)$", caplog.text, re.M)]
     assert auto is not None and auto.max_workers == cores + MAX_LEVEL
-    assert auto.started == max([cores] + active), (auto, caplog.text)
+    assert auto.started == max([first] + active), (auto, caplog.text)
     if not active:  # (the usual case: the run is over before the controller's first window)
-        assert auto.started == cores
+        assert auto.started == first
+
+
+def test_a_run_starts_on_one_worker_under_the_gil_unless_workers_are_held_apart_from_the_automatic_boxes():
+    assert first_workers(4, held=False, gil=True) == 1
+    assert first_workers(4, held=True, gil=True) == 4  # a split executor's batch, a box given a number
+    assert first_workers(4, held=False, gil=False) == 4  # every worker runs Python at once
+    net = snet.load(PIPE, boxes=boxes(seconds=0.0))
+    cores = os.cpu_count() or 1
+    # a box given a number above one holds as many workers in its calls: the run starts at the cores
+    with net.run([{"a": i} for i in range(50)], engine="front", box_concurrency={"slow": "auto", "fast": 2}) as ex:
+        assert len(list(ex)) == 50
+    assert ex.stats().auto.started == cores
+    with net.run([{"a": i} for i in range(50)], engine="front", box_concurrency={"slow": "auto", "fast": 1}) as ex:
+        assert len(list(ex)) == 50
+    assert ex.stats().auto.started == first_workers(cores, held=False)
+
+
+def _worker_trials(model: Model, seconds: float, step: float = 0.2) -> tuple[list[float], list]:
+    """Run ``model`` for ``seconds``: when each trial of one worker more started, and every decision."""
+    c, tried_at, decisions, now = model.c, [], [], 0.0
+    while now < seconds or c.trial is not None:
+        now += step
+        for d in c.decide(model.window(step), now):
+            decisions.append(d)
+            if d.node is None and not d.kept and d.new > d.old:
+                tried_at.append(now)
+    return tried_at, decisions
+
+
+def test_a_run_started_on_one_worker_tries_one_more_after_a_second_and_stays_on_one_where_it_is_faster():
+    c = controller(start_workers=1)
+    assert c.active() == 1
+    model = Model(c, 7, service=20e-6, releases=False, overhead=40e-6, one_worker_gain=0.3)
+    tried_at, decisions = _worker_trials(model, 20.0)
+    assert c.summary()["workers"] == 1
+    assert tried_at and tried_at[0] >= MORE_FIRST_S, tried_at  # a run over within a second stays on one
+    assert all("trying one worker more" in d.reason for d in decisions if d.node is None and not d.kept)
+    undone = [d for d in decisions if d.node is None and d.kept]
+    assert len(undone) == len(tried_at) and all(d.reason.startswith("undone") for d in undone)
+    gaps = [b - a for a, b in zip(tried_at, tried_at[1:])]
+    assert all(later > earlier for earlier, later in zip(gaps, gaps[1:])), tried_at  # backing off
+
+
+def test_a_run_started_on_one_worker_keeps_a_second_where_it_is_faster_within_two_seconds():
+    c = controller(start_workers=1)
+    model = Model(c, 7, service=0.001, releases=False, overhead=40e-6)
+    model.window = _slower_on_one_worker(model.window, c)
+    _, decisions = _worker_trials(model, 2.0, step=0.1)
+    assert c.active() == 2 and c.settled_at <= 2.0
+    (kept,) = [d for d in decisions if d.node is None and d.kept]
+    assert (kept.old, kept.new) == (1, 2) and kept.reason.startswith("kept") and "faster with more" in kept.reason
 
 
 def test_a_box_given_a_number_keeps_it_beside_automatic_boxes():
@@ -334,7 +387,8 @@ def test_verbose_prints_each_change_and_stats_show_the_levels(tmp_path):
                       r"[\d.]+ ms per call, \d+% of it waiting: trying \1\); workers active: (\d+)$", err, re.M)
     assert trial is not None, err
     level = int(trial.group(1))
-    assert level in (4, 8, 16) and int(trial.group(2)) == (os.cpu_count() or 1) + level, err
+    base = first_workers(os.cpu_count() or 1, held=False)  # (no worker trial before a second)
+    assert level in (4, 8, 16) and int(trial.group(2)) == base + level, err
     assert re.search(rf"^info: box concurrency auto: box slow: level 1 -> {level} \(kept( at once)?: work rate .* "
                      r"calls overlap\)",
                      err, re.M), err
@@ -366,7 +420,7 @@ def test_an_idle_network_changes_nothing():
 
 
 def test_windows_that_decide_nothing_grow_to_a_second_and_a_decision_shortens_them_again():
-    c = controller(start_workers=1)  # (no worker trial)
+    c = controller(cores=1)  # (no worker trial)
     c.skip = 0
     c.judged = True
     quiet = Window(0.2, 6000, {7: (200, 0.2 * 0.3, 0.2 * 0.3)})  # 0.3 in flight at level 1: no raise
@@ -393,11 +447,11 @@ def test_calls_in_flight_are_bounded_by_the_active_workers():
     assert sum(bounded.in_flight(n) for n in boxes) == pytest.approx(2.0)
     assert bounded.in_flight(4) == pytest.approx(1.38 * 2 / 3.99)
     assert Window(0.2, 5000, {7: (100, 0.1)}, workers=2).in_flight(7) == pytest.approx(0.5)  # within: as measured
-    c = Controller({n: f"b{n}" for n in boxes}, start_workers=2, max_workers=18)
+    c = Controller({n: f"b{n}" for n in boxes}, cores=2, max_workers=18)
     c.skip = 0
     # the controller bounds each window by the workers active during it: no box reaches 0.7 of its level
     assert not [d for d in c.decide(raw, 0.2) if d.node is not None]
-    assert Controller({n: f"b{n}" for n in boxes}, start_workers=2, max_workers=18)._raise(raw, 0.2)  # unbounded
+    assert Controller({n: f"b{n}" for n in boxes}, cores=2, max_workers=18)._raise(raw, 0.2)  # unbounded
 
 
 def test_noise_alone_cannot_make_the_levels_oscillate():
