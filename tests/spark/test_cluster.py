@@ -9,9 +9,11 @@ the reference engine, and a box module that imports modules beside it); one
 ``snet run`` whose box kills its Python worker mid-run; one ``snet
 spark-submit`` in client mode; two Spark-native ``snet run``s (Parquet in and
 out, a JSON directory in and out) whose files the executors read and write
-at the same absolute paths; and one ``snet run`` during which the test kills
+at the same absolute paths; one ``snet run`` during which the test kills
 the worker running a chosen record (the ``cluster`` fixture starts a killed
-worker again before the next test).
+worker again before the next test); and two streams (``--stream``): one that
+loses a worker in the same way, one whose driver is SIGKILLed between three
+waves of files.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ pytestmark = pytest.mark.spark
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+WAIT = 300  # seconds: an upper bound on one step, never a pace
 CASES = ["split_det_order", "split_many_keys", "split_sync_per_key", "fibonacci"]
 
 HELPERS_NET = "net shipped {\n  box f((a, <k>) -> (a, where, snet, caller, front));\n} connect f ! <k>;\n"
@@ -532,3 +535,63 @@ def test_a_worker_killed_mid_stream_changes_nothing_in_the_output(cluster, tmp_p
                 out = {"a": 2 * v, "<k>": k} if v % 2 == 0 else {"c": 10 * v, "<k>": k}
                 want[json.dumps(out, sort_keys=True)] += 1
     assert written == want
+
+
+WAVES_NET = ("net pairs {\n  box wait ((y) -> (y));\n}\n"
+             "connect (([{x} -> {x}] | wait) .. [| {x, <k>}, {y, <k>} |]) !! <k>;\n")
+WAVES_BOXES = "import time\n\ndef wait(y):\n    time.sleep(0.02)  # a micro-batch of 100 ys lasts a second\n" \
+              "    return {'y': y}\n"
+
+
+def test_three_waves_a_killed_driver_and_cells_paired_across_micro_batches_on_the_cluster(cluster, tmp_path):
+    """``snet run --stream`` of a keyed synchro-cell on the cluster, files in three waves: the xs alone
+    (``--available-now``: every cell waits), then the ys of the even tags in a stream whose driver is SIGKILLed
+    in the middle of that micro-batch, then the ys of the odd tags and a second x for tag 0 (``--available-now``,
+    which runs the killed micro-batch again and the new one).  Every tag's x meets its y across micro-batches,
+    driver runs and the kill, each pair once; tag 0's second x passes its fired cell alone."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from test_spark_stream import committed_files, wait_for
+
+    folder = helper_folder(tmp_path / "boxes", WAVES_BOXES, WAVES_NET)
+    (folder / "src").mkdir()
+    n = 200
+
+    def drop(name: str, columns: dict) -> None:
+        pq.write_table(pa.table({k: pa.array(v, pa.int64()) for k, v in columns.items()}), folder / f".{name}")
+        os.rename(folder / f".{name}", folder / "src" / f"{name}.parquet")
+
+    def written() -> Counter:
+        return Counter(json.dumps({k: v for k, v in r.items() if v is not None}, sort_keys=True)
+                       for path in committed_files(folder / "out") for r in pq.read_table(path).to_pylist())
+
+    words = [sys.executable, "-m", "snet", "run", "net.snet", "--stream", "-i", "src", "--input-format", "parquet",
+             "-o", "out", "--output-format", "parquet", "--checkpoint", "ck", *spark_words(cluster.url)]
+    drop("xs", {"x": [10 * k for k in range(n)], "y": [None] * n, "<k>": list(range(n))})
+    done = subprocess.run(words + ["--available-now"], cwd=folder, capture_output=True, text=True, timeout=600,
+                          env=driver_env())
+    assert done.returncode == 0, done.stderr[-5000:] + cluster.log_tail()
+    assert written() == Counter()  # every cell holds its x
+
+    drop("ys-even", {"x": [None] * (n // 2), "y": [k + 1000 for k in range(0, n, 2)], "<k>": list(range(0, n, 2))})
+    child = subprocess.Popen(words, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             env=driver_env())
+    try:  # killed once Spark has started the second micro-batch (the offset log has it), before its commit
+        wait_for(lambda: (folder / "ck" / "offsets" / "1").exists(), "the second micro-batch", child)
+        child.kill()
+        child.wait(WAIT)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert not (folder / "ck" / "commits" / "1").exists()  # the kill came in the middle of the micro-batch
+
+    drop("ys-odd", {"x": [None] * (n // 2) + [7], "y": [k + 1000 for k in range(1, n, 2)] + [None],
+                    "<k>": list(range(1, n, 2)) + [0]})
+    done = subprocess.run(words + ["--available-now"], cwd=folder, capture_output=True, text=True, timeout=600,
+                          env=driver_env())
+    assert done.returncode == 0, done.stderr[-5000:] + cluster.log_tail()
+    want = Counter(json.dumps({"x": 10 * k, "y": k + 1000, "<k>": k}, sort_keys=True) for k in range(n))
+    want[json.dumps({"x": 7, "<k>": 0}, sort_keys=True)] += 1
+    assert written() == want
