@@ -65,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="how XML output writes field values: textual (default) or the C4SNet binary form")
     _add_boxes_option(run)
     run.add_argument("-w", "--workers", type=int, metavar="N",
-                     help="worker threads of the FRONT engine (default: the number of cores)")
+                     help="worker threads of the FRONT engine, at most (default: the number of cores, and one "
+                          "more for each call of a box that auto lets run beside the others, up to 16 more)")
     run.add_argument("--engine", default=None, metavar="NAME",
                      help="engine: front (default) or reference")
     run.add_argument("--allow-pickle", action="store_true",
@@ -74,8 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--throttle", metavar="OFFSET,FACTOR",
                      help="admit input only while inputs < OFFSET + FACTOR * outputs")
     run.add_argument("--box-concurrency", action="append", default=[], metavar="N|auto|NAME=N|NAME=auto",
-                     help="concurrent calls of one box instance: a default N, or NAME=N for one box (repeatable); "
-                          "auto: the runtime chooses each box's level and the active workers as the run goes on")
+                     help="concurrent calls of one box instance: auto (the default: the runtime chooses each box's "
+                          "level and the active workers as the run goes on), a number N for every box, or NAME=N "
+                          "for one box (repeatable)")
     run.add_argument("--box-processes", action="append", default=[], metavar="N|NAME=N[,calls=C][,memory=SIZE]",
                      help="run box calls in N worker processes: N for every box, or NAME=N for one box "
                           "(repeatable); for pure-Python boxes that need more than one core. calls=C and "
@@ -136,8 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="which splits run in the split processes: 'auto' (default), 'all', or a comma list of "
                           "FILE:LINE:COL positions or net names")
     run.add_argument("--process-batch", type=int, metavar="N",
-                     help="records per batch of the split processes (default 1024, fewer where they are large; "
-                          "chosen while the run goes on under --box-concurrency auto)")
+                     help="records per batch of the split processes (default: chosen while the run goes on under "
+                          "box concurrency auto; 1024 with --box-concurrency N; fewer where they are large)")
     run.add_argument("--spark", metavar="MASTER",
                      help="run index splits on Spark (local[N], spark://, yarn, k8s://, sc://); "
                           "default: $SNET_SPARK_MASTER, else no Spark")
@@ -147,8 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="which splits run on Spark: 'auto' (default), 'all', or a comma list of "
                           "FILE:LINE:COL positions or net names")
     run.add_argument("--spark-batch", type=int, metavar="N",
-                     help="records per Spark batch (default 4096, fewer where they are large; chosen while "
-                          "the run goes on under --box-concurrency auto)")
+                     help="records per Spark batch (default: chosen while the run goes on under box concurrency "
+                          "auto, from 4096; 4096 with --box-concurrency N; fewer where they are large)")
     run.add_argument("--spark-driver-fallback", action="store_true",
                      help="Spark source and sink, but a network whose state cannot be partitioned: run it on the "
                           "driver instead of stopping")

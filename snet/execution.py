@@ -165,18 +165,18 @@ class Execution:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        """``<snet.Execution front engine, 2 workers: 120 in, 118 out, 500 ms>``: the figures so far.
+        """``<snet.Execution front engine, 1 of 18 workers active: 120 in, 118 out, 500 ms>``: the figures so far.
 
         The time is written as ``--stats`` and ``-v`` write it (:func:`snet.statsview.format_duration`).
         """
-        from snet.statsview import format_duration
+        from snet.statsview import format_duration, workers_phrase
 
         try:
             s = self.stats()
         except Exception:  # an engine that measures nothing, or a run torn down
             return "<snet.Execution>"
-        workers = f", {s.workers} worker{'s' if s.workers != 1 else ''}" if s.engine == "front" else ""
-        return f"<snet.Execution {s.engine} engine{workers}: {s.records_in} in, {s.records_out} out, {format_duration(s.seconds)}>"
+        return (f"<snet.Execution {s.engine} engine{workers_phrase(s)}: {s.records_in} in, {s.records_out} out, "
+                f"{format_duration(s.seconds)}>")
 
     def __enter__(self) -> Execution:
         return self

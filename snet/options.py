@@ -284,7 +284,7 @@ class RunOptions:
     workers: int | None = attrs.field(default=None, validator=_positive_or_none)  # FRONT threads; None: cores
     # admit input while inputs < offset + factor * outputs
     throttle: tuple[float, float] | None = attrs.field(default=None, converter=_pair, validator=_throttle)
-    # concurrent calls per box instance (None: engine default; "auto": the runtime chooses), and per box name
+    # concurrent calls per box instance ("auto", or None, the default: the runtime chooses), and per box name
     box_concurrency: int | str | None = attrs.field(default=None, validator=_concurrency)
     box_concurrency_per_box: dict[str, int | str] = attrs.field(factory=dict, converter=_dict,
                                                                 validator=_concurrency_per_box)
@@ -327,6 +327,12 @@ class RunOptions:
     # (None: no bound), and growth of the resident memory in bytes (None: no limit)
     max_held: int | None = attrs.field(default=DEFAULT_MAX_HELD, validator=_positive_or_none)
     memory_limit: int | None = attrs.field(default=None, converter=_size, validator=_memory_limit)
+
+    @property
+    def auto_concurrency(self) -> bool:
+        """Whether the runtime chooses the box concurrency while the run goes on (``"auto"``, or no number given:
+        the default), and with it the active workers and the batch sizes of split executors (snet.autoconc)."""
+        return self.box_concurrency is None or self.box_concurrency == AUTO
 
     @classmethod
     def from_keywords(cls, **keywords: Any) -> "RunOptions":

@@ -362,7 +362,8 @@ class RunStats:
         """What ``snet run --stats`` prints: the run in words a user knows (``to_json`` has every counter)."""
         lines = ["snet run statistics:",
                  f"  {format_duration(self.seconds)} on the {self.engine} engine"
-                 + (f" with {'up to ' if self.auto else ''}{self.workers} worker{'s' if self.workers != 1 else ''}"
+                 + (f" with {'up to ' if self.auto and self.workers > 1 else ''}{self.workers} "
+                    f"worker{'s' if self.workers != 1 else ''}"
                     if self.engine == "front" else ""),
                  f"  records: {self.records_in} read, {self.records_out} written"
                  + (f" ({self.records_out / self.seconds:,.0f} per second)" if self.seconds > 0 else "")]

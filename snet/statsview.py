@@ -76,12 +76,20 @@ def rows(stats: RunStats, previous: RunStats | None = None, names: Iterable[str]
     return out
 
 
+def workers_phrase(stats: RunStats) -> str:
+    """``, 2 workers`` on FRONT, ``, 1 of 18 workers active`` under box concurrency auto; nothing elsewhere."""
+    if stats.engine != "front":
+        return ""
+    if stats.auto is not None and stats.workers > 1:
+        return f", {stats.auto.workers} of {stats.workers} worker{'s' if stats.workers != 1 else ''} active"
+    return f", {stats.workers} worker{'s' if stats.workers != 1 else ''}"
+
+
 def heading(stats: RunStats, previous: RunStats | None = None) -> list[str]:
     """The run in two lines: time, engine, records in and out with the rate out; then cells, entities, memory."""
     elapsed = stats.seconds - previous.seconds if previous is not None else stats.seconds
     out_since = stats.records_out - (previous.records_out if previous is not None else 0)
-    parts = [f"{format_duration(stats.seconds)} on the {stats.engine} engine"
-             + (f", {stats.workers} worker{'s' if stats.workers != 1 else ''}" if stats.engine == "front" else ""),
+    parts = [f"{format_duration(stats.seconds)} on the {stats.engine} engine" + workers_phrase(stats),
              f"in {stats.records_in:,}, out {stats.records_out:,}"
              + (f" ({out_since / elapsed:,.0f}/s)" if elapsed > 0 else "")]
     state = []

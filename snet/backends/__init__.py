@@ -54,14 +54,14 @@ def split_executor(graph: PropertyGraph, boxes: Boxes, options: RunOptions) -> S
 
     Executors register in :mod:`snet.splitexec`; each is imported only when
     a run asks for it.  The executor sizes its batches itself unless the
-    options give the size: under ``--box-concurrency auto`` by their time
-    and bytes, else its default size, kept to their bytes.
+    options give the size: under box concurrency ``auto`` (the default) by
+    their time and bytes, else its default size, kept to their bytes.
     """
     from snet.splitexec import executor_for
 
     executor = executor_for(graph, dict(boxes), options)
     if executor is not None:
-        executor.choose_batch_sizes(options, options.box_concurrency == AUTO)
+        executor.choose_batch_sizes(options, options.auto_concurrency)
         executor.started()
     return executor
 

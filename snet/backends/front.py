@@ -9,24 +9,21 @@ at once) and wraps a run in the engine interface of :mod:`snet.backends`.
 Box concurrency default
 =======================
 
-``DEFAULT_BOX_CONCURRENCY`` is ``None``: as many concurrent calls per box
-instance as there are workers.  Boxes are stateless by the language's
-rules, so this never changes results (the box's reorder buffer keeps its
-output stream in input order), and it is what lets two workers overlap the
-calls of one slow box that releases the GIL (docs/performance.md, bench 4).
-For pure-Python boxes it neither helps nor costs much: the GIL serialises
-the calls anyway and the reorder buffer is a dict insert per record.  The
-C runtime made the same choice (``-c 2D``, where any value >= 2 meant "no
-cap").  ``--box-concurrency 1`` restores one call at a time.
-
-``--box-concurrency auto`` (for every box, or ``NAME=auto`` for one)
-leaves the choice to :mod:`snet.autoconc`: such a box starts at one call
-at a time, the runtime makes up to ``cores + MAX_LEVEL`` workers (or
-the ``-w`` given) of which one runs at first under the GIL (as many as
-there are cores without it, or where a split executor or a box given a
-number holds workers: :func:`snet.autoconc.first_workers`), and a tuner
-thread changes the levels and the active workers while the run goes on
-(docs/runtime.md, "Automatic box concurrency").
+Box concurrency ``auto`` is the default (``--box-concurrency auto``, or no
+number given for a box): the runtime chooses each box's concurrency and
+the active workers while the run goes on (:mod:`snet.autoconc`).  Such a
+box starts at one call at a time; the runtime makes up to ``cores +
+MAX_LEVEL`` workers (or the ``-w`` given), of which one runs at first
+under the GIL (as many as there are cores without it, or where a split
+executor or a box given a number holds workers:
+:func:`snet.autoconc.first_workers`); and a tuner thread changes the
+levels and the active workers while the run goes on (docs/runtime.md,
+"Automatic box concurrency").  Boxes are stateless by the language's rules,
+so the levels never change results: a box's reorder buffer keeps its output
+stream in input order.  A number (``--box-concurrency N``, ``NAME=N``)
+fixes a box's level, at most the workers; with a number for every box the
+run has no tuner and runs all its workers, as every run did before ``auto``
+became the default (then the default was as many calls as workers).
 """
 
 from __future__ import annotations
@@ -47,7 +44,6 @@ if TYPE_CHECKING:
     from snet.core.guard import GuardCounters
     from snet.errorpolicy import ErrorPolicy
 
-DEFAULT_BOX_CONCURRENCY: int | None = None  # None: the number of workers
 ASYNC_BOX_CONCURRENCY = 256  # calls of one async def box instance in flight at once, by default
 
 Record = dict[str, object]
@@ -87,9 +83,8 @@ def box_limits(plan: Plan, workers: int) -> list[int]:
         if isinstance(node, BoxPlan) and node.deferred:  # calls wait on the loop or in box processes, not in workers
             limit = max(1, int(node.concurrency if node.concurrency is not None else ASYNC_BOX_CONCURRENCY))
             limit *= getattr(node.call.function, "BATCH_LIMIT", 1)  # box processes: calls per batch in flight
-        elif isinstance(node, BoxPlan):
-            limit = node.concurrency if node.concurrency is not None else (DEFAULT_BOX_CONCURRENCY or workers)
-            limit = max(1, min(int(limit), workers))
+        elif isinstance(node, BoxPlan) and node.concurrency is not None:  # (else automatic: from level 1)
+            limit = max(1, min(int(node.concurrency), workers))
         limits.append(limit)
     return limits
 
@@ -97,16 +92,16 @@ def box_limits(plan: Plan, workers: int) -> list[int]:
 def auto_boxes(plan: Plan, options: RunOptions) -> dict[int, str]:
     """The box nodes whose concurrency the controller chooses: node id -> box name.
 
-    A box is automatic when ``NAME=auto`` names it, or when the default is
-    ``auto`` and no number is given for it (nor by its box processes); an
-    ``async def`` box keeps its own default (its calls wait on the box loop).
+    A box is automatic unless a number is given for it (``NAME=N``, a
+    number for every box, or its box processes'); an ``async def`` box
+    keeps its own default (its calls wait on the box loop).
     """
     chosen = {}
     for i, node in enumerate(plan.nodes):
         if not isinstance(node, BoxPlan) or node.deferred or node.concurrency is not None:
             continue
         given = options.box_concurrency_per_box.get(node.name, options.box_concurrency)
-        if given == AUTO:
+        if given is None or given == AUTO:
             chosen[i] = node.name
     return chosen
 
@@ -129,7 +124,7 @@ class FrontExecution(Execution):
         automatic = auto_boxes(plan, options)
         self.controller = None
         limits = box_limits(plan, self.workers)
-        if automatic or options.box_concurrency == AUTO:  # (no box to tune: the active workers still are)
+        if automatic or options.auto_concurrency:  # (no box to tune: the active workers still are)
             cores = self.workers
             self.workers = options.workers or (cores + MAX_LEVEL if automatic else cores)
             # workers held apart from the automatic boxes' calls: a split executor's batch holds the worker
@@ -259,4 +254,4 @@ def start(plan: Plan, records: Iterable[Input], options: RunOptions | None = Non
 ENGINE = Engine(name="front", start=start, overlaps_async_boxes=True)
 
 
-__all__ = ["ENGINE", "FrontExecution", "box_limits", "start", "DEFAULT_BOX_CONCURRENCY"]
+__all__ = ["ENGINE", "FrontExecution", "box_limits", "start"]

@@ -73,6 +73,15 @@ def parse_throttle(text: str | None) -> tuple[float, float] | None:
     return offset, factor
 
 
+def _workers_said(options: RunOptions) -> str:
+    """``, 2 workers``, or under box concurrency auto what it chooses and the cap ``-w`` gives."""
+    if options.auto_concurrency:
+        cap = f" (at most {options.workers} worker{'s' if options.workers != 1 else ''})" if options.workers else ""
+        return f", workers and box concurrency chosen as the run goes on{cap}"
+    workers = options.workers or os.cpu_count() or 1
+    return f", {workers} worker{'s' if workers != 1 else ''}"
+
+
 def parse_box_concurrency(values: list[str], flag: str = "--box-concurrency") -> tuple[Any, dict[str, Any]]:
     """``[NAME=]N`` values (``--box-concurrency`` also takes ``auto`` for N): (default, per box)."""
     default: Any = None
@@ -347,10 +356,8 @@ def run_command(args: argparse.Namespace) -> int:
     # SIGTERM (what service managers send) stops the run as Ctrl-C does, from the line that says it starts on.
     try:
         with contextlib.redirect_stdout(sys.stderr), _terminate_as_interrupt():
-            workers = options.workers or os.cpu_count() or 1
             log.info("info: %s engine%s; input %s (%s), output %s (%s)", options.engine or DEFAULT_ENGINE,
-                     f", {workers} worker{'s' if workers != 1 else ''}"
-                     if (options.engine or DEFAULT_ENGINE) == "front" else "",
+                     _workers_said(options) if (options.engine or DEFAULT_ENGINE) == "front" else "",
                      _shown(args.input, "standard input"), in_format, _shown(args.output, "standard output"),
                      out_format)
             return _run(network, records, options, writer, where, args, stats_json, input_file, metrics, top,

@@ -38,8 +38,12 @@ def test_an_execution_shows_its_engine_and_figures(net, engine):
     execution = net.run([{"a": 1}, {"a": 2}], engine=engine, workers=2)
     assert list(execution) in ([{"a": 2}, {"a": 4}], [{"a": 4}, {"a": 2}])
     text = repr(execution)
-    workers = ", 2 workers" if engine == "front" else ""
+    # under box concurrency auto (the default), the workers active of those the run may use
+    active = execution.stats().auto.workers if engine == "front" else 0
+    workers = f", {active} of 2 workers active" if engine == "front" else ""
     assert text.startswith(f"<snet.Execution {engine} engine{workers}: 2 in, 2 out, ")
+    fixed = net.run([{"a": 1}], engine="front", workers=2, box_concurrency=2)
+    assert list(fixed) == [{"a": 2}] and repr(fixed).startswith("<snet.Execution front engine, 2 workers: 1 in, 1 out")
     from snet.stats import format_duration
     assert text.endswith(f", {format_duration(execution.stats().seconds)}>"), text  # as --stats writes a time
 

@@ -57,7 +57,9 @@ def test_the_json_form_keeps_the_keys_of_the_stats_line(net, engine):
     data = json.loads(json.dumps(execution.stats().to_json()))
     assert data["engine"] == engine and data["records_in"] == 2 and data["records_out"] == 2
     double = data["boxes"]["double"]
-    live = {"queued", "limit"} if engine == "front" else set()  # what FRONT says of a box now
+    # what FRONT says of a box now, and the level box concurrency auto (the default) gave it
+    live = {"queued", "limit", "concurrency"} if engine == "front" else set()
+    assert ("auto" in data) == (engine == "front")
     assert set(double) == {"calls", "seconds", "histogram"} | live and double["calls"] == 2
     assert len(double["histogram"]) == len(data["latency_bounds"]) + 1 and sum(double["histogram"]) == 2
     assert data["resident_bytes"] > 1 << 20

@@ -291,7 +291,7 @@ def test_a_chain_overlaps_the_calls_of_a_box_that_releases_the_gil_and_keeps_ord
     wait, overlapped = first_call_waits_for_a_second()
     net = snet.load("box b0 ((a) -> (a)); box w ((a) -> (a)); net p connect b0 .. w .. b0;",
                     boxes={"b0": inc, "w": wait})
-    out, _ = run(net, [{"a": i} for i in range(40)], workers=2)
+    out, _ = run(net, [{"a": i} for i in range(40)], workers=2, box_concurrency=2)
     assert overlapped == [True]
     assert out == [{"a": i + 2} for i in range(40)]
 
@@ -497,7 +497,7 @@ def test_a_fan_out_inside_a_chain_walks_its_outputs_on_two_workers_and_keeps_the
     net = snet.load("box fan ((<n>) -> (a)); box w ((a) -> (a)); net p connect fan .. w;",
                     boxes={"fan": lambda n: [{"a": i} for i in range(n)], "w": wait})
     assert len(lower(net.graph, net.boxes).fused) == 1
-    out, execution = run(net, [{"<n>": 40}], workers=2)
+    out, execution = run(net, [{"<n>": 40}], workers=2, box_concurrency=2)
     assert overlapped == [True]
     assert out == [{"a": i} for i in range(40)]
     assert execution.stats().boxes["w"].calls == 40

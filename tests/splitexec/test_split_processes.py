@@ -157,13 +157,14 @@ def test_without_auto_a_batch_sizer_keeps_the_default_size_but_for_large_records
 
 
 def test_without_auto_the_default_batches_of_large_records_stay_within_their_bytes(tmp_path, monkeypatch, caplog):
-    """No batch size given and no auto: the default 1,024, kept to MOST_BYTES (here 1 MiB) of records of about
-    32 KiB in and out: 16 from the first batch on; with small records the default stays (the test below)."""
+    """No batch size given and a number for the box concurrency (no auto): the default 1,024, kept to MOST_BYTES
+    (here 1 MiB) of records of about 32 KiB in and out: 16 from the first batch on; with small records the
+    default stays (the test below)."""
     monkeypatch.setattr(SplitBatchSizer, "MOST_BYTES", 1 << 20)
     net = load(tmp_path, ONE, "def f(a, k):\n    return {'a': a, '<k>': k}\n")
     records = [{"a": f"{i:05d}" + "x" * (16 << 10), "<k>": i % 8} for i in range(400)]
     with caplog.at_level(logging.INFO, logger="snet"):
-        with net.run(records, split_processes=2, engine="front", workers=2) as execution:
+        with net.run(records, split_processes=2, engine="front", workers=2, box_concurrency=2) as execution:
             outputs = list(execution)
     assert sorted(o["a"] for o in outputs) == sorted(r["a"] for r in records)
     part = execution.stats().split_processes
@@ -187,7 +188,10 @@ def test_under_auto_the_batches_of_a_slow_split_are_sized_to_let_outputs_flow(tm
     assert sorted(o["a"] for o in outputs) == list(range(300))
     part = execution.stats().split_processes
     assert part.flushes >= 300 // 64 and part.batch_size <= 64 and part.batch_sizes[0] == 64, part
-    with net.run(records, split_processes=2, **engine) as execution:  # without auto: as given (the default)
+    with net.run(records, split_processes=2, **engine) as execution:  # auto is the default
+        assert len(list(execution)) == 300
+    assert execution.stats().split_processes.batch_sizes[0] == 64
+    with net.run(records, split_processes=2, box_concurrency=2, **engine) as execution:  # a number: no auto
         assert len(list(execution)) == 300
     assert execution.stats().split_processes.batch_size == 1024 and not execution.stats().split_processes.batch_sizes
 
