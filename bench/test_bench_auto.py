@@ -16,10 +16,16 @@ Three networks, boxes from bench/auto_boxes.py (fixed work per call):
 
 Each network runs once under every setting of the grid — ``-w 1`` with
 box concurrency 1, and box concurrency C in 1, 2, 4, 8, 16 with ``max(C,
-cores)`` workers —, under today's default (as many workers as cores, box
-concurrency = workers) and under ``auto``; then the grid's fastest, the
-default and ``auto`` run interleaved ``ROUNDS`` more times
-(``SNET_BENCH_ROUNDS``, default 3); the figures are medians.  Two figures per setting: the whole run's time,
+cores)`` workers —, under the default before ``auto`` became the default
+(as many workers as cores, box concurrency = workers; "default" in the
+figures) and under ``auto``; then the grid's fastest in that pass (the
+"best"), the default and ``auto`` run interleaved ``ROUNDS`` more times
+(``SNET_BENCH_ROUNDS``, default 3).  The figures of these three are
+medians of the interleaved rounds alone, and each ratio is the median of
+the rounds' own ratios (a round's three runs are next to each other, so a
+drift of the machine's speed moves them together): the pass that picked
+the best does not count, since a setting picked for a lucky run would
+keep its luck.  Two figures per setting: the whole run's time,
 and the time of the run's second half (from the output that ends the first
 half to the last; Fibonacci has one output: the whole run), which leaves out the start, where ``auto`` is still
 trying levels.  Ratios are throughputs: above 1, ``auto`` is faster.  The
@@ -44,7 +50,8 @@ CORES = os.cpu_count() or 1
 
 GRID = [("w1 c1", {"workers": 1, "box_concurrency": 1})] + [
     (f"c{c}", {"workers": max(CORES, c), "box_concurrency": c}) for c in (1, 2, 4, 8, 16)]
-DEFAULT = ("default", {})
+# the default before auto: as many workers as cores, as many calls of a box at once as workers
+DEFAULT = ("default", {"workers": CORES, "box_concurrency": CORES})
 AUTO = ("auto", {"box_concurrency": "auto"})
 
 
@@ -81,30 +88,42 @@ def _levels(levels) -> str:
 
 def compare(net, records, expected) -> dict:
     """The grid once, then the best setting, the default and auto interleaved ``ROUNDS`` times; medians."""
-    settings = dict(GRID + [DEFAULT, AUTO])
-    runs: dict[str, list[dict]] = {name: [] for name in settings}
-    for name, options in settings.items():
-        runs[name].append(timed(net, records, expected, dict(options)))
-    grid = [name for name, _ in GRID]
-    first = min(grid, key=lambda n: runs[n][0]["seconds"])
-    for _ in range(ROUNDS):
-        for name in dict.fromkeys([first, DEFAULT[0], AUTO[0]]):
-            runs[name].append(timed(net, records, expected, dict(settings[name])))
-    med = {name: {key: statistics.median(r[key] for r in rs) for key in ("seconds", "second_half")}
-           for name, rs in runs.items()}
-    best = min(grid, key=lambda n: med[n]["seconds"])
-    best_half = min(grid, key=lambda n: med[n]["second_half"])
-    figures = {f"{name}_s": m["seconds"] for name, m in med.items()}
+    figures = against_grid(lambda options: timed(net, records, expected, options), GRID)
+    figures["auto_levels"] = " ".join(_levels(r["levels"]) for r in figures.pop("auto_runs"))
+    return figures
+
+
+def against_grid(run, grid_settings, rounds: int = ROUNDS) -> dict:
+    """``run(options)`` once for every setting of ``grid_settings``, the default and auto, then the grid's
+    fastest, the default and auto interleaved ``rounds`` more times: the grid pass's times, the medians of the
+    rounds and the medians of the rounds' ratios (``auto_runs``: auto's runs in the rounds, as ``run`` gave
+    them)."""
+    settings = dict(grid_settings + [DEFAULT, AUTO])
+    once = {name: run(dict(options)) for name, options in settings.items()}
+    best = min((name for name, _ in grid_settings), key=lambda n: once[n]["seconds"])
+    compared = list(dict.fromkeys([best, DEFAULT[0], AUTO[0]]))
+    runs: dict[str, list[dict]] = {name: [] for name in compared}
+    for _ in range(max(1, rounds)):
+        for name in compared:
+            runs[name].append(run(dict(settings[name])))
+
+    def median(name: str, key: str) -> float:
+        return statistics.median(r[key] for r in runs[name])
+
+    def ratio(name: str, key: str) -> float:  # above 1: auto is faster
+        return statistics.median(a[key] / b[key] for a, b in zip(runs[name], runs[AUTO[0]]) if b[key] > 0)
+
+    figures = {f"{name}_s": r["seconds"] for name, r in once.items() if name not in compared}
+    figures.update({f"{name}_s": median(name, "seconds") for name in compared})
     figures.update({
         "best": best,
-        "auto_vs_best": med[best]["seconds"] / med["auto"]["seconds"],
-        "auto_vs_default": med["default"]["seconds"] / med["auto"]["seconds"],
-        "best_second_half": best_half,
-        "auto_vs_best_second_half": med[best_half]["second_half"] / med["auto"]["second_half"],
-        "auto_vs_default_second_half": med["default"]["second_half"] / med["auto"]["second_half"],
-        "auto_settled_s": " ".join(f"{r['settled']:.2f}" for r in runs["auto"]),
-        "auto_levels": " ".join(_levels(r["levels"]) for r in runs["auto"]),
-        "auto_workers": " ".join(str(r["workers"]) for r in runs["auto"]),
+        "auto_vs_best": ratio(best, "seconds"),
+        "auto_vs_default": ratio(DEFAULT[0], "seconds"),
+        "auto_vs_best_second_half": ratio(best, "second_half"),
+        "auto_vs_default_second_half": ratio(DEFAULT[0], "second_half"),
+        "auto_settled_s": " ".join(f"{r['settled']:.2f}" for r in runs[AUTO[0]]),
+        "auto_workers": " ".join(str(r["workers"]) for r in runs[AUTO[0]]),
+        "auto_runs": runs[AUTO[0]],
         "load_average": os.getloadavg()[0],
     })
     return figures

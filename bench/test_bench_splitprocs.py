@@ -167,7 +167,8 @@ def test_auto_batch_sizes_let_outputs_flow(benchmark, report, tmp_path):
 
     Candidate: ``box_concurrency="auto"`` (``--box-concurrency auto``), whose
     batch sizes aim at 0.25 s a batch (``snet.splitexec.SplitBatchSizer``);
-    baseline: the fixed batch of 1,024 (every record in one batch, so
+    baseline: the default before ``auto`` (``box_concurrency=2``, as many as
+    the workers), whose batch is fixed at 1,024 (every record in one batch, so
     ``post`` starts when the last record has left the processes).  Both with
     FRONT, 2 workers, ``split_processes=2``; the whole run and its first
     output.  With free cores, ``post`` runs beside the next batch; on two
@@ -190,10 +191,10 @@ def test_auto_batch_sizes_let_outputs_flow(benchmark, report, tmp_path):
         assert sorted(got) == expected
         firsts[name].append(first)
 
-    run("fixed")  # the fork server starts once
+    run("fixed", box_concurrency=2)  # the fork server starts once
     firsts["fixed"].clear()
     load_before = os.getloadavg()[0]
-    result = paired(lambda: run("auto", box_concurrency="auto"), lambda: run("fixed"), rounds=3)
+    result = paired(lambda: run("auto", box_concurrency="auto"), lambda: run("fixed", box_concurrency=2), rounds=3)
     benchmark.pedantic(lambda: run("auto", box_concurrency="auto"), rounds=1, iterations=1)
     report(speedup=1 / result["ratio"], fixed_s=result["baseline_s"], auto_s=result["candidate_s"],
            first_output_fixed_s=statistics.median(firsts["fixed"]),
