@@ -81,7 +81,8 @@ def front_imports() -> bool:
 def run_plan(plan, records, engine: str = "front"):
     """The execution of ``plan`` over ``records`` (its ``warnings`` complete once it has ended): FRONT where its
     compiled runtime imports and ``engine`` is ``"front"``, else the reference engine.  FRONT has one worker
-    (Spark runs a task per core already), so it keeps the input order, as the reference engine does."""
+    (Spark runs a task per core already) and one call at a time (no tuner: nothing to choose), so it keeps the
+    input order, as the reference engine does."""
     import importlib
 
     from snet.options import ENGINES, RunOptions
@@ -89,7 +90,7 @@ def run_plan(plan, records, engine: str = "front"):
     engine = "front" if engine == "front" and front_imports() else "reference"
     module, name = ENGINES[engine].split(":")  # the engine registry (snet.backends.engine's)
     found = getattr(importlib.import_module(module), name)  # an snet.execution.Engine
-    return found.start(plan, records, RunOptions.from_keywords(engine=engine, workers=1))
+    return found.start(plan, records, RunOptions.from_keywords(engine=engine, workers=1, box_concurrency=1))
 
 
 def rows(batch, drop: tuple[str, ...] = ()) -> list[dict]:
