@@ -290,19 +290,21 @@ def test_workers_beyond_the_active_ones_start_only_when_the_count_reaches_them(c
         assert auto.started == first
 
 
-def test_a_run_starts_on_one_worker_under_the_gil_unless_workers_are_held_apart_from_the_automatic_boxes():
+def test_a_run_starts_on_one_worker_under_the_gil_unless_workers_are_held_apart_from_the_automatic_boxes(caplog):
     assert first_workers(4, held=False, gil=True) == 1
     assert first_workers(4, held=True, gil=True) == 4  # a split executor's batch, a box given a number
     assert first_workers(4, held=False, gil=False) == 4  # every worker runs Python at once
     net = snet.load(PIPE, boxes=boxes(seconds=0.0))
     cores = os.cpu_count() or 1
     # a box given a number above one holds as many workers in its calls: the run starts at the cores
-    with net.run([{"a": i} for i in range(50)], engine="front", box_concurrency={"slow": "auto", "fast": 2}) as ex:
-        assert len(list(ex)) == 50
-    assert ex.stats().auto.started == cores
-    with net.run([{"a": i} for i in range(50)], engine="front", box_concurrency={"slow": "auto", "fast": 1}) as ex:
-        assert len(list(ex)) == 50
-    assert ex.stats().auto.started == first_workers(cores, held=False)
+    for fast, first in ((2, cores), (1, first_workers(cores, held=False))):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="snet"):
+            with net.run([{"a": i} for i in range(50)], engine="front",
+                         box_concurrency={"slow": "auto", "fast": fast}) as ex:
+                assert len(list(ex)) == 50
+        active = [int(n) for n in re.findall(r"; workers active: (\d+)$", caplog.text, re.M)]  # (a trial, if any)
+        assert ex.stats().auto.started == max([first] + active), (fast, caplog.text)
 
 
 def _worker_trials(model: Model, seconds: float, step: float = 0.2) -> tuple[list[float], list]:
