@@ -2,7 +2,7 @@
 
     python3 -m pytest bench/test_bench_auto.py --benchmark-only -s
 
-Three networks, boxes from bench/auto_boxes.py (fixed work per call):
+Four networks, boxes from bench/auto_boxes.py (fixed work per call):
 
 1. a 29-box pipeline whose middle box ``wait`` releases the GIL for 0.5 ms
    (the shape of a signal-processing pipeline with one dominant stage in a
