@@ -13,6 +13,11 @@ stage's entries for embedders that call them directly) pause it themselves.
 A split executor's batch (``snet.splitexec.SplitExecutor.run``) is the same
 case at run time: its items, groups and results live until it returns.
 
+A cache whose entries live long in a process that runs full collections
+often (a Python worker Spark reuses: pyspark's daemon collects after every
+task) builds its entries in :func:`frozen_after`, which freezes what is
+alive then out of later collections (``gc.freeze``).
+
 The pause is process-wide, as the collector is: when several threads
 compile at once, the collector stays paused until the last of them is done.
 A collector that the program turned off itself is left off.
@@ -50,6 +55,18 @@ def gc_paused() -> Iterator[None]:
             _depth -= 1
             if _depth == 0 and _resume:
                 gc.enable()
+
+
+@contextlib.contextmanager
+def frozen_after(freeze: bool = True) -> Iterator[None]:
+    """With ``freeze``: the frozen objects unfrozen for the block (what it drops can be collected), then one
+    collection and everything still alive frozen, so that later collections do not walk it again."""
+    if freeze:
+        gc.unfreeze()
+    yield
+    if freeze:
+        gc.collect()
+        gc.freeze()
 
 
 def paused(function: F) -> F:

@@ -9,6 +9,7 @@ engine's ``replica``/``feed``; records come from Arrow batches (:func:`rows`).
 from __future__ import annotations
 
 import functools
+import os
 import pickle
 from typing import Any, Callable, TypeVar
 
@@ -21,20 +22,23 @@ class RunCache:
 
     KEEP = 16
 
-    def __init__(self) -> None:
+    def __init__(self, freeze: bool = False) -> None:
         self.entries: dict[tuple[str, str], Any] = {}
+        self.freeze = freeze  # (a worker Spark reuses collects after every task: snet.gcpause.frozen_after)
 
     def get(self, what: str, run_id: str, build: Callable[[], T]) -> T:
         entry = self.entries.get((what, run_id))
         if entry is None:
-            entry = build()
-            while len(self.entries) >= self.KEEP:
-                self.entries.pop(next(iter(self.entries)))
-            self.entries[(what, run_id)] = entry
+            from snet.gcpause import frozen_after
+            with frozen_after(self.freeze):
+                entry = build()
+                while len(self.entries) >= self.KEEP:
+                    self.entries.pop(next(iter(self.entries)))
+                self.entries[(what, run_id)] = entry
         return entry
 
 
-RUNS = RunCache()
+RUNS = RunCache(freeze=os.environ.get("SPARK_REUSE_WORKER", "0") not in ("", "0"))  # (set by Spark: reused)
 
 
 def cloudpickle_module():

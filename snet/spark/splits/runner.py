@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 from snet.core.compiled import SplitKeys
 from snet.errors import SNetRuntimeError, SNetUsageError
+from snet.records import Record
 from snet.spark.failures import crash_summary, interrupt_in, looks_like_crash, reason
 from snet.spark.splits import crash
 from snet.spark.splits.replicas import Group, GroupResult, TaskInput, TaskOutput, run_payload
@@ -27,8 +28,6 @@ from snet.stats import add_box_calls, add_guard_counts, box_entries
 from snet.spg.nodes import PropertyGraph, SplitNode
 
 log = logging.getLogger("snet.spark")
-
-Record = dict
 
 # Settings read by snet itself, not passed to Spark.
 SNET_KEYS = ("snet.path", "snet.partitions", "snet.boxes", "snet.mode")
