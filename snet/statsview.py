@@ -81,7 +81,7 @@ def workers_phrase(stats: RunStats) -> str:
     if stats.engine != "front":
         return ""
     if stats.auto is not None and stats.workers > 1:
-        return f", {stats.auto.workers} of {stats.workers} worker{'s' if stats.workers != 1 else ''} active"
+        return f", {stats.auto.workers} of {stats.workers} workers active"  # (more than one, here)
     return f", {stats.workers} worker{'s' if stats.workers != 1 else ''}"
 
 
